@@ -1,0 +1,24 @@
+import type { JsonObject } from "../message/json.js";
+
+/** One governance-relevant fact: who did what to which agent, and when. */
+export interface AuditEvent {
+  /** What happened: `agent.start`, `agent.crash`, `agent.restart`, `agent.stop`, `agent.suspend`, `agent.resume` … */
+  readonly event: string;
+  /** When, as ISO-8601 UTC with milliseconds. */
+  readonly ts: string;
+  /** The agent (or supervisor) concerned. */
+  readonly agent: string;
+  /** Identity of the runtime that recorded the event. */
+  readonly signerId: string;
+  /** Event-specific facts. */
+  readonly details: JsonObject;
+}
+
+/**
+ * Receives audit events. `emit` may be async; the runtime never lets a
+ * failing sink throw into user code (failures go to the logger).
+ * The runtime never closes a sink it was given.
+ */
+export interface AuditSink {
+  emit(event: AuditEvent): void | Promise<void>;
+}

@@ -1,0 +1,167 @@
+import { CivitasError } from "./civitas-error.js";
+
+/** No agent is registered under the name (or with the capability) a message was addressed to. */
+export class AgentNotFoundError extends CivitasError {
+  /** The name or capability that was looked up. */
+  readonly agent: string;
+  constructor(agent: string, message: string) {
+    super("AGENT_NOT_FOUND", message);
+    this.agent = agent;
+  }
+}
+
+/** An `ask` got no reply within its `timeoutMs`. */
+export class AskTimeoutError extends CivitasError {
+  /** The agent that was asked. */
+  readonly agent: string;
+  /** The timeout that elapsed. */
+  readonly timeoutMs: number;
+  constructor(agent: string, timeoutMs: number) {
+    super(
+      "ASK_TIMEOUT",
+      `ask('${agent}') got no reply within ${timeoutMs} ms; raise timeoutMs, or check that '${agent}' returns this.reply(...) from handle()`,
+    );
+    this.agent = agent;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** A put or get on a mailbox that has been closed (its agent stopped for good). */
+export class MailboxClosedError extends CivitasError {
+  constructor(message = "the mailbox is closed: its agent has stopped and takes no more messages") {
+    super("MAILBOX_CLOSED", message);
+  }
+}
+
+/** A stored state record has an unknown schema version or is malformed. */
+export class StateSchemaError extends CivitasError {
+  /** The agent whose record was refused. */
+  readonly agent: string;
+  constructor(agent: string, message: string, options?: ErrorOptions) {
+    super("STATE_SCHEMA", message, options);
+    this.agent = agent;
+  }
+}
+
+/** Application code tried to send a message type reserved for the runtime (`_agency.*`). */
+export class ReservedMessageTypeError extends CivitasError {
+  /** The reserved type that was refused. */
+  readonly type: string;
+  constructor(type: string) {
+    super(
+      "RESERVED_MESSAGE_TYPE",
+      `message type '${type}' is reserved for the runtime; use runtime.suspend()/resume()/stop() for control, or pick a type that does not start with '_agency.'`,
+    );
+    this.type = type;
+  }
+}
+
+/** A payload (or state) is not a plain JSON-serializable object. */
+export class PayloadNotSerializableError extends CivitasError {
+  /** Where in the value the problem is, as a JSON path (`$.items[2].at`). */
+  readonly path: string;
+  constructor(path: string, message: string) {
+    super("PAYLOAD_NOT_SERIALIZABLE", message);
+    this.path = path;
+  }
+}
+
+/** A wire-form message could not be decoded (malformed, or an unknown `schema_version`). */
+export class InvalidWireMessageError extends CivitasError {
+  constructor(message: string) {
+    super("INVALID_WIRE_MESSAGE", message);
+  }
+}
+
+/** An argument or option is out of range or of the wrong type. */
+export class InvalidArgumentError extends CivitasError {
+  /** The name of the argument or option that was refused. */
+  readonly argument: string;
+  constructor(argument: string, message: string) {
+    super("INVALID_ARGUMENT", message);
+    this.argument = argument;
+  }
+}
+
+/** Two agents or supervisors in one runtime share a name. */
+export class DuplicateNameError extends CivitasError {
+  /** The name that is used twice. */
+  readonly agent: string;
+  constructor(agent: string, message: string) {
+    super("DUPLICATE_NAME", message);
+    this.agent = agent;
+  }
+}
+
+/** A topology description is invalid; the message names the offending entry. */
+export class TopologyError extends CivitasError {
+  /** Path of the offending entry, e.g. `supervisor.children[1].agent.type`. */
+  readonly path: string;
+  constructor(path: string, message: string, options?: ErrorOptions) {
+    super("TOPOLOGY_INVALID", `${path}: ${message}`, options);
+    this.path = path;
+  }
+}
+
+/** A child failed to start (its `onStart` threw, or its state was refused). */
+export class StartFailedError extends CivitasError {
+  /** The child that failed. */
+  readonly agent: string;
+  constructor(agent: string, options?: ErrorOptions) {
+    const cause = options?.cause instanceof Error ? `: ${options.cause.message}` : "";
+    super("START_FAILED", `'${agent}' failed to start${cause}`, options);
+    this.agent = agent;
+  }
+}
+
+/** The operation needs a runtime state the runtime is not in (not started, already stopped). */
+export class RuntimeStateError extends CivitasError {
+  constructor(code: "RUNTIME_NOT_STARTED" | "RUNTIME_STOPPED", message: string) {
+    super(code, message);
+  }
+}
+
+/** A `DynamicSupervisor` is at its `maxChildren` bound. */
+export class MaxChildrenError extends CivitasError {
+  /** The supervisor that is full. */
+  readonly supervisor: string;
+  /** Its bound. */
+  readonly maxChildren: number;
+  constructor(supervisor: string, maxChildren: number) {
+    super(
+      "MAX_CHILDREN",
+      `dynamic supervisor '${supervisor}' already has ${maxChildren} children (maxChildren); despawn one or raise maxChildren`,
+    );
+    this.supervisor = supervisor;
+    this.maxChildren = maxChildren;
+  }
+}
+
+/** `spawn`/`despawn`/`stop` was called from an agent that is not under a `DynamicSupervisor`. */
+export class NoDynamicSupervisorError extends CivitasError {
+  /** The agent that asked. */
+  readonly agent: string;
+  constructor(agent: string, message: string) {
+    super("NO_DYNAMIC_SUPERVISOR", message);
+    this.agent = agent;
+  }
+}
+
+/** An agent or supervisor cannot do what was asked in its current status. */
+export class IllegalTransitionError extends CivitasError {
+  /** The agent concerned. */
+  readonly agent: string;
+  /** Its status at the time. */
+  readonly from: string;
+  /** The status that was refused. */
+  readonly to: string;
+  constructor(agent: string, from: string, to: string) {
+    super(
+      "ILLEGAL_TRANSITION",
+      `'${agent}' cannot go from ${from} to ${to}; this is a bug in civitas-ts or in code that drives an agent by hand — please report it`,
+    );
+    this.agent = agent;
+    this.from = from;
+    this.to = to;
+  }
+}

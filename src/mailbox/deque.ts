@@ -1,0 +1,52 @@
+/**
+ * A growable ring buffer: O(1) push at the back and shift from the front,
+ * no `Array.shift`. Storage is allocated on first push, so an idle, empty
+ * deque costs one small object.
+ */
+export class Deque<T> {
+  private buffer: (T | undefined)[] = [];
+  private head = 0;
+  private count = 0;
+
+  /** Number of items held. */
+  get length(): number {
+    return this.count;
+  }
+
+  /** Appends `item` at the back. */
+  push(item: T): void {
+    if (this.count === this.buffer.length) this.grow();
+    this.buffer[(this.head + this.count) & (this.buffer.length - 1)] = item;
+    this.count++;
+  }
+
+  /** Removes and returns the front item, or `undefined` when empty. */
+  shift(): T | undefined {
+    if (this.count === 0) return undefined;
+    const item = this.buffer[this.head];
+    this.buffer[this.head] = undefined;
+    this.head = (this.head + 1) & (this.buffer.length - 1);
+    this.count--;
+    return item;
+  }
+
+  /** The front item without removing it. */
+  peek(): T | undefined {
+    return this.count === 0 ? undefined : this.buffer[this.head];
+  }
+
+  /** Removes every item and returns them front to back. */
+  drain(): T[] {
+    const items: T[] = [];
+    for (let item = this.shift(); item !== undefined; item = this.shift()) items.push(item);
+    return items;
+  }
+
+  private grow(): void {
+    const size = this.buffer.length === 0 ? 4 : this.buffer.length * 2;
+    const next = new Array<T | undefined>(size);
+    for (let i = 0; i < this.count; i++) next[i] = this.buffer[(this.head + i) & (this.buffer.length - 1)];
+    this.buffer = next;
+    this.head = 0;
+  }
+}

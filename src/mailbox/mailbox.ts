@@ -1,0 +1,283 @@
+import { InvalidArgumentError, MailboxClosedError } from "../errors/errors.js";
+import { isExpired, type Message } from "../message/message.js";
+import { systemClock, type Clock } from "../time/clock.js";
+import { Deque } from "./deque.js";
+
+/** Options of a {@link Mailbox}. */
+export interface MailboxOptions {
+  /** Capacity of the business lane (priority 0). @defaultValue 1000 */
+  capacity?: number;
+  /** Capacity of the priority lane (priority >= 1). @defaultValue 100 */
+  priorityCapacity?: number;
+  /** Time source for TTL expiry. @defaultValue the system clock */
+  clock?: Clock;
+  /** Called with every message discarded at dequeue because its `ttlMs` elapsed. */
+  onExpired?: (message: Message) => void;
+}
+
+/** Options of a waiting mailbox operation. */
+export interface MailboxWaitOptions {
+  /** Aborting rejects the pending call with `signal.reason`; nothing is enqueued or taken. */
+  signal?: AbortSignal;
+}
+
+interface Getter {
+  readonly priorityOnly: boolean;
+  readonly seq: number;
+  resolve: (message: Message) => void;
+  reject: (reason: unknown) => void;
+  settled: boolean;
+  release?: () => void;
+}
+
+interface Putter {
+  readonly message: Message;
+  resolve: () => void;
+  reject: (reason: unknown) => void;
+  settled: boolean;
+  release?: () => void;
+}
+
+class Lane {
+  readonly messages = new Deque<Message>();
+  readonly putters = new Deque<Putter>();
+  constructor(readonly capacity: number) {}
+}
+
+/**
+ * A bounded two-lane mailbox. `put` waits while its lane is full
+ * (backpressure). `get` takes the oldest priority message, else the oldest
+ * business message; `getPriority` takes only priority messages and is never
+ * woken by business puts. Waiters are served first come, first served. A
+ * closed mailbox rejects waiters and puts with `MAILBOX_CLOSED`; what it
+ * still holds can be taken until it is empty.
+ *
+ * @example
+ * ```ts
+ * const mailbox = new Mailbox({ capacity: 10 });
+ * await mailbox.put(message);
+ * const next = await mailbox.get();
+ * ```
+ */
+export class Mailbox {
+  private readonly business: Lane;
+  private readonly priority: Lane;
+  private readonly getters = new Deque<Getter>();
+  private readonly priorityGetters = new Deque<Getter>();
+  private readonly clock: Clock;
+  private readonly onExpired: ((message: Message) => void) | undefined;
+  private seq = 0;
+  private expired = 0;
+  private isClosed = false;
+
+  constructor(options: MailboxOptions = {}) {
+    this.business = new Lane(checkCapacity("capacity", options.capacity ?? 1000));
+    this.priority = new Lane(checkCapacity("priorityCapacity", options.priorityCapacity ?? 100));
+    this.clock = options.clock ?? systemClock;
+    this.onExpired = options.onExpired;
+  }
+
+  /** Business messages waiting. */
+  get size(): number {
+    return this.business.messages.length;
+  }
+
+  /** Priority messages waiting. */
+  get prioritySize(): number {
+    return this.priority.messages.length;
+  }
+
+  /** Messages discarded so far because their TTL elapsed before dequeue. */
+  get expiredCount(): number {
+    return this.expired;
+  }
+
+  /** Whether {@link Mailbox.close} was called. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /**
+   * Enqueues `message` on its lane, waiting while the lane is full.
+   * Rejects with `MAILBOX_CLOSED` once closed, or with `signal.reason` when aborted (then nothing is enqueued).
+   */
+  put(message: Message, options?: MailboxWaitOptions): Promise<void> {
+    if (this.isClosed) return Promise.reject(new MailboxClosedError());
+    const signal = options?.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    if (this.offer(message)) return Promise.resolve();
+    const lane = this.laneOf(message);
+    return new Promise<void>((resolve, reject) => {
+      const putter: Putter = { message, resolve, reject, settled: false };
+      if (signal) attachAbort(putter, signal);
+      lane.putters.push(putter);
+    });
+  }
+
+  /** Enqueues `message` if its lane has room; returns `false` (and enqueues nothing) otherwise. */
+  offer(message: Message): boolean {
+    if (this.isClosed) throw new MailboxClosedError();
+    const lane = this.laneOf(message);
+    if (lane.messages.length >= lane.capacity || lane.putters.length > 0) {
+      this.dropSettledPutters(lane);
+      if (lane.messages.length >= lane.capacity || lane.putters.length > 0) return false;
+    }
+    this.deliver(message, lane);
+    return true;
+  }
+
+  /**
+   * Enqueues `message` even past its lane's capacity. Reserved for the
+   * runtime's own control messages and retries, which must never wait on the
+   * mailbox their own agent drains.
+   * @internal
+   */
+  force(message: Message): void {
+    if (this.isClosed) throw new MailboxClosedError();
+    this.deliver(message, this.laneOf(message));
+  }
+
+  /** Takes the oldest priority message, else the oldest business message, waiting while both are empty. */
+  get(options?: MailboxWaitOptions): Promise<Message> {
+    const message = this.poll();
+    if (message !== undefined) return Promise.resolve(message);
+    return this.wait(false, options?.signal);
+  }
+
+  /** Takes the oldest priority message, waiting while there is none. Business puts never wake it. */
+  getPriority(options?: MailboxWaitOptions): Promise<Message> {
+    const message = this.pollPriority();
+    if (message !== undefined) return Promise.resolve(message);
+    return this.wait(true, options?.signal);
+  }
+
+  /** Takes what {@link Mailbox.get} would, without waiting: `undefined` when empty. */
+  poll(): Message | undefined {
+    return this.take(this.priority) ?? this.take(this.business);
+  }
+
+  /** Takes what {@link Mailbox.getPriority} would, without waiting. */
+  pollPriority(): Message | undefined {
+    return this.take(this.priority);
+  }
+
+  /**
+   * Closes the mailbox: pending `get`s and `put`s reject with `MAILBOX_CLOSED`,
+   * new puts are refused. Messages already queued can still be taken. Idempotent.
+   */
+  close(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    const error = new MailboxClosedError();
+    for (const waiter of [...this.getters.drain(), ...this.priorityGetters.drain()]) settle(waiter, error);
+    for (const putter of [...this.business.putters.drain(), ...this.priority.putters.drain()]) settle(putter, error);
+  }
+
+  /** Removes and returns every queued message, priority lane first. */
+  drain(): Message[] {
+    const messages: Message[] = [];
+    for (let m = this.poll(); m !== undefined; m = this.poll()) messages.push(m);
+    return messages;
+  }
+
+  private laneOf(message: Message): Lane {
+    return message.priority >= 1 ? this.priority : this.business;
+  }
+
+  private deliver(message: Message, lane: Lane): void {
+    if (this.handOff(message, lane)) return;
+    lane.messages.push(message);
+  }
+
+  /** Gives `message` straight to the longest-waiting getter allowed to take it. */
+  private handOff(message: Message, lane: Lane): boolean {
+    for (;;) {
+      const getter = lane === this.priority ? this.oldestGetter() : this.getters.peek();
+      if (getter === undefined) return false;
+      (getter.priorityOnly ? this.priorityGetters : this.getters).shift();
+      if (getter.settled) continue;
+      if (this.discardIfExpired(message)) return true;
+      getter.settled = true;
+      getter.release?.();
+      getter.resolve(message);
+      return true;
+    }
+  }
+
+  private oldestGetter(): Getter | undefined {
+    const any = this.getters.peek();
+    const prio = this.priorityGetters.peek();
+    if (any === undefined) return prio;
+    if (prio === undefined) return any;
+    return any.seq < prio.seq ? any : prio;
+  }
+
+  private take(lane: Lane): Message | undefined {
+    for (;;) {
+      const message = lane.messages.shift();
+      if (message === undefined) {
+        if (this.isClosed || !this.admitPutter(lane)) return undefined;
+        continue;
+      }
+      this.admitPutter(lane);
+      if (!this.discardIfExpired(message)) return message;
+    }
+  }
+
+  /** Moves the oldest live waiting put into the lane, now that it has room. */
+  private admitPutter(lane: Lane): boolean {
+    for (let putter = lane.putters.shift(); putter !== undefined; putter = lane.putters.shift()) {
+      if (putter.settled) continue;
+      putter.settled = true;
+      putter.release?.();
+      lane.messages.push(putter.message);
+      putter.resolve();
+      return true;
+    }
+    return false;
+  }
+
+  private dropSettledPutters(lane: Lane): void {
+    while (lane.putters.peek()?.settled) lane.putters.shift();
+    while (lane.messages.length < lane.capacity && this.admitPutter(lane)) {
+      // admitted a put that was waiting for this room
+    }
+  }
+
+  private discardIfExpired(message: Message): boolean {
+    if (message.ttlMs === undefined || !isExpired(message, this.clock.now())) return false;
+    this.expired++;
+    this.onExpired?.(message);
+    return true;
+  }
+
+  private wait(priorityOnly: boolean, signal: AbortSignal | undefined): Promise<Message> {
+    if (this.isClosed) return Promise.reject(new MailboxClosedError());
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    return new Promise<Message>((resolve, reject) => {
+      const getter: Getter = { priorityOnly, seq: this.seq++, resolve, reject, settled: false };
+      if (signal) attachAbort(getter, signal);
+      (priorityOnly ? this.priorityGetters : this.getters).push(getter);
+    });
+  }
+}
+
+function attachAbort(waiter: Getter | Putter, signal: AbortSignal): void {
+  const onAbort = (): void => settle(waiter, signal.reason);
+  signal.addEventListener("abort", onAbort, { once: true });
+  waiter.release = () => signal.removeEventListener("abort", onAbort);
+}
+
+function settle(waiter: Getter | Putter, reason: unknown): void {
+  if (waiter.settled) return;
+  waiter.settled = true;
+  waiter.release?.();
+  waiter.reject(reason);
+}
+
+function checkCapacity(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new InvalidArgumentError(name, `mailbox ${name} must be a positive integer, got ${String(value)}`);
+  }
+  return value;
+}

@@ -1,0 +1,68 @@
+import { describeValue } from "../errors/civitas-error.js";
+import { PayloadNotSerializableError } from "../errors/errors.js";
+
+/** A JSON value: what can cross a process boundary unchanged. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | JsonObject;
+
+/** A plain JSON object: message payloads and agent state are of this type. */
+export interface JsonObject {
+  [key: string]: JsonValue;
+}
+
+/**
+ * Returns the JSON path of the first part of `value` that is not plain JSON,
+ * or `undefined` when all of it is. Plain JSON means: objects whose prototype
+ * is `Object.prototype` or `null`, arrays, strings, finite numbers, booleans
+ * and `null`, without cycles.
+ */
+export function findNonJson(value: unknown, path = "$", seen: unknown[] = []): [string, string] | undefined {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return undefined;
+    case "number":
+      return Number.isFinite(value) ? undefined : [path, `${String(value)} is not a JSON number`];
+    case "object": {
+      if (value === null) return undefined;
+      if (seen.includes(value)) return [path, "a circular reference"];
+      seen.push(value);
+      try {
+        if (Array.isArray(value)) {
+          for (let i = 0; i < value.length; i++) {
+            const bad = findNonJson(value[i], `${path}[${i}]`, seen);
+            if (bad) return bad;
+          }
+          return undefined;
+        }
+        const proto: unknown = Object.getPrototypeOf(value);
+        if (proto !== Object.prototype && proto !== null) return [path, `${describeValue(value)}, not a plain object`];
+        for (const key in value) {
+          const bad = findNonJson((value as Record<string, unknown>)[key], `${path}.${key}`, seen);
+          if (bad) return bad;
+        }
+        return undefined;
+      } finally {
+        seen.pop();
+      }
+    }
+    default:
+      return [path, describeValue(value)];
+  }
+}
+
+/**
+ * Asserts that `value` is a plain JSON object.
+ * @throws {@link PayloadNotSerializableError} naming the first offending path.
+ */
+export function assertJsonObject(value: unknown, what: string): asserts value is JsonObject {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new PayloadNotSerializableError("$", `${what} must be a plain JSON object, got ${describeValue(value)}`);
+  }
+  const bad = findNonJson(value);
+  if (bad) {
+    throw new PayloadNotSerializableError(
+      bad[0],
+      `${what} is not JSON-serializable at ${bad[0]}: ${bad[1]}; convert it to strings, numbers, booleans, null, arrays or plain objects`,
+    );
+  }
+}

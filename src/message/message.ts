@@ -1,0 +1,121 @@
+import { InvalidArgumentError } from "../errors/errors.js";
+import { newSpanId, newTraceId, uuidv7 } from "./ids.js";
+import { assertJsonObject, type JsonObject } from "./json.js";
+import { DEFAULT_MESSAGE_TYPE, priorityOf } from "./system-types.js";
+
+/**
+ * The envelope every message travels in. Create one with {@link createMessage};
+ * the runtime creates them for you in `send`, `ask`, `broadcast` and `reply`.
+ */
+export interface Message<P extends JsonObject = JsonObject> {
+  /** UUIDv7, unique per message (a retry keeps the id and bumps `attempt`). */
+  readonly id: string;
+  /** What the message means; `"message"` unless given. */
+  readonly type: string;
+  /** Name of the sending agent (or `"_runtime"` for sends from outside). */
+  readonly sender: string;
+  /** Name of the agent it is addressed to. */
+  readonly recipient: string;
+  /** Pairs a request with its reply. A message with a `correlationId` and no `replyTo` is a reply. */
+  readonly correlationId?: string;
+  /** Where the reply to this request goes. */
+  readonly replyTo?: string;
+  /** A plain JSON object. */
+  readonly payload: P;
+  /** Creation time, epoch milliseconds. */
+  readonly timestamp: number;
+  /** W3C trace id (32 hex characters). */
+  readonly traceId: string;
+  /** Id of the span that sent this message (16 hex characters). */
+  readonly spanId: string;
+  /** Id of that span's parent, when known. */
+  readonly parentSpanId?: string;
+  /** 0 on first delivery; a RETRY re-enqueues the message with `attempt + 1`. */
+  readonly attempt: number;
+  /** 0 = business lane, >= 1 = priority (control) lane. */
+  readonly priority: number;
+  /** Discard at dequeue once older than this; expiry is counted and reported. */
+  readonly ttlMs?: number;
+}
+
+/** What {@link createMessage} needs; everything else gets a default. */
+export interface MessageInit<P extends JsonObject = JsonObject> {
+  sender: string;
+  recipient: string;
+  payload: P;
+  type?: string;
+  correlationId?: string;
+  replyTo?: string;
+  timestamp?: number;
+  traceId?: string;
+  spanId?: string;
+  parentSpanId?: string;
+  attempt?: number;
+  priority?: number;
+  ttlMs?: number;
+  id?: string;
+}
+
+/**
+ * Creates a message, checking that its payload is plain JSON.
+ *
+ * @throws {@link PayloadNotSerializableError} when the payload is not a plain JSON object.
+ * @throws {@link InvalidArgumentError} for a negative `ttlMs`, `attempt` or `priority`.
+ * @example
+ * ```ts
+ * const m = createMessage({ sender: "a", recipient: "b", payload: { n: 1 } });
+ * ```
+ */
+export function createMessage<P extends JsonObject>(init: MessageInit<P>): Message<P> {
+  assertJsonObject(init.payload, `payload of a message to '${init.recipient}'`);
+  return buildMessage(init);
+}
+
+/** Like {@link createMessage} but trusts that the payload was already checked. */
+export function buildMessage<P extends JsonObject>(init: MessageInit<P>): Message<P> {
+  const type = init.type ?? DEFAULT_MESSAGE_TYPE;
+  const timestamp = init.timestamp ?? Date.now();
+  checkNonNegative("ttlMs", init.ttlMs);
+  checkNonNegative("attempt", init.attempt);
+  checkNonNegative("priority", init.priority);
+  const message: {
+    -readonly [K in keyof Message<P>]: Message<P>[K];
+  } = {
+    id: init.id ?? uuidv7(timestamp),
+    type,
+    sender: init.sender,
+    recipient: init.recipient,
+    payload: init.payload,
+    timestamp,
+    traceId: init.traceId ?? newTraceId(),
+    spanId: init.spanId ?? newSpanId(),
+    attempt: init.attempt ?? 0,
+    priority: init.priority ?? priorityOf(type),
+  };
+  if (init.correlationId !== undefined) message.correlationId = init.correlationId;
+  if (init.replyTo !== undefined) message.replyTo = init.replyTo;
+  if (init.parentSpanId !== undefined) message.parentSpanId = init.parentSpanId;
+  if (init.ttlMs !== undefined) message.ttlMs = init.ttlMs;
+  return message;
+}
+
+function checkNonNegative(name: string, value: number | undefined): void {
+  if (value !== undefined && !(Number.isInteger(value) && value >= 0)) {
+    throw new InvalidArgumentError(name, `message ${name} must be a non-negative integer, got ${String(value)}`);
+  }
+}
+
+/** Whether `message` is a reply to an `ask` (it has a `correlationId` and no `replyTo`). */
+export function isReply(message: Message): boolean {
+  return message.correlationId !== undefined && message.replyTo === undefined;
+}
+
+/** Whether `message` has outlived its `ttlMs` at time `nowMs`. */
+export function isExpired(message: Message, nowMs: number): boolean {
+  return message.ttlMs !== undefined && nowMs - message.timestamp > message.ttlMs;
+}
+
+/** A copy of `message` for its next delivery attempt. */
+export function nextAttempt<P extends JsonObject>(message: Message<P>): Message<P> {
+  return { ...message, attempt: message.attempt + 1 };
+}

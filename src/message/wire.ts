@@ -1,0 +1,126 @@
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidWireMessageError } from "../errors/errors.js";
+import { findNonJson, type JsonObject } from "./json.js";
+import type { Message } from "./message.js";
+
+/** The wire schema version this library writes and reads. */
+export const WIRE_SCHEMA_VERSION = 1;
+
+/**
+ * A message in wire form: snake_case keys and `schema_version`, the same
+ * envelope the Python Civitas runtime uses, so both can share a bus.
+ */
+export interface WireMessage {
+  schema_version: number;
+  id: string;
+  type: string;
+  sender: string;
+  recipient: string;
+  correlation_id: string | null;
+  reply_to: string | null;
+  payload: JsonObject;
+  timestamp: number;
+  trace_id: string;
+  span_id: string;
+  parent_span_id: string | null;
+  attempt: number;
+  priority: number;
+  ttl_ms?: number;
+}
+
+/** Converts a message to its wire form. */
+export function toWire(message: Message): WireMessage {
+  const wire: WireMessage = {
+    schema_version: WIRE_SCHEMA_VERSION,
+    id: message.id,
+    type: message.type,
+    sender: message.sender,
+    recipient: message.recipient,
+    correlation_id: message.correlationId ?? null,
+    reply_to: message.replyTo ?? null,
+    payload: message.payload,
+    timestamp: message.timestamp,
+    trace_id: message.traceId,
+    span_id: message.spanId,
+    parent_span_id: message.parentSpanId ?? null,
+    attempt: message.attempt,
+    priority: message.priority,
+  };
+  if (message.ttlMs !== undefined) wire.ttl_ms = message.ttlMs;
+  return wire;
+}
+
+/**
+ * Decodes a wire-form message (an object, or its JSON text), validating every field.
+ *
+ * @throws {@link InvalidWireMessageError} for malformed input or an unknown `schema_version`.
+ */
+export function fromWire(input: unknown): Message {
+  let wire: unknown = input;
+  if (typeof input === "string" || input instanceof Uint8Array) {
+    const text = typeof input === "string" ? input : Buffer.from(input).toString("utf8");
+    try {
+      wire = JSON.parse(text);
+    } catch (err) {
+      throw new InvalidWireMessageError(`wire message is not valid JSON: ${(err as Error).message}`);
+    }
+  }
+  if (typeof wire !== "object" || wire === null || Array.isArray(wire)) {
+    throw new InvalidWireMessageError(`wire message must be a JSON object, got ${describeValue(wire)}`);
+  }
+  const w = wire as Record<string, unknown>;
+  if (w.schema_version !== WIRE_SCHEMA_VERSION) {
+    throw new InvalidWireMessageError(
+      `unsupported wire schema_version ${describeValue(w.schema_version)}; this civitas-ts reads version ${WIRE_SCHEMA_VERSION} — upgrade the reader or the sender`,
+    );
+  }
+  const payload = w.payload;
+  if (typeof payload !== "object" || payload === null || Array.isArray(payload) || findNonJson(payload)) {
+    throw new InvalidWireMessageError(`wire message field 'payload' must be a plain JSON object, got ${describeValue(payload)}`);
+  }
+  const message: { -readonly [K in keyof Message]: Message[K] } = {
+    id: requireString(w, "id"),
+    type: requireString(w, "type"),
+    sender: requireString(w, "sender"),
+    recipient: requireString(w, "recipient"),
+    payload: payload as JsonObject,
+    timestamp: requireNumber(w, "timestamp", false),
+    traceId: requireString(w, "trace_id"),
+    spanId: requireString(w, "span_id"),
+    attempt: requireNumber(w, "attempt", true),
+    priority: requireNumber(w, "priority", true),
+  };
+  const correlationId = optionalString(w, "correlation_id");
+  if (correlationId !== undefined) message.correlationId = correlationId;
+  const replyTo = optionalString(w, "reply_to");
+  if (replyTo !== undefined) message.replyTo = replyTo;
+  const parentSpanId = optionalString(w, "parent_span_id");
+  if (parentSpanId !== undefined) message.parentSpanId = parentSpanId;
+  if (w.ttl_ms !== undefined && w.ttl_ms !== null) message.ttlMs = requireNumber(w, "ttl_ms", true);
+  return message;
+}
+
+function requireString(w: Record<string, unknown>, key: string): string {
+  const value = w[key];
+  if (typeof value !== "string" || value.length === 0) {
+    throw new InvalidWireMessageError(`wire message field '${key}' must be a non-empty string, got ${describeValue(value)}`);
+  }
+  return value;
+}
+
+function optionalString(w: Record<string, unknown>, key: string): string | undefined {
+  const value = w[key];
+  if (value === undefined || value === null) return undefined;
+  return requireString(w, key);
+}
+
+function requireNumber(w: Record<string, unknown>, key: string, integer: boolean): number {
+  const value = w[key];
+  const ok = typeof value === "number" && Number.isFinite(value) && value >= 0 && (!integer || Number.isInteger(value));
+  if (!ok) {
+    throw new InvalidWireMessageError(
+      `wire message field '${key}' must be a non-negative ${integer ? "integer" : "number"}, got ${describeValue(value)}`,
+    );
+  }
+  return value;
+}

@@ -1,0 +1,39 @@
+import { StateSchemaError } from "../errors/errors.js";
+import { assertJsonObject, type JsonObject } from "../message/json.js";
+
+/** The schema version of stored state records this library writes and reads. */
+export const STATE_RECORD_VERSION = 1;
+
+/**
+ * Serializes `state` for storage, refusing anything that is not plain JSON
+ * (`PAYLOAD_NOT_SERIALIZABLE`) before the store is touched.
+ */
+export function encodeState(name: string, state: JsonObject): string {
+  assertJsonObject(state, `state of '${name}'`);
+  return JSON.stringify(state);
+}
+
+/**
+ * Parses and validates a stored record.
+ * @throws {@link StateSchemaError} for an unknown version, bad JSON or a non-object state.
+ */
+export function decodeState(name: string, version: unknown, text: unknown): JsonObject {
+  if (version !== STATE_RECORD_VERSION) {
+    throw new StateSchemaError(
+      name,
+      `stored state of '${name}' has schema version ${String(version)}, this civitas-ts reads version ${STATE_RECORD_VERSION}; migrate the record or run a matching civitas-ts`,
+    );
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(String(text));
+  } catch (err) {
+    throw new StateSchemaError(name, `stored state of '${name}' is not valid JSON; restore it from a backup or delete it`, {
+      cause: err,
+    });
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new StateSchemaError(name, `stored state of '${name}' is not a JSON object; restore it from a backup or delete it`);
+  }
+  return parsed as JsonObject;
+}

@@ -1,0 +1,29 @@
+import type { JsonObject } from "../message/json.js";
+
+/**
+ * Where agents' checkpointed `state` lives. Every method reports errors by
+ * rejecting. `set` is atomic: after a crash the store holds either the whole
+ * new state or the whole previous one, never a mix.
+ *
+ * The runtime never closes a store it was given; whoever created it closes it.
+ */
+export interface StateStore {
+  /** Whether a `set` that resolved survives a crash of this process (and of the machine, for an fsync'ed store). */
+  readonly durable: boolean;
+  /**
+   * The state last set for `name`, or `undefined`.
+   * Rejects with `STATE_SCHEMA` when the stored record is of an unknown version or malformed.
+   */
+  get(name: string): Promise<JsonObject | undefined>;
+  /**
+   * Replaces the state of `name`, all of it or none of it. Rejects with
+   * `PAYLOAD_NOT_SERIALIZABLE` (and stores nothing) when `state` is not plain JSON.
+   */
+  set(name: string, state: JsonObject): Promise<void>;
+  /** Removes the state of `name`; a no-op when there is none. */
+  delete(name: string): Promise<void>;
+  /** Names that have state, sorted. */
+  list(): Promise<string[]>;
+  /** Releases the store's resources. Idempotent. */
+  close(): Promise<void>;
+}
