@@ -165,3 +165,17 @@ export class IllegalTransitionError extends CivitasError {
     this.to = to;
   }
 }
+
+/** A supervisor restarted its children more than `maxRestarts` times within `restartWindowMs` and gave up. */
+export class RestartIntensityError extends CivitasError {
+  /** The supervisor that gave up. */
+  readonly supervisor: string;
+  constructor(supervisor: string, maxRestarts: number, restartWindowMs: number, options?: ErrorOptions) {
+    super(
+      "RESTART_INTENSITY",
+      `supervisor '${supervisor}' exceeded ${maxRestarts} restarts within ${restartWindowMs} ms and gave up; fix the crashing child or raise maxRestarts`,
+      options,
+    );
+    this.supervisor = supervisor;
+  }
+}

@@ -1,4 +1,5 @@
-import { StateSchemaError } from "../errors/errors.js";
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidArgumentError, StateSchemaError } from "../errors/errors.js";
 import { assertJsonObject, type JsonObject } from "../message/json.js";
 
 /** The schema version of stored state records this library writes and reads. */
@@ -36,4 +37,22 @@ export function decodeState(name: string, version: unknown, text: unknown): Json
     throw new StateSchemaError(name, `stored state of '${name}' is not a JSON object; restore it from a backup or delete it`);
   }
   return parsed as JsonObject;
+}
+
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** Refuses a state name that is not a non-empty, well-formed string. */
+export function assertStateName(name: unknown): asserts name is string {
+  if (typeof name !== "string" || name.length === 0) {
+    throw new InvalidArgumentError(
+      "name",
+      `a state store needs a non-empty string name, got ${describeValue(name)}; pass the agent's name`,
+    );
+  }
+  if (LONE_SURROGATE.test(name)) {
+    throw new InvalidArgumentError(
+      "name",
+      `state name ${JSON.stringify(name)} contains a lone UTF-16 surrogate and cannot be stored faithfully; use well-formed Unicode`,
+    );
+  }
 }

@@ -1,0 +1,93 @@
+import { DuplicateNameError, InvalidArgumentError } from "../errors/errors.js";
+import { describeValue } from "../errors/civitas-error.js";
+import type { AgentProcess } from "../process/agent-process.js";
+import { globToRegExp } from "./glob.js";
+
+/**
+ * Names every agent and supervisor of a runtime, and finds agents by name,
+ * by glob pattern and by capability tag. Registration outlives restarts: an
+ * agent keeps its name and capabilities while its supervisor restarts it.
+ * @internal
+ */
+export class Registry {
+  private readonly agents = new Map<string, AgentProcess>();
+  private readonly names = new Set<string>();
+  private readonly capable = new Map<string, AgentProcess[]>();
+  private readonly cursor = new Map<string, number>();
+
+  /** Reserves `name` for a supervisor or an agent. */
+  reserve(name: string, what: string): void {
+    assertValidName(name, what);
+    if (this.names.has(name)) {
+      throw new DuplicateNameError(name, `${what} name '${name}' is already used in this runtime; names of agents and supervisors must be unique`);
+    }
+    this.names.add(name);
+  }
+
+  /** Registers an agent under its name and capabilities. */
+  register(agent: AgentProcess): void {
+    this.reserve(agent.name, "agent");
+    this.agents.set(agent.name, agent);
+    for (const capability of agent.capabilities) {
+      const list = this.capable.get(capability);
+      if (list === undefined) this.capable.set(capability, [agent]);
+      else list.push(agent);
+    }
+  }
+
+  /** Frees `name` (and, for an agent, its capabilities). */
+  release(name: string): void {
+    this.names.delete(name);
+    const agent = this.agents.get(name);
+    if (agent === undefined) return;
+    this.agents.delete(name);
+    for (const capability of agent.capabilities) {
+      const list = this.capable.get(capability)?.filter((a) => a !== agent) ?? [];
+      if (list.length === 0) this.capable.delete(capability);
+      else this.capable.set(capability, list);
+    }
+  }
+
+  /** Whether `name` is taken. */
+  has(name: string): boolean {
+    return this.names.has(name);
+  }
+
+  /** The agent registered as `name`. */
+  get(name: string): AgentProcess | undefined {
+    return this.agents.get(name);
+  }
+
+  /** All registered agents, in registration order. */
+  all(): AgentProcess[] {
+    return [...this.agents.values()];
+  }
+
+  /** Agents whose names match the glob `pattern`, in registration order. */
+  match(pattern: string): AgentProcess[] {
+    const regexp = globToRegExp(pattern);
+    return this.all().filter((agent) => regexp.test(agent.name));
+  }
+
+  /** The next agent (round-robin) that declares `capability`, or `undefined`. */
+  withCapability(capability: string): AgentProcess | undefined {
+    const list = this.capable.get(capability);
+    if (list === undefined || list.length === 0) return undefined;
+    const at = (this.cursor.get(capability) ?? 0) % list.length;
+    this.cursor.set(capability, at + 1);
+    return list[at];
+  }
+}
+
+/**
+ * Names are non-empty strings without whitespace or glob characters, so
+ * every name can be addressed exactly and matched by a pattern.
+ */
+export function assertValidName(name: unknown, what: string): asserts name is string {
+  if (typeof name !== "string" || name.length === 0 || /[\s*?[\]]/.test(name) || name.length > 255) {
+    throw new InvalidArgumentError(
+      "name",
+      `${what} name must be a non-empty string of at most 255 characters without whitespace or glob characters (* ? [ ]), got ${describeValue(name)}`,
+    );
+  }
+}

@@ -1,0 +1,13 @@
+/**
+ * `civitas-ts/sqlite`: the embedded durable state store, backed by
+ * better-sqlite3 12 (an optional peer dependency: `npm install better-sqlite3`).
+ *
+ * @example
+ * ```ts
+ * import { SqliteStateStore } from "civitas-ts/sqlite";
+ * const store = new SqliteStateStore("./state.db");
+ * ```
+ * @packageDocumentation
+ */
+export { SqliteStateStore } from "../state/sqlite-state-store.js";
+export type { SqliteStateStoreOptions } from "../state/sqlite-state-store.js";

@@ -1,0 +1,63 @@
+export { CivitasError } from "./errors/civitas-error.js";
+export {
+  AgentNotFoundError,
+  AskTimeoutError,
+  DuplicateNameError,
+  IllegalTransitionError,
+  InvalidArgumentError,
+  InvalidWireMessageError,
+  MailboxClosedError,
+  MaxChildrenError,
+  NoDynamicSupervisorError,
+  PayloadNotSerializableError,
+  ReservedMessageTypeError,
+  RestartIntensityError,
+  RuntimeStateError,
+  StartFailedError,
+  StateSchemaError,
+  TopologyError,
+} from "./errors/errors.js";
+
+export { createMessage, isReply } from "./message/message.js";
+export type { Message, MessageInit } from "./message/message.js";
+export type { JsonObject, JsonValue } from "./message/json.js";
+export { toWire, fromWire, WIRE_SCHEMA_VERSION } from "./message/wire.js";
+export type { WireMessage } from "./message/wire.js";
+export { SYSTEM_MESSAGE_TYPES } from "./message/system-types.js";
+export type { SystemMessageType } from "./message/system-types.js";
+export { uuidv7 } from "./message/ids.js";
+
+export { Mailbox } from "./mailbox/mailbox.js";
+export type { MailboxOptions, MailboxWaitOptions } from "./mailbox/mailbox.js";
+
+export { AgentProcess } from "./process/agent-process.js";
+export type { AgentProcessOptions, AskOptions, SendOptions } from "./process/agent-process.js";
+export { ProcessStatus, LEGAL_TRANSITIONS, isLegalTransition } from "./process/process-status.js";
+export { ErrorAction } from "./process/error-action.js";
+
+export { Supervisor, RESTART_STRATEGIES } from "./supervision/supervisor.js";
+export type { RestartStrategy, SupervisorOptions } from "./supervision/supervisor.js";
+export { DynamicSupervisor } from "./supervision/dynamic-supervisor.js";
+export type { DynamicSupervisorOptions } from "./supervision/dynamic-supervisor.js";
+export type { AgentFactory, ChildTerminationReason, SpawnOptions } from "./supervision/dynamic-host.js";
+export type { StopOptions } from "./supervision/child.js";
+export type { RestartOptions } from "./supervision/supervision-options.js";
+export { backoffDelay } from "./supervision/backoff.js";
+export type { BackoffPolicy } from "./supervision/backoff.js";
+
+export { Runtime } from "./runtime/runtime.js";
+export type { FromTopologyOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions } from "./runtime/runtime.js";
+export type { RuntimeEvents } from "./runtime/runtime-events.js";
+export type { AgentClasses } from "./runtime/topology.js";
+
+export { InMemoryStateStore } from "./state/in-memory-state-store.js";
+export { StoreClosedError } from "./state/store-closed-error.js";
+export type { StateStore } from "./state/state-store.js";
+
+export { MemoryAuditSink } from "./audit/memory-audit-sink.js";
+export type { AuditEvent, AuditSink } from "./audit/audit-event.js";
+
+export { systemClock } from "./time/clock.js";
+export type { Clock, TimerHandle } from "./time/clock.js";
+export { stderrLogger, silentLogger } from "./logging/logger.js";
+export type { LogFields, Logger } from "./logging/logger.js";

@@ -1,0 +1,653 @@
+import type { Span } from "@opentelemetry/api";
+import { describeValue } from "../errors/civitas-error.js";
+import {
+  AgentNotFoundError,
+  IllegalTransitionError,
+  InvalidArgumentError,
+  NoDynamicSupervisorError,
+  ReservedMessageTypeError,
+  RuntimeStateError,
+  StartFailedError,
+} from "../errors/errors.js";
+import { assertValidName } from "../bus/registry.js";
+import { uuidv7 } from "../message/ids.js";
+import { assertJsonObject, type JsonObject } from "../message/json.js";
+import { buildMessage, nextAttempt, type Message } from "../message/message.js";
+import { DEFAULT_MESSAGE_TYPE, isReservedType, REPLY_MESSAGE_TYPE } from "../message/system-types.js";
+import { Mailbox } from "../mailbox/mailbox.js";
+import type { RuntimeServices } from "../runtime/services.js";
+import type { ChildExit, ChildParent, StopOptions, SupervisedChild } from "../supervision/child.js";
+import { isDynamicHost, type AgentFactory, type ChildTerminationReason } from "../supervision/dynamic-host.js";
+import { deferred, settlesWithin, type Deferred } from "../time/deadline.js";
+import { ErrorAction } from "./error-action.js";
+import { isLegalTransition, ProcessStatus } from "./process-status.js";
+
+/** Options every agent accepts as the second constructor argument. */
+export interface AgentProcessOptions {
+  /** Capacity of the business lane of the mailbox. @defaultValue 1000 */
+  mailboxSize?: number;
+  /** Capacity of the priority (control) lane of the mailbox. @defaultValue 100 */
+  priorityMailboxSize?: number;
+  /** How often a message may be retried (`ErrorAction.RETRY`) before the agent crashes. @defaultValue 3 */
+  maxRetries?: number;
+  /** How long a stop waits for the message in flight, and then for `onStop`. @defaultValue 30000 */
+  shutdownTimeoutMs?: number;
+  /** Capability tags other agents can address with `sendCapable`. @defaultValue [] */
+  capabilities?: readonly string[];
+}
+
+/** Options of `send`, `sendCapable` and `broadcast`. */
+export interface SendOptions {
+  /** The message type. @defaultValue "message" */
+  type?: string;
+  /** Discard the message if it waits in the mailbox longer than this. */
+  ttlMs?: number;
+  /** Aborts a send that is waiting for room in a full mailbox. */
+  signal?: AbortSignal;
+}
+
+/** Options of `ask`. */
+export interface AskOptions extends SendOptions {
+  /** How long to wait for the reply. @defaultValue 30000 */
+  timeoutMs?: number;
+}
+
+const SYSTEM_SENDER = "_runtime";
+const SHUTDOWN_WAKEUP = "_agency.shutdown";
+
+/**
+ * An agent: a named process with a mailbox, lifecycle hooks and a
+ * checkpointed `state`. Subclass it and override the hooks you need; the
+ * runtime calls them one message at a time, never concurrently.
+ *
+ * @example
+ * ```ts
+ * class Counter extends AgentProcess<{ count: number }> {
+ *   override state = { count: 0 };
+ *   override async handle(message: Message) {
+ *     this.state.count += 1;
+ *     await this.checkpoint();
+ *     return this.reply({ count: this.state.count });
+ *   }
+ * }
+ * ```
+ */
+export class AgentProcess<S extends JsonObject = JsonObject> implements SupervisedChild {
+  /** The agent's unique name within its runtime. */
+  readonly name: string;
+  /** A UUIDv7 that identifies this instance. */
+  readonly id: string;
+  /** Capability tags, kept across restarts. */
+  readonly capabilities: readonly string[];
+  /** The agent's state: a plain JSON object, persisted by {@link AgentProcess.checkpoint} and restored on every start. */
+  state: S;
+
+  private readonly options: Required<Omit<AgentProcessOptions, "capabilities">>;
+  private currentStatus = ProcessStatus.INITIALIZING;
+  private services: RuntimeServices | undefined;
+  private parent: ChildParent | undefined;
+  private box: Mailbox | undefined;
+  private initialState: string | undefined;
+  private generation = 0;
+  private starts = 0;
+  private starting: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
+  private exited: Deferred | undefined;
+  private loopDone: Promise<void> = Promise.resolve();
+  private exit: ChildExit | undefined;
+  private stopRequested = false;
+  private drainAll = false;
+  private current: Message | undefined;
+  private currentSpan: Span | undefined;
+
+  /**
+   * @param name - unique within the runtime: non-empty, no whitespace or glob characters
+   * @throws {@link InvalidArgumentError} (`INVALID_ARGUMENT`) for a bad name or option
+   */
+  constructor(name: string, options: AgentProcessOptions = {}) {
+    assertValidName(name, "agent");
+    this.name = name;
+    this.id = uuidv7();
+    this.options = {
+      mailboxSize: positiveInteger("mailboxSize", options.mailboxSize ?? 1000),
+      priorityMailboxSize: positiveInteger("priorityMailboxSize", options.priorityMailboxSize ?? 100),
+      maxRetries: nonNegativeInteger("maxRetries", options.maxRetries ?? 3),
+      shutdownTimeoutMs: nonNegativeInteger("shutdownTimeoutMs", options.shutdownTimeoutMs ?? 30_000),
+    };
+    this.capabilities = Object.freeze(capabilityList(options.capabilities ?? []));
+    this.state = {} as S;
+  }
+
+  /** The lifecycle status. */
+  get status(): ProcessStatus {
+    return this.currentStatus;
+  }
+
+  /** How many times this agent has been started (1 after the first start, 2 after a restart …). */
+  get incarnation(): number {
+    return this.starts;
+  }
+
+  /** The agent's mailbox; it exists once the agent belongs to a runtime. */
+  get mailbox(): Mailbox {
+    if (this.box === undefined) throw notAttached(this.name);
+    return this.box;
+  }
+
+  // ---- hooks -------------------------------------------------------------
+
+  /** Runs on every (re)start after `state` is restored, before the first message. */
+  async onStart(): Promise<void> {}
+
+  /**
+   * Handles one business message. Return `this.reply(...)` to answer an `ask`
+   * (or any message to have it routed).
+   */
+  async handle(_message: Message): Promise<Message | void> {}
+
+  /** Decides what a failed message leads to. @defaultValue `ErrorAction.ESCALATE` */
+  async onError(_error: unknown, _message: Message): Promise<ErrorAction> {
+    return ErrorAction.ESCALATE;
+  }
+
+  /** Runs when the agent stops, also after a crash. */
+  async onStop(): Promise<void> {}
+
+  /** Runs when the agent enters SUSPENDED. */
+  async onSuspend(_reason: string): Promise<void> {}
+
+  /** Runs when the agent is resumed by `approver`. */
+  async onResume(_approver: string): Promise<void> {}
+
+  /** Handles a `civitas.eval.correction` message (instead of `handle`). */
+  async onCorrection(_message: Message): Promise<void> {}
+
+  /** Told when an agent this one spawned under a `DynamicSupervisor` is gone for good. */
+  async onChildTerminated(_name: string, _reason: ChildTerminationReason): Promise<void> {}
+
+  // ---- messaging ---------------------------------------------------------
+
+  /**
+   * Sends `payload` to the agent named `recipient`, waiting while its mailbox is full.
+   * Rejects with `AGENT_NOT_FOUND`, `RESERVED_MESSAGE_TYPE`, `PAYLOAD_NOT_SERIALIZABLE` or `MAILBOX_CLOSED`.
+   */
+  async send(recipient: string, payload: JsonObject, options?: SendOptions): Promise<void> {
+    await this.requireServices().bus.deliver(this.outgoing(recipient, payload, options), options?.signal);
+  }
+
+  /**
+   * Sends a request and resolves with the reply message.
+   * Rejects with `ASK_TIMEOUT` after `timeoutMs` (30 s by default). Asking an
+   * agent that is itself waiting on an ask to this one deadlocks until the timeout.
+   */
+  async ask(recipient: string, payload: JsonObject, options?: AskOptions): Promise<Message> {
+    const timeoutMs = nonNegativeNumber("timeoutMs", options?.timeoutMs ?? 30_000);
+    const request = this.outgoing(recipient, payload, options, uuidv7(), this.name);
+    return this.requireServices().bus.request(request, { timeoutMs, signal: options?.signal });
+  }
+
+  /**
+   * Sends to one agent that declares `capability` (round-robin among them).
+   * Rejects with `AGENT_NOT_FOUND` when none does.
+   */
+  async sendCapable(capability: string, payload: JsonObject, options?: SendOptions): Promise<void> {
+    const target = this.requireServices().registry.withCapability(capability);
+    if (target === undefined) {
+      throw new AgentNotFoundError(capability, `no agent declares capability '${capability}'; add it to an agent's options.capabilities`);
+    }
+    await this.send(target.name, payload, options);
+  }
+
+  /**
+   * Sends `payload` to every other agent whose name matches the glob `pattern`
+   * (`*`, `?`, `[abc]`). Resolves with how many agents it was sent to.
+   */
+  async broadcast(pattern: string, payload: JsonObject, options?: SendOptions): Promise<number> {
+    const targets = this.requireServices().registry.match(pattern).filter((agent) => agent !== this as AgentProcess);
+    await Promise.all(targets.map((agent) => this.send(agent.name, payload, options)));
+    return targets.length;
+  }
+
+  /**
+   * Builds the reply to the message being handled; return it from `handle`.
+   * @throws {@link InvalidArgumentError} outside `handle`
+   */
+  reply(payload: JsonObject): Message {
+    const request = this.current;
+    if (request === undefined) {
+      throw new InvalidArgumentError("reply", `'${this.name}' called reply() outside handle(); reply only to the message being handled`);
+    }
+    assertJsonObject(payload, `reply payload of '${this.name}'`);
+    const services = this.requireServices();
+    return buildMessage({
+      sender: this.name,
+      recipient: request.replyTo ?? request.sender,
+      correlationId: request.correlationId,
+      type: REPLY_MESSAGE_TYPE,
+      payload,
+      timestamp: services.clock.now(),
+      traceId: this.currentSpan?.spanContext().traceId ?? request.traceId,
+      spanId: this.currentSpan?.spanContext().spanId,
+      parentSpanId: request.spanId,
+    });
+  }
+
+  /** Persists `state` to the runtime's store in one atomic write. */
+  async checkpoint(): Promise<void> {
+    await this.persist();
+  }
+
+  // ---- dynamic children --------------------------------------------------
+
+  /**
+   * Starts a new agent under this agent's `DynamicSupervisor`; this agent is
+   * told through `onChildTerminated` when it is gone for good.
+   * Rejects with `NO_DYNAMIC_SUPERVISOR` when this agent is not under one.
+   */
+  async spawn<A extends AgentProcess>(factory: AgentFactory<A>, name: string, options?: JsonObject & AgentProcessOptions): Promise<A> {
+    return this.dynamicHost().spawn(factory, name, options, this.name);
+  }
+
+  /** Stops and removes a child of this agent's `DynamicSupervisor`. */
+  async despawn(name: string): Promise<void> {
+    await this.dynamicHost().despawn(name);
+  }
+
+  /** Gracefully stops and removes a child of this agent's `DynamicSupervisor`, draining as asked. */
+  async stop(name: string, options?: StopOptions): Promise<void> {
+    await this.dynamicHost().stop(name, options);
+  }
+
+  // ---- supervision (internal) --------------------------------------------
+
+  /** @internal */
+  attach(parent: ChildParent, services: RuntimeServices): void {
+    if (this.services !== undefined) {
+      throw new InvalidArgumentError("agent", `agent '${this.name}' already belongs to a runtime; create a new instance instead`);
+    }
+    services.registry.register(this);
+    this.parent = parent;
+    this.services = services;
+    this.box = new Mailbox({
+      capacity: this.options.mailboxSize,
+      priorityCapacity: this.options.priorityMailboxSize,
+      clock: services.clock,
+      onExpired: (message) => {
+        services.logger.warn(`message ${message.id} to '${this.name}' expired after ${message.ttlMs} ms in the mailbox and was discarded`);
+        services.events.emit("message.expired", message);
+      },
+    });
+  }
+
+  /** @internal */
+  detach(): void {
+    this.services?.registry.release(this.name);
+  }
+
+  /** @internal */
+  close(): void {
+    this.box?.close();
+  }
+
+  /** @internal */
+  startChild(): Promise<void> {
+    if (this.starting !== undefined) return this.starting;
+    const status = this.currentStatus;
+    if (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED || status === ProcessStatus.STOPPING) {
+      return Promise.reject(new IllegalTransitionError(this.name, status, ProcessStatus.INITIALIZING));
+    }
+    this.starting = this.start().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  /** @internal */
+  async stopChild(options: StopOptions = {}): Promise<void> {
+    for (;;) {
+      switch (this.currentStatus) {
+        case ProcessStatus.INITIALIZING:
+          if (this.starting === undefined) return;
+          await this.starting.catch(() => undefined);
+          continue;
+        case ProcessStatus.RUNNING:
+        case ProcessStatus.SUSPENDED:
+          this.stopping = this.requestStop(options);
+          return this.stopping;
+        default:
+          await this.stopping;
+          await this.exited?.promise;
+          return;
+      }
+    }
+  }
+
+  // ---- lifecycle ---------------------------------------------------------
+
+  private async start(): Promise<void> {
+    const services = this.requireServices();
+    if (this.currentStatus !== ProcessStatus.INITIALIZING) this.transition(ProcessStatus.INITIALIZING);
+    const generation = ++this.generation;
+    this.starts++;
+    this.stopRequested = false;
+    this.drainAll = false;
+    this.exit = undefined;
+    this.stopping = undefined;
+    this.exited = deferred();
+    const span = services.telemetry.startSpan("civitas.agent.start", { "civitas.agent.name": this.name, "civitas.agent.incarnation": this.starts });
+    try {
+      if (this.initialState === undefined) {
+        assertJsonObject(this.state, `initial state of '${this.name}'`);
+        this.initialState = JSON.stringify(this.state);
+      }
+      const stored = await services.store.get(this.name);
+      this.state = (stored ?? JSON.parse(this.initialState)) as S;
+      await this.onStart();
+    } catch (error) {
+      this.transition(ProcessStatus.CRASHED);
+      services.telemetry.endSpan(span, error);
+      void services.telemetry.audit("agent.crash", this.name, { phase: "start", error: errorText(error) });
+      await this.runHook("onStop", () => this.onStop(), this.options.shutdownTimeoutMs);
+      this.exited.resolve();
+      throw new StartFailedError(this.name, { cause: error });
+    }
+    this.transition(ProcessStatus.RUNNING);
+    services.telemetry.endSpan(span);
+    void services.telemetry.audit("agent.start", this.name, { incarnation: this.starts });
+    this.loopDone = this.run(generation);
+  }
+
+  private async requestStop(options: StopOptions): Promise<void> {
+    const services = this.requireServices();
+    const timeoutMs = nonNegativeInteger("timeoutMs", options.timeoutMs ?? this.options.shutdownTimeoutMs);
+    this.stopRequested = true;
+    this.drainAll = options.drain === "all";
+    this.exit = { kind: "normal", reason: "stopped" };
+    this.transition(ProcessStatus.STOPPING);
+    this.mailbox.force(this.controlMessage(SHUTDOWN_WAKEUP));
+    if (!(await settlesWithin(this.loopDone, services.clock, timeoutMs))) {
+      services.logger.warn(`'${this.name}' did not finish its message within ${timeoutMs} ms; stopping it anyway (its handle() keeps running but can no longer act)`);
+      this.generation++;
+    }
+    await this.finish();
+  }
+
+  /** Ends the incarnation: `onStop`, final status, audit. Runs once per incarnation. */
+  private async finish(): Promise<void> {
+    const services = this.requireServices();
+    const span = services.telemetry.startSpan("civitas.agent.stop", { "civitas.agent.name": this.name });
+    await this.runHook("onStop", () => this.onStop(), this.options.shutdownTimeoutMs);
+    if (this.currentStatus === ProcessStatus.STOPPING) this.transition(ProcessStatus.STOPPED);
+    const exit = this.exit;
+    services.telemetry.endSpan(span);
+    if (exit?.kind !== "crash") {
+      void services.telemetry.audit("agent.stop", this.name, { reason: exit?.reason ?? "stopped" });
+    }
+    this.exited?.resolve();
+  }
+
+  private async run(generation: number): Promise<void> {
+    try {
+      await this.loop(generation);
+    } catch (error) {
+      // Only a closed mailbox or a bug in the runtime lands here; never leave the agent half-running.
+      if (this.currentStatus === ProcessStatus.RUNNING || this.currentStatus === ProcessStatus.SUSPENDED) this.crash(error);
+    }
+    if (generation !== this.generation || this.stopRequested) return;
+    await this.finish();
+    this.parent?.childExited(this, this.exit ?? { kind: "normal", reason: "stopped" }, this.starts);
+  }
+
+  private async loop(generation: number): Promise<void> {
+    const mailbox = this.mailbox;
+    const scheduler = this.requireServices().scheduler;
+    for (;;) {
+      const pause = scheduler.tick();
+      if (pause !== undefined) await pause;
+      if (generation !== this.generation) return;
+      let message: Message | undefined;
+      switch (this.currentStatus) {
+        case ProcessStatus.RUNNING:
+          message = mailbox.poll() ?? (await mailbox.get());
+          break;
+        case ProcessStatus.STOPPING:
+          message = this.drainAll ? mailbox.poll() : undefined;
+          if (message === undefined) return;
+          break;
+        default:
+          return;
+      }
+      await this.dispatch(message);
+    }
+  }
+
+  private async dispatch(message: Message): Promise<void> {
+    switch (message.type) {
+      case SHUTDOWN_WAKEUP:
+        return; // stopping is driven by status; the message only wakes the loop
+      case "civitas.eval.halt":
+        this.beginSelfStop("halt");
+        return;
+      case "_agency.heartbeat":
+        if (message.replyTo !== undefined) await this.deliverQuietly(this.controlReply(message, "_agency.heartbeat_ack"));
+        return;
+      case "_agency.deregister":
+        await this.notifyChildTerminated(message);
+        return;
+      default:
+        if (isReservedType(message.type)) return;
+        return this.invoke(message);
+    }
+  }
+
+  private async invoke(message: Message): Promise<void> {
+    const telemetry = this.requireServices().telemetry;
+    const span = telemetry.tracing
+      ? telemetry.startSpan(
+          "civitas.agent.handle",
+          { "civitas.agent.name": this.name, "civitas.message.type": message.type, "civitas.message.id": message.id, "civitas.message.attempt": message.attempt },
+          { traceId: message.traceId, spanId: message.spanId },
+        )
+      : undefined;
+    this.current = message;
+    this.currentSpan = span;
+    try {
+      const result = message.type === "civitas.eval.correction" ? await this.onCorrection(message) : await this.handle(message);
+      if (result !== undefined && result !== null) await this.deliverQuietly(result);
+      telemetry.endSpan(span);
+    } catch (error) {
+      telemetry.endSpan(span, error);
+      await this.onFailure(error, message);
+    } finally {
+      this.current = undefined;
+      this.currentSpan = undefined;
+    }
+  }
+
+  private async onFailure(error: unknown, message: Message): Promise<void> {
+    const services = this.requireServices();
+    if (this.currentStatus !== ProcessStatus.RUNNING) {
+      services.logger.error(`'${this.name}' failed a message while ${this.currentStatus}`, { error, message: message.id });
+      return;
+    }
+    let action: ErrorAction;
+    try {
+      action = await this.onError(error, message);
+    } catch (hookError) {
+      services.logger.error(`'${this.name}'.onError threw; escalating`, { error: hookError });
+      action = ErrorAction.ESCALATE;
+    }
+    if (action === ErrorAction.RETRY && message.attempt < this.options.maxRetries) {
+      const span = services.telemetry.startSpan("civitas.agent.retry", { "civitas.agent.name": this.name, "civitas.message.id": message.id, "civitas.message.attempt": message.attempt + 1 });
+      this.mailbox.force(nextAttempt(message));
+      services.telemetry.endSpan(span);
+      return;
+    }
+    if (action === ErrorAction.SKIP) return;
+    if (action === ErrorAction.STOP) {
+      this.beginSelfStop("stop");
+      return;
+    }
+    if (action === ErrorAction.RETRY) {
+      services.logger.error(`'${this.name}' gave up on message ${message.id} after ${this.options.maxRetries} retries`, { error });
+    } else if (action !== ErrorAction.ESCALATE) {
+      services.logger.error(`'${this.name}'.onError returned ${describeValue(action)}, not an ErrorAction; escalating`);
+    }
+    this.crash(error);
+  }
+
+  private crash(error: unknown): void {
+    const services = this.requireServices();
+    this.transition(ProcessStatus.CRASHED);
+    this.exit = { kind: "crash", error };
+    services.logger.error(`'${this.name}' crashed`, { error });
+    void services.telemetry.audit("agent.crash", this.name, { error: errorText(error) });
+  }
+
+  private beginSelfStop(reason: string): void {
+    if (this.currentStatus !== ProcessStatus.RUNNING && this.currentStatus !== ProcessStatus.SUSPENDED) return;
+    this.transition(ProcessStatus.STOPPING);
+    this.exit = { kind: "normal", reason };
+  }
+
+  private async notifyChildTerminated(message: Message): Promise<void> {
+    const { name, reason } = message.payload;
+    await this.runHook("onChildTerminated", () => this.onChildTerminated(name as string, reason as ChildTerminationReason), this.options.shutdownTimeoutMs);
+  }
+
+  // ---- helpers -----------------------------------------------------------
+
+  /** The single path every persist takes. */
+  private async persist(): Promise<void> {
+    await this.requireServices().store.set(this.name, this.state);
+  }
+
+  private transition(to: ProcessStatus): void {
+    const from = this.currentStatus;
+    if (!isLegalTransition(from, to)) throw new IllegalTransitionError(this.name, from, to);
+    this.currentStatus = to;
+    this.services?.events.emit("agent.status", this.name, from, to);
+  }
+
+  private outgoing(recipient: string, payload: JsonObject, options: SendOptions | undefined, correlationId?: string, replyTo?: string): Message {
+    const type = options?.type ?? DEFAULT_MESSAGE_TYPE;
+    if (isReservedType(type)) throw new ReservedMessageTypeError(type);
+    if (typeof recipient !== "string" || recipient.length === 0) {
+      throw new InvalidArgumentError("recipient", `'${this.name}' tried to send to ${describeValue(recipient)}; pass the recipient agent's name`);
+    }
+    assertJsonObject(payload, `payload from '${this.name}' to '${recipient}'`);
+    const services = this.requireServices();
+    const current = this.current;
+    const span = this.currentSpan?.spanContext();
+    return buildMessage({
+      sender: this.name,
+      recipient,
+      payload,
+      type,
+      correlationId,
+      replyTo,
+      timestamp: services.clock.now(),
+      traceId: span?.traceId ?? current?.traceId,
+      spanId: span?.spanId,
+      parentSpanId: current?.spanId,
+      ttlMs: options?.ttlMs,
+    });
+  }
+
+  private controlMessage(type: string): Message {
+    return buildMessage({ sender: SYSTEM_SENDER, recipient: this.name, type, payload: {}, timestamp: this.requireServices().clock.now() });
+  }
+
+  private controlReply(request: Message, type: string): Message {
+    return buildMessage({
+      sender: this.name,
+      recipient: request.replyTo as string,
+      correlationId: request.correlationId,
+      type,
+      payload: {},
+      timestamp: this.requireServices().clock.now(),
+      traceId: request.traceId,
+    });
+  }
+
+  /** Delivers a message the agent produced as a result; a failure is logged, not a crash. */
+  private async deliverQuietly(message: unknown): Promise<void> {
+    const services = this.requireServices();
+    if (!isMessage(message)) {
+      services.logger.warn(`'${this.name}'.handle returned ${describeValue(message)}; return this.reply(...) or nothing`);
+      return;
+    }
+    try {
+      await services.bus.deliver(message);
+    } catch (error) {
+      services.logger.warn(`'${this.name}' could not deliver its result to '${message.recipient}'`, { error });
+    }
+  }
+
+  /** Runs a hook with a deadline; its failure or hang is logged, never thrown. */
+  private async runHook(hook: string, fn: () => Promise<unknown>, timeoutMs: number): Promise<void> {
+    const services = this.requireServices();
+    const run = (async () => fn())().catch((error: unknown) => {
+      services.logger.error(`'${this.name}'.${hook} threw`, { error });
+    });
+    if (!(await settlesWithin(run, services.clock, timeoutMs))) {
+      services.logger.warn(`'${this.name}'.${hook} did not finish within ${timeoutMs} ms; moving on`);
+    }
+  }
+
+  private requireServices(): RuntimeServices {
+    if (this.services === undefined) throw notAttached(this.name);
+    return this.services;
+  }
+
+  private dynamicHost() {
+    const parent = this.parent;
+    if (parent === undefined || !isDynamicHost(parent)) {
+      throw new NoDynamicSupervisorError(
+        this.name,
+        `'${this.name}' is not supervised by a DynamicSupervisor, so it cannot spawn, despawn or stop agents; put it under one, or call the DynamicSupervisor directly`,
+      );
+    }
+    return parent;
+  }
+}
+
+function notAttached(name: string): RuntimeStateError {
+  return new RuntimeStateError("RUNTIME_NOT_STARTED", `agent '${name}' does not belong to a runtime yet; pass it (or its supervisor) to new Runtime({ root })`);
+}
+
+function isMessage(value: unknown): value is Message {
+  return typeof value === "object" && value !== null && typeof (value as Message).id === "string" && typeof (value as Message).recipient === "string";
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+function capabilityList(capabilities: readonly string[]): string[] {
+  if (!Array.isArray(capabilities) || capabilities.some((c) => typeof c !== "string" || c.length === 0)) {
+    throw new InvalidArgumentError("capabilities", `capabilities must be an array of non-empty strings, got ${describeValue(capabilities)}`);
+  }
+  return [...new Set<string>(capabilities)];
+}
+
+/** @internal */
+export function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new InvalidArgumentError(name, `${name} must be a positive integer, got ${describeValue(value)}`);
+  }
+  return value;
+}
+
+/** @internal */
+export function nonNegativeInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 0) {
+    throw new InvalidArgumentError(name, `${name} must be a non-negative integer, got ${describeValue(value)}`);
+  }
+  return value;
+}
+
+function nonNegativeNumber(name: string, value: number): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw new InvalidArgumentError(name, `${name} must be a non-negative number of milliseconds, got ${describeValue(value)}`);
+  }
+  return value;
+}

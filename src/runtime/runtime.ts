@@ -1,0 +1,233 @@
+import type { TracerProvider } from "@opentelemetry/api";
+import { EventEmitter } from "eventemitter3";
+import type { AuditSink } from "../audit/audit-event.js";
+import { MessageBus, notFound } from "../bus/message-bus.js";
+import { Registry } from "../bus/registry.js";
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidArgumentError, ReservedMessageTypeError, RuntimeStateError } from "../errors/errors.js";
+import { stderrLogger, type Logger } from "../logging/logger.js";
+import { uuidv7 } from "../message/ids.js";
+import { assertJsonObject, type JsonObject } from "../message/json.js";
+import { buildMessage, type Message } from "../message/message.js";
+import { DEFAULT_MESSAGE_TYPE, isReservedType } from "../message/system-types.js";
+import { Telemetry } from "../observability/telemetry.js";
+import { AgentProcess } from "../process/agent-process.js";
+import { InMemoryStateStore } from "../state/in-memory-state-store.js";
+import type { StateStore } from "../state/state-store.js";
+import type { ChildExit, ChildParent, SupervisedChild } from "../supervision/child.js";
+import { Supervisor } from "../supervision/supervisor.js";
+import { systemClock, type Clock } from "../time/clock.js";
+import type { RuntimeEvents } from "./runtime-events.js";
+import { Scheduler } from "./scheduler.js";
+import type { RuntimeServices } from "./services.js";
+import { buildTopology, type AgentClasses } from "./topology.js";
+
+/** Options of a {@link Runtime}. */
+export interface RuntimeOptions {
+  /** The tree to run: a supervisor, an agent, or a list of them (wrapped in a ONE_FOR_ONE supervisor named `root`). */
+  root: SupervisedChild | readonly SupervisedChild[];
+  /** Where checkpointed state lives. @defaultValue a new {@link InMemoryStateStore} (not durable) */
+  store?: StateStore;
+  /** Where audit events go. @defaultValue none */
+  auditSink?: AuditSink;
+  /** Identity recorded as `signerId` in audit events. @defaultValue "civitas-runtime" */
+  signerId?: string;
+  /** OpenTelemetry tracer provider. @defaultValue the globally registered one, if any */
+  tracerProvider?: TracerProvider;
+  /** Receives what nobody else can observe. @defaultValue warnings and errors to stderr */
+  logger?: Logger;
+  /** Time source. @defaultValue the system clock */
+  clock?: Clock;
+}
+
+/** Options of {@link Runtime.send}. */
+export interface RuntimeSendOptions {
+  /** The message type. @defaultValue "message" */
+  type?: string;
+  /** Discard the message if it waits in the mailbox longer than this. */
+  ttlMs?: number;
+  /** Aborts a send that waits for room in a full mailbox. */
+  signal?: AbortSignal;
+}
+
+/** Options of {@link Runtime.ask}. */
+export interface RuntimeAskOptions extends RuntimeSendOptions {
+  /** How long to wait for the reply. @defaultValue 30000 */
+  timeoutMs?: number;
+}
+
+/** Options of {@link Runtime.fromTopology}: the runtime options plus the agent classes a topology may name. */
+export interface FromTopologyOptions extends Omit<RuntimeOptions, "root"> {
+  /** Agent classes by the name the topology uses in `type`. */
+  agents: AgentClasses;
+}
+
+const OUTSIDE_SENDER = "_runtime";
+
+/**
+ * Runs a supervision tree: starts it, routes messages into it, stops it.
+ * It is an `EventEmitter` of {@link RuntimeEvents}.
+ *
+ * @example
+ * ```ts
+ * const runtime = new Runtime({
+ *   root: new Supervisor("root", { children: [new Greeter("greeter")] }),
+ *   store: new SqliteStateStore("state.db"),
+ * });
+ * await runtime.start();
+ * const reply = await runtime.ask("greeter", { name: "Ada" });
+ * await runtime.stop();
+ * ```
+ */
+export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent {
+  /** Name of the runtime as a parent of its root: `"runtime"`. */
+  readonly name = "runtime";
+  /** The root of the tree. */
+  readonly root: SupervisedChild;
+  private readonly services: RuntimeServices;
+  private starting: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
+
+  /**
+   * Builds the runtime and registers every name in the tree.
+   * @throws {@link DuplicateNameError} (`DUPLICATE_NAME`) when two agents or supervisors share a name
+   * @throws {@link InvalidArgumentError} for a bad option
+   */
+  constructor(options: RuntimeOptions) {
+    super();
+    if (typeof options !== "object" || options === null) {
+      throw new InvalidArgumentError("options", `new Runtime() needs an options object with a root, got ${describeValue(options)}`);
+    }
+    this.root = rootOf(options.root);
+    const clock = options.clock ?? systemClock;
+    const logger = options.logger ?? stderrLogger;
+    const registry = new Registry();
+    const store = options.store ?? new InMemoryStateStore();
+    if (!store.durable) {
+      logger.warn("state store is not durable: checkpoints are lost when this process ends; use SqliteStateStore from civitas-ts/sqlite to keep them");
+    }
+    this.services = {
+      registry,
+      bus: new MessageBus(registry, clock, this),
+      store,
+      clock,
+      logger,
+      telemetry: new Telemetry(options.tracerProvider, options.auditSink, options.signerId ?? "civitas-runtime", clock, logger),
+      scheduler: new Scheduler(),
+      events: this,
+    };
+    this.root.attach(this, this.services);
+  }
+
+  /**
+   * Builds a runtime from a topology: YAML text or the equivalent object.
+   * @throws {@link TopologyError} (`TOPOLOGY_INVALID`) naming the offending entry
+   * @example
+   * ```ts
+   * const runtime = Runtime.fromTopology(yamlText, { agents: { Greeter }, store });
+   * ```
+   */
+  static fromTopology(topology: string | object, options: FromTopologyOptions): Runtime {
+    const { agents, ...rest } = options;
+    return new Runtime({ ...rest, root: buildTopology(topology, agents) });
+  }
+
+  /** Starts the tree, children in order. Idempotent: a second call returns the first call's promise. */
+  start(): Promise<void> {
+    if (this.stopping !== undefined) {
+      return Promise.reject(new RuntimeStateError("RUNTIME_STOPPED", "this runtime was stopped; create a new Runtime to start again"));
+    }
+    this.starting ??= this.root.startChild();
+    return this.starting;
+  }
+
+  /**
+   * Stops the tree, children in reverse order; queued messages stay unhandled,
+   * pending asks reject with `RUNTIME_STOPPED`. Idempotent. Never closes the
+   * store or audit sink it was given.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  /** The agent named `name`, or `undefined`. */
+  getAgent(name: string): AgentProcess | undefined {
+    return this.services.registry.get(name);
+  }
+
+  /** Every agent in the runtime, in registration order. */
+  agents(): AgentProcess[] {
+    return this.services.registry.all();
+  }
+
+  /** Replies that arrived after their ask gave up, and were dropped. */
+  get lateReplies(): number {
+    return this.services.bus.lateReplies;
+  }
+
+  /**
+   * Sends `payload` to the agent named `name` from outside the tree, waiting while its mailbox is full.
+   * Rejects with `AGENT_NOT_FOUND`, `RESERVED_MESSAGE_TYPE`, `PAYLOAD_NOT_SERIALIZABLE` or `MAILBOX_CLOSED`.
+   */
+  async send(name: string, payload: JsonObject, options?: RuntimeSendOptions): Promise<void> {
+    const message = this.outgoing(name, payload, options);
+    await this.services.bus.deliver(message, options?.signal);
+  }
+
+  /**
+   * Sends a request from outside the tree and resolves with the reply message.
+   * Rejects with `ASK_TIMEOUT` after `timeoutMs` (30 s by default).
+   */
+  async ask(name: string, payload: JsonObject, options?: RuntimeAskOptions): Promise<Message> {
+    const timeoutMs = options?.timeoutMs ?? 30_000;
+    if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0) {
+      throw new InvalidArgumentError("timeoutMs", `ask('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
+    }
+    const message = this.outgoing(name, payload, options, uuidv7());
+    return this.services.bus.request(message, { timeoutMs, signal: options?.signal });
+  }
+
+  /** @internal */
+  childExited(child: SupervisedChild, exit: ChildExit): void {
+    const error = exit.kind === "crash" && exit.error instanceof Error ? exit.error : new Error(`root '${child.name}' exited: ${exit.kind}`);
+    if (exit.kind === "crash") {
+      this.services.logger.error(`the root supervisor '${child.name}' gave up; the runtime stops`, { error });
+      this.emit("escalated", error);
+    }
+    void this.stop();
+  }
+
+  private async shutdown(): Promise<void> {
+    if (this.starting !== undefined) await this.starting.catch(() => undefined);
+    await this.root.stopChild();
+    this.root.close();
+    this.services.bus.close();
+  }
+
+  private outgoing(name: string, payload: JsonObject, options: RuntimeSendOptions | undefined, correlationId?: string): Message {
+    const type = options?.type ?? DEFAULT_MESSAGE_TYPE;
+    if (isReservedType(type)) throw new ReservedMessageTypeError(type);
+    if (this.services.registry.get(name) === undefined) throw notFound(name);
+    assertJsonObject(payload, `payload to '${name}'`);
+    return buildMessage({
+      sender: OUTSIDE_SENDER,
+      recipient: name,
+      payload,
+      type,
+      correlationId,
+      replyTo: correlationId === undefined ? undefined : OUTSIDE_SENDER,
+      timestamp: this.services.clock.now(),
+      ttlMs: options?.ttlMs,
+    });
+  }
+}
+
+function rootOf(root: RuntimeOptions["root"]): SupervisedChild {
+  if (Array.isArray(root)) return new Supervisor("root", { children: root as SupervisedChild[] });
+  if (root instanceof AgentProcess) return new Supervisor("root", { children: [root] });
+  if (typeof root !== "object" || root === null || typeof (root as SupervisedChild).startChild !== "function") {
+    throw new InvalidArgumentError("root", `new Runtime({ root }) needs a Supervisor, DynamicSupervisor, AgentProcess or an array of them, got ${describeValue(root)}`);
+  }
+  return root as SupervisedChild;
+}

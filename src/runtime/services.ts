@@ -1,0 +1,24 @@
+import type { EventEmitter } from "eventemitter3";
+import type { MessageBus } from "../bus/message-bus.js";
+import type { Registry } from "../bus/registry.js";
+import type { Logger } from "../logging/logger.js";
+import type { Telemetry } from "../observability/telemetry.js";
+import type { StateStore } from "../state/state-store.js";
+import type { Clock } from "../time/clock.js";
+import type { RuntimeEvents } from "./runtime-events.js";
+import type { Scheduler } from "./scheduler.js";
+
+/**
+ * What a runtime lends to every agent and supervisor it holds.
+ * @internal
+ */
+export interface RuntimeServices {
+  readonly bus: MessageBus;
+  readonly registry: Registry;
+  readonly store: StateStore;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly telemetry: Telemetry;
+  readonly scheduler: Scheduler;
+  readonly events: EventEmitter<RuntimeEvents>;
+}

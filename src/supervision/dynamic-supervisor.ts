@@ -1,0 +1,293 @@
+import { describeValue } from "../errors/civitas-error.js";
+import {
+  DuplicateNameError,
+  InvalidArgumentError,
+  MaxChildrenError,
+  RuntimeStateError,
+  StartFailedError,
+} from "../errors/errors.js";
+import { notFound } from "../bus/message-bus.js";
+import { assertValidName } from "../bus/registry.js";
+import { buildMessage } from "../message/message.js";
+import { AgentProcess } from "../process/agent-process.js";
+import { ProcessStatus } from "../process/process-status.js";
+import type { RuntimeServices } from "../runtime/services.js";
+import { sleep } from "../time/clock.js";
+import { backoffDelay } from "./backoff.js";
+import type { ChildExit, ChildParent, StopOptions, SupervisedChild } from "./child.js";
+import type { AgentFactory, ChildTerminationReason, DynamicHost, SpawnOptions } from "./dynamic-host.js";
+import { RestartIntensity } from "./restart-intensity.js";
+import { resolveRestartOptions, type ResolvedRestartOptions, type RestartOptions } from "./supervision-options.js";
+
+/** Options of a {@link DynamicSupervisor}. */
+export interface DynamicSupervisorOptions extends RestartOptions {
+  /** The most children it holds at once; `spawn` past it rejects with `MAX_CHILDREN`. @defaultValue Infinity */
+  maxChildren?: number;
+}
+
+interface DynamicChild {
+  readonly agent: AgentProcess;
+  readonly spawner: string | undefined;
+  readonly intensity: RestartIntensity;
+}
+
+/**
+ * Supervises agents started at run time. Children are transient: a crashed
+ * child is restarted (after a backoff delay) until it exceeds its own restart
+ * intensity (`maxRestarts` within `restartWindowMs`, counted per child), then
+ * it is removed; a child that exits normally is removed. The agent that
+ * spawned a child is told through `onChildTerminated(name, reason)` when the
+ * child is gone for good: `"despawned"`, `"restarts_exhausted"` or `"clean_exit"`.
+ *
+ * @example
+ * ```ts
+ * const workers = new DynamicSupervisor("workers", { maxChildren: 100 });
+ * const runtime = new Runtime({ root: new Supervisor("root", { children: [workers] }) });
+ * await runtime.start();
+ * await workers.spawn(Worker, "worker-1", { maxRetries: 1 });
+ * ```
+ */
+export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicHost {
+  /** The supervisor's name, unique in its runtime. */
+  readonly name: string;
+  /** The most children it holds at once. */
+  readonly maxChildren: number;
+  private readonly restart: ResolvedRestartOptions;
+  private readonly kids = new Map<string, DynamicChild>();
+  private currentStatus = ProcessStatus.INITIALIZING;
+  private services: RuntimeServices | undefined;
+  private parent: ChildParent | undefined;
+  private starts = 0;
+  private abort = new AbortController();
+  private pending = new Set<Promise<void>>();
+  private stopping: Promise<void> | undefined;
+
+  /** @throws {@link InvalidArgumentError} for a bad name, bound or restart setting */
+  constructor(name: string, options: DynamicSupervisorOptions = {}) {
+    assertValidName(name, "supervisor");
+    this.name = name;
+    const maxChildren = options.maxChildren ?? Number.POSITIVE_INFINITY;
+    if (!(maxChildren === Number.POSITIVE_INFINITY || (Number.isInteger(maxChildren) && maxChildren >= 1))) {
+      throw new InvalidArgumentError("maxChildren", `dynamic supervisor '${name}': maxChildren must be a positive integer, got ${describeValue(maxChildren)}`);
+    }
+    this.maxChildren = maxChildren;
+    this.restart = resolveRestartOptions(name, options);
+  }
+
+  /** The live children, in spawn order. */
+  get children(): readonly AgentProcess[] {
+    return [...this.kids.values()].map((c) => c.agent);
+  }
+
+  /** The supervisor's status. */
+  get status(): ProcessStatus {
+    return this.currentStatus;
+  }
+
+  /** How many times this supervisor has been started. */
+  get incarnation(): number {
+    return this.starts;
+  }
+
+  /**
+   * Creates, registers and starts an agent. `factory` is an `AgentProcess`
+   * subclass or a function `(name, options) => agent`. Resolves with the
+   * running agent. Rejects, before creating anything, with `MAX_CHILDREN`,
+   * `DUPLICATE_NAME`, `INVALID_ARGUMENT` or `RUNTIME_NOT_STARTED`; with
+   * `START_FAILED` (and nothing left registered) when the agent's start fails.
+   */
+  async spawn<A extends AgentProcess>(factory: AgentFactory<A>, name: string, options?: SpawnOptions, spawner?: string): Promise<A> {
+    const services = this.requireRunning();
+    assertValidName(name, "agent");
+    if (typeof factory !== "function") {
+      throw new InvalidArgumentError("factory", `spawn('${name}') needs an AgentProcess subclass or a factory function, got ${describeValue(factory)}`);
+    }
+    if (this.kids.size >= this.maxChildren) throw new MaxChildrenError(this.name, this.maxChildren);
+    if (services.registry.has(name)) {
+      throw new DuplicateNameError(name, `cannot spawn '${name}': the name is already used in this runtime; pick another name or despawn the existing agent first`);
+    }
+    const agent = construct(factory, name, options);
+    if (!(agent instanceof AgentProcess) || agent.name !== name) {
+      throw new InvalidArgumentError("factory", `spawn('${name}'): the factory must return an AgentProcess named '${name}', got ${describeValue(agent)}`);
+    }
+    agent.attach(this, services);
+    this.kids.set(name, { agent, spawner, intensity: new RestartIntensity(this.restart.maxRestarts, this.restart.restartWindowMs) });
+    try {
+      await agent.startChild();
+    } catch (error) {
+      this.kids.delete(name);
+      agent.close();
+      agent.detach();
+      throw error instanceof StartFailedError ? error : new StartFailedError(name, { cause: error });
+    }
+    return agent;
+  }
+
+  /** Stops a child (finishing its current message) and removes it; its spawner is told `"despawned"`. */
+  async despawn(name: string): Promise<void> {
+    await this.stop(name, { drain: "current" });
+  }
+
+  /**
+   * Gracefully stops a child and removes it: `drain: "all"` first handles
+   * every message already queued; `timeoutMs` bounds the drain. Its spawner
+   * is told `"despawned"`. Rejects with `AGENT_NOT_FOUND` for an unknown child.
+   */
+  async stop(name: string, options: StopOptions = {}): Promise<void> {
+    const child = this.kids.get(name);
+    if (child === undefined) throw notFound(name);
+    await child.agent.stopChild(options);
+    this.remove(child, "despawned");
+  }
+
+  /** @internal */
+  attach(parent: ChildParent, services: RuntimeServices): void {
+    services.registry.reserve(this.name, "supervisor");
+    this.parent = parent;
+    this.services = services;
+  }
+
+  /** @internal */
+  detach(): void {
+    for (const child of this.kids.values()) child.agent.detach();
+    this.services?.registry.release(this.name);
+  }
+
+  /** @internal */
+  close(): void {
+    for (const child of this.kids.values()) child.agent.close();
+  }
+
+  /** @internal */
+  async startChild(): Promise<void> {
+    this.requireServices();
+    for (const child of [...this.kids.values()]) this.forget(child);
+    this.starts++;
+    this.abort = new AbortController();
+    this.stopping = undefined;
+    this.currentStatus = ProcessStatus.RUNNING;
+  }
+
+  /** @internal */
+  stopChild(options: StopOptions = {}): Promise<void> {
+    this.stopping ??= this.shutdown(options);
+    return this.stopping;
+  }
+
+  /** @internal */
+  childExited(child: SupervisedChild, exit: ChildExit, incarnation: number): void {
+    const entry = this.kids.get(child.name);
+    if (entry === undefined || entry.agent !== child || child.incarnation !== incarnation) return;
+    const work = this.onChildExit(entry, exit).catch((error: unknown) => {
+      this.requireServices().logger.error(`dynamic supervisor '${this.name}' failed to handle the exit of '${child.name}'`, { error });
+    });
+    this.pending.add(work);
+    void work.finally(() => this.pending.delete(work));
+  }
+
+  private async onChildExit(child: DynamicChild, exit: ChildExit): Promise<void> {
+    const services = this.requireServices();
+    if (this.currentStatus !== ProcessStatus.RUNNING) return;
+    if (exit.kind === "normal") {
+      this.remove(child, "clean_exit");
+      return;
+    }
+    const now = services.clock.now();
+    if (!child.intensity.record(now)) {
+      services.logger.error(`'${child.agent.name}' exceeded ${this.restart.maxRestarts} restarts within ${this.restart.restartWindowMs} ms; removing it`);
+      this.remove(child, "restarts_exhausted");
+      return;
+    }
+    const delayMs = backoffDelay(this.restart.backoff, child.intensity.count(now), this.restart.backoffBaseMs, this.restart.backoffMaxMs);
+    if (delayMs > 0) {
+      try {
+        await sleep(services.clock, delayMs, this.abort.signal);
+      } catch {
+        return;
+      }
+    }
+    if (this.currentStatus !== ProcessStatus.RUNNING || this.kids.get(child.agent.name) !== child) return;
+    const span = services.telemetry.startSpan("civitas.supervisor.restart", {
+      "civitas.supervisor.name": this.name,
+      "civitas.agent.name": child.agent.name,
+      "civitas.restart.delay_ms": delayMs,
+    });
+    try {
+      await child.agent.startChild();
+      services.telemetry.endSpan(span);
+      void services.telemetry.audit("agent.restart", child.agent.name, {
+        supervisor: this.name,
+        incarnation: child.agent.incarnation,
+        cause: exit.error instanceof Error ? exit.error.message : String(exit.error),
+      });
+    } catch (error) {
+      services.telemetry.endSpan(span, error);
+      await this.onChildExit(child, { kind: "crash", error });
+    }
+  }
+
+  private async shutdown(options: StopOptions): Promise<void> {
+    if (this.currentStatus !== ProcessStatus.RUNNING) return;
+    this.currentStatus = ProcessStatus.STOPPING;
+    this.abort.abort();
+    await Promise.all(this.pending);
+    for (const child of [...this.kids.values()].reverse()) await child.agent.stopChild(options);
+    this.currentStatus = ProcessStatus.STOPPED;
+  }
+
+  /** Removes a child for good and tells its spawner why. */
+  private remove(child: DynamicChild, reason: ChildTerminationReason): void {
+    if (this.kids.get(child.agent.name) !== child) return;
+    this.forget(child);
+    this.requireServices().logger.info(`'${child.agent.name}' removed from '${this.name}' (${reason})`);
+    this.notifySpawner(child, reason);
+  }
+
+  private forget(child: DynamicChild): void {
+    this.kids.delete(child.agent.name);
+    child.agent.close();
+    child.agent.detach();
+  }
+
+  private notifySpawner(child: DynamicChild, reason: ChildTerminationReason): void {
+    if (child.spawner === undefined) return;
+    const services = this.requireServices();
+    const spawner = services.registry.get(child.spawner);
+    if (spawner === undefined || spawner.mailbox.closed) return;
+    spawner.mailbox.force(
+      buildMessage({
+        sender: this.name,
+        recipient: spawner.name,
+        type: "_agency.deregister",
+        priority: 0,
+        payload: { name: child.agent.name, reason },
+        timestamp: services.clock.now(),
+      }),
+    );
+  }
+
+  private requireRunning(): RuntimeServices {
+    const services = this.requireServices();
+    if (this.currentStatus !== ProcessStatus.RUNNING) {
+      throw new RuntimeStateError(
+        this.currentStatus === ProcessStatus.INITIALIZING ? "RUNTIME_NOT_STARTED" : "RUNTIME_STOPPED",
+        `dynamic supervisor '${this.name}' is ${this.currentStatus}; spawn only while it runs (after runtime.start())`,
+      );
+    }
+    return services;
+  }
+
+  private requireServices(): RuntimeServices {
+    if (this.services === undefined) {
+      throw new RuntimeStateError("RUNTIME_NOT_STARTED", `dynamic supervisor '${this.name}' does not belong to a runtime yet; pass it to new Runtime({ root })`);
+    }
+    return this.services;
+  }
+}
+
+function construct<A extends AgentProcess>(factory: AgentFactory<A>, name: string, options: SpawnOptions | undefined): A {
+  const isClass = typeof factory.prototype === "object" && factory.prototype instanceof AgentProcess;
+  return isClass
+    ? new (factory as new (name: string, options?: SpawnOptions) => A)(name, options)
+    : (factory as (name: string, options?: SpawnOptions) => A)(name, options);
+}

@@ -1,0 +1,252 @@
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidArgumentError, RestartIntensityError, StartFailedError } from "../errors/errors.js";
+import { assertValidName } from "../bus/registry.js";
+import { ProcessStatus } from "../process/process-status.js";
+import type { RuntimeServices } from "../runtime/services.js";
+import { sleep } from "../time/clock.js";
+import { backoffDelay } from "./backoff.js";
+import type { ChildExit, ChildParent, StopOptions, SupervisedChild } from "./child.js";
+import { RestartIntensity } from "./restart-intensity.js";
+import { resolveRestartOptions, type ResolvedRestartOptions, type RestartOptions } from "./supervision-options.js";
+
+/** Which children a crash restarts (Erlang/OTP semantics). */
+export type RestartStrategy = "ONE_FOR_ONE" | "ONE_FOR_ALL" | "REST_FOR_ONE";
+
+/** Every {@link RestartStrategy}. */
+export const RESTART_STRATEGIES: readonly RestartStrategy[] = Object.freeze(["ONE_FOR_ONE", "ONE_FOR_ALL", "REST_FOR_ONE"]);
+
+/** Options of a {@link Supervisor}. */
+export interface SupervisorOptions extends RestartOptions {
+  /** Agents and supervisors, started in this order and stopped in reverse. */
+  children: readonly SupervisedChild[];
+  /** Which children a crash restarts. @defaultValue "ONE_FOR_ONE" */
+  strategy?: RestartStrategy;
+}
+
+/**
+ * Supervises a fixed list of children the way an Erlang/OTP supervisor does.
+ * A crashed child is restarted (after a backoff delay) together with the
+ * siblings its strategy names: ONE_FOR_ONE only the child, ONE_FOR_ALL every
+ * child, REST_FOR_ONE the child and those started after it. More than
+ * `maxRestarts` restarts within `restartWindowMs` and the supervisor stops
+ * all its children and escalates to its parent, which treats it like any
+ * crashed child; at the root the runtime stops. A child that exits normally
+ * (`ErrorAction.STOP`, `civitas.eval.halt`) is not restarted.
+ *
+ * @example
+ * ```ts
+ * const root = new Supervisor("root", {
+ *   strategy: "ONE_FOR_ALL",
+ *   maxRestarts: 5,
+ *   children: [new Fetcher("fetcher"), new Parser("parser")],
+ * });
+ * ```
+ */
+export class Supervisor implements SupervisedChild, ChildParent {
+  /** The supervisor's name, unique in its runtime. */
+  readonly name: string;
+  /** Which children a crash restarts. */
+  readonly strategy: RestartStrategy;
+  private readonly kids: readonly SupervisedChild[];
+  private readonly restart: ResolvedRestartOptions;
+  private intensity: RestartIntensity;
+  private currentStatus = ProcessStatus.INITIALIZING;
+  private services: RuntimeServices | undefined;
+  private parent: ChildParent | undefined;
+  private starts = 0;
+  private work: Promise<void> = Promise.resolve();
+  private abort = new AbortController();
+  private stopping: Promise<void> | undefined;
+  private restarts = 0;
+
+  /** @throws {@link InvalidArgumentError} for a bad name, strategy, child list or restart setting */
+  constructor(name: string, options: SupervisorOptions) {
+    assertValidName(name, "supervisor");
+    this.name = name;
+    const strategy = options.strategy ?? "ONE_FOR_ONE";
+    if (!RESTART_STRATEGIES.includes(strategy)) {
+      throw new InvalidArgumentError("strategy", `supervisor '${name}': strategy must be one of ${RESTART_STRATEGIES.join(", ")}, got ${describeValue(strategy)}`);
+    }
+    this.strategy = strategy;
+    if (!Array.isArray(options.children)) {
+      throw new InvalidArgumentError("children", `supervisor '${name}': children must be an array of agents and supervisors, got ${describeValue(options.children)}`);
+    }
+    this.kids = Object.freeze([...(options.children as readonly SupervisedChild[])]);
+    this.restart = resolveRestartOptions(name, options);
+    this.intensity = new RestartIntensity(this.restart.maxRestarts, this.restart.restartWindowMs);
+  }
+
+  /** The children, in start order. */
+  get children(): readonly SupervisedChild[] {
+    return this.kids;
+  }
+
+  /** The supervisor's status: INITIALIZING, RUNNING, STOPPING, STOPPED or CRASHED (it gave up). */
+  get status(): ProcessStatus {
+    return this.currentStatus;
+  }
+
+  /** How many times this supervisor has been started. */
+  get incarnation(): number {
+    return this.starts;
+  }
+
+  /** Restarts performed since the runtime started (all incarnations). */
+  get restartCount(): number {
+    return this.restarts;
+  }
+
+  /** @internal */
+  attach(parent: ChildParent, services: RuntimeServices): void {
+    services.registry.reserve(this.name, "supervisor");
+    this.parent = parent;
+    this.services = services;
+    for (const child of this.kids) child.attach(this, services);
+  }
+
+  /** @internal */
+  detach(): void {
+    for (const child of this.kids) child.detach();
+    this.services?.registry.release(this.name);
+  }
+
+  /** @internal */
+  close(): void {
+    for (const child of this.kids) child.close();
+  }
+
+  /** @internal */
+  async startChild(): Promise<void> {
+    const services = this.requireServices();
+    this.currentStatus = ProcessStatus.INITIALIZING;
+    this.starts++;
+    this.intensity = new RestartIntensity(this.restart.maxRestarts, this.restart.restartWindowMs);
+    this.abort = new AbortController();
+    this.stopping = undefined;
+    const started: SupervisedChild[] = [];
+    for (const child of this.kids) {
+      try {
+        await child.startChild();
+        started.push(child);
+      } catch (error) {
+        services.logger.error(`supervisor '${this.name}' could not start '${child.name}'; stopping the children it started`, { error });
+        for (const done of started.reverse()) await done.stopChild();
+        this.currentStatus = ProcessStatus.CRASHED;
+        throw error instanceof StartFailedError ? error : new StartFailedError(child.name, { cause: error });
+      }
+    }
+    this.currentStatus = ProcessStatus.RUNNING;
+  }
+
+  /** @internal */
+  stopChild(options: StopOptions = {}): Promise<void> {
+    this.stopping ??= this.shutdown(options);
+    return this.stopping;
+  }
+
+  /** @internal */
+  childExited(child: SupervisedChild, exit: ChildExit, incarnation: number): void {
+    this.work = this.work.then(() => this.onChildExit(child, exit, incarnation)).catch((error: unknown) => {
+      this.requireServices().logger.error(`supervisor '${this.name}' failed to handle the exit of '${child.name}'`, { error });
+    });
+  }
+
+  private async shutdown(options: StopOptions): Promise<void> {
+    if (this.currentStatus === ProcessStatus.STOPPED || this.currentStatus === ProcessStatus.INITIALIZING && this.starts === 0) return;
+    this.currentStatus = ProcessStatus.STOPPING;
+    this.abort.abort();
+    await this.work;
+    await this.stopAll(options);
+    this.currentStatus = ProcessStatus.STOPPED;
+  }
+
+  private async stopAll(options: StopOptions = {}): Promise<void> {
+    for (const child of [...this.kids].reverse()) await child.stopChild(options);
+  }
+
+  private async onChildExit(child: SupervisedChild, exit: ChildExit, incarnation: number): Promise<void> {
+    const services = this.requireServices();
+    if (this.currentStatus !== ProcessStatus.RUNNING || child.incarnation !== incarnation) return;
+    if (exit.kind === "normal") {
+      services.logger.info(`'${child.name}' exited normally (${exit.reason}); not restarting it`);
+      return;
+    }
+    const now = services.clock.now();
+    if (!this.intensity.record(now)) {
+      await this.giveUp(exit.error);
+      return;
+    }
+    const set = this.restartSet(child);
+    for (const sibling of [...set].reverse()) {
+      if (sibling !== child) await sibling.stopChild();
+    }
+    const delayMs = backoffDelay(this.restart.backoff, this.intensity.count(now), this.restart.backoffBaseMs, this.restart.backoffMaxMs);
+    if (delayMs > 0) {
+      try {
+        await sleep(services.clock, delayMs, this.abort.signal);
+      } catch {
+        return; // the supervisor is stopping
+      }
+    }
+    await this.restartChildren(set, child, exit.error, delayMs);
+  }
+
+  private async restartChildren(set: readonly SupervisedChild[], crashed: SupervisedChild, cause: unknown, delayMs: number): Promise<void> {
+    const services = this.requireServices();
+    const span = services.telemetry.startSpan("civitas.supervisor.restart", {
+      "civitas.supervisor.name": this.name,
+      "civitas.supervisor.strategy": this.strategy,
+      "civitas.agent.name": crashed.name,
+      "civitas.restart.children": set.map((c) => c.name),
+      "civitas.restart.delay_ms": delayMs,
+    });
+    for (const child of set) {
+      if (this.currentStatus !== ProcessStatus.RUNNING) break;
+      try {
+        await child.startChild();
+        this.restarts++;
+        void services.telemetry.audit("agent.restart", child.name, {
+          supervisor: this.name,
+          strategy: this.strategy,
+          crashed: crashed.name,
+          incarnation: child.incarnation,
+          cause: cause instanceof Error ? cause.message : String(cause),
+        });
+      } catch (error) {
+        services.telemetry.endSpan(span, error);
+        this.childExited(child, { kind: "crash", error }, child.incarnation);
+        return;
+      }
+    }
+    services.telemetry.endSpan(span);
+  }
+
+  private restartSet(child: SupervisedChild): readonly SupervisedChild[] {
+    switch (this.strategy) {
+      case "ONE_FOR_ONE":
+        return [child];
+      case "ONE_FOR_ALL":
+        return this.kids;
+      case "REST_FOR_ONE":
+        return this.kids.slice(this.kids.indexOf(child));
+    }
+  }
+
+  private async giveUp(cause: unknown): Promise<void> {
+    const services = this.requireServices();
+    const error = new RestartIntensityError(this.name, this.restart.maxRestarts, this.restart.restartWindowMs, { cause });
+    services.logger.error(error.message);
+    void services.telemetry.audit("supervisor.escalate", this.name, { maxRestarts: this.restart.maxRestarts, restartWindowMs: this.restart.restartWindowMs });
+    this.currentStatus = ProcessStatus.STOPPING;
+    await this.stopAll();
+    this.currentStatus = ProcessStatus.CRASHED;
+    this.parent?.childExited(this, { kind: "crash", error }, this.starts);
+  }
+
+  private requireServices(): RuntimeServices {
+    if (this.services === undefined) {
+      throw new InvalidArgumentError("supervisor", `supervisor '${this.name}' does not belong to a runtime yet; pass it to new Runtime({ root })`);
+    }
+    return this.services;
+  }
+}

@@ -1,0 +1,29 @@
+import type { Clock } from "./clock.js";
+
+/**
+ * Waits for `promise` at most `timeoutMs` on `clock`. Resolves `true` when it
+ * settled in time (whether it fulfilled or rejected), `false` on timeout.
+ */
+export function settlesWithin(promise: Promise<unknown>, clock: Clock, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = clock.setTimeout(() => resolve(false), timeoutMs);
+    const done = (): void => {
+      timer.cancel();
+      resolve(true);
+    };
+    promise.then(done, done);
+  });
+}
+
+/** A promise with its resolve function exposed. */
+export interface Deferred<T = void> {
+  readonly promise: Promise<T>;
+  resolve(value: T): void;
+}
+
+/** Creates a {@link Deferred}. */
+export function deferred<T = void>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
