@@ -31,7 +31,8 @@ export { Mailbox } from "./mailbox/mailbox.js";
 export type { MailboxOptions, MailboxWaitOptions } from "./mailbox/mailbox.js";
 
 export { AgentProcess } from "./process/agent-process.js";
-export type { AgentProcessOptions, AskOptions, SendOptions } from "./process/agent-process.js";
+export type { AskOptions, SendOptions } from "./process/agent-process.js";
+export type { AgentProcessOptions } from "./process/agent-options.js";
 export { ProcessStatus, LEGAL_TRANSITIONS, isLegalTransition } from "./process/process-status.js";
 export { ErrorAction } from "./process/error-action.js";
 

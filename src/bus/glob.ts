@@ -1,30 +1,47 @@
 const cache = new Map<string, RegExp>();
 
+/** One element of a glob: a run of characters or a character class matches exactly one character each. */
+type Token = { readonly kind: "star" } | { readonly kind: "one"; readonly source: string };
+
 /**
  * Compiles a shell-style glob (`*` any run of characters, `?` one character,
- * `[abc]` / `[!abc]` a character class) to an anchored regular expression.
+ * `[abc]` / `[!abc]` a character class, `[a-z]` a range) to an anchored
+ * regular expression. The syntax follows Python's `fnmatch`: a `]` right
+ * after `[` or `[!` is a member of the class, a `[` without a closing `]`
+ * is a literal, an empty range such as `[z-a]` matches nothing. Characters
+ * are code points, so `?` matches one emoji.
+ *
+ * The expression runs in time linear in the pattern's number of stars times
+ * the name's length: every run between two stars is matched at its earliest
+ * position with an atomic look-ahead, so no pattern (`*a*a*a*a*b`) can make
+ * it backtrack exponentially.
  */
 export function globToRegExp(pattern: string): RegExp {
   let compiled = cache.get(pattern);
   if (compiled !== undefined) return compiled;
-  let source = "";
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i] as string;
-    if (c === "*") source += ".*";
-    else if (c === "?") source += ".";
-    else if (c === "[") {
-      const end = pattern.indexOf("]", i + 2);
-      if (end === -1) source += "\\[";
-      else {
-        let body = pattern.slice(i + 1, end);
-        const negated = body.startsWith("!");
-        if (negated) body = body.slice(1);
-        source += `[${negated ? "^" : ""}${body.replace(/[\\^\]]/g, "\\$&")}]`;
-        i = end;
-      }
-    } else source += c.replace(/[.+^${}()|\\\]]/g, "\\$&");
+  // Split into runs of fixed-width elements separated by stars.
+  const segments: string[][] = [[]];
+  for (const token of tokenize(pattern)) {
+    if (token.kind === "star") segments.push([]);
+    else (segments[segments.length - 1] as string[]).push(token.source);
   }
-  compiled = new RegExp(`^${source}$`, "s");
+  const first = (segments[0] as string[]).join("");
+  let source: string;
+  if (segments.length === 1) {
+    source = first;
+  } else {
+    const last = (segments[segments.length - 1] as string[]).join("");
+    let middle = "";
+    let group = 0;
+    for (const segment of segments.slice(1, -1)) {
+      if (segment.length === 0) continue; // consecutive stars
+      group++;
+      // (?=(.*?X))\N: find the earliest X, then consume it atomically.
+      middle += `(?=(.*?${segment.join("")}))\\${group}`;
+    }
+    source = `${first}${middle}.*${last}`;
+  }
+  compiled = new RegExp(`^${source}$`, "su");
   if (cache.size > 1000) cache.clear();
   cache.set(pattern, compiled);
   return compiled;
@@ -33,4 +50,55 @@ export function globToRegExp(pattern: string): RegExp {
 /** Whether `name` matches the glob `pattern`. */
 export function matchesGlob(name: string, pattern: string): boolean {
   return globToRegExp(pattern).test(name);
+}
+
+function tokenize(pattern: string): Token[] {
+  const chars = [...pattern];
+  const tokens: Token[] = [];
+  for (let i = 0; i < chars.length; i++) {
+    const c = chars[i] as string;
+    if (c === "*") {
+      tokens.push({ kind: "star" });
+    } else if (c === "?") {
+      tokens.push({ kind: "one", source: "." });
+    } else if (c === "[") {
+      let j = i + 1;
+      if (chars[j] === "!") j++;
+      if (chars[j] === "]") j++;
+      while (j < chars.length && chars[j] !== "]") j++;
+      if (j >= chars.length) {
+        tokens.push({ kind: "one", source: "\\[" });
+      } else {
+        tokens.push({ kind: "one", source: characterClass(chars.slice(i + 1, j)) });
+        i = j;
+      }
+    } else {
+      tokens.push({ kind: "one", source: c.replace(/[.+^${}()|[\]\\/*?]/g, "\\$&") });
+    }
+  }
+  return tokens;
+}
+
+/** The regular expression for the class body between `[` and `]` (a leading `!` negates). */
+function characterClass(body: string[]): string {
+  const negated = body[0] === "!";
+  const members = negated ? body.slice(1) : body;
+  let items = "";
+  for (let k = 0; k < members.length; k++) {
+    const lo = members[k] as string;
+    const hi = members[k + 2];
+    if (members[k + 1] === "-" && hi !== undefined) {
+      k += 2;
+      if ((lo.codePointAt(0) as number) <= (hi.codePointAt(0) as number)) items += `${escapeInClass(lo)}-${escapeInClass(hi)}`;
+      // an empty range (z-a) matches nothing, as in fnmatch
+    } else {
+      items += escapeInClass(lo);
+    }
+  }
+  if (items.length === 0) return negated ? "." : "(?!)";
+  return `[${negated ? "^" : ""}${items}]`;
+}
+
+function escapeInClass(c: string): string {
+  return /[\\\]^[-]/.test(c) ? `\\${c}` : c;
 }

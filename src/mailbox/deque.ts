@@ -38,7 +38,7 @@ export class Deque<T> {
   /** Removes every item and returns them front to back. */
   drain(): T[] {
     const items: T[] = [];
-    for (let item = this.shift(); item !== undefined; item = this.shift()) items.push(item);
+    while (this.count > 0) items.push(this.shift() as T);
     return items;
   }
 

@@ -105,7 +105,12 @@ export class Mailbox {
     if (this.isClosed) return Promise.reject(new MailboxClosedError());
     const signal = options?.signal;
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
-    if (this.offer(message)) return Promise.resolve();
+    try {
+      if (this.offer(message)) return Promise.resolve();
+    } catch (err) {
+      // an onExpired callback that throws must not turn put() into a synchronous throw
+      return rejection(err);
+    }
     const lane = this.laneOf(message);
     return new Promise<void>((resolve, reject) => {
       const putter: Putter = { message, resolve, reject, settled: false };
@@ -139,14 +144,24 @@ export class Mailbox {
 
   /** Takes the oldest priority message, else the oldest business message, waiting while both are empty. */
   get(options?: MailboxWaitOptions): Promise<Message> {
-    const message = this.poll();
+    let message: Message | undefined;
+    try {
+      message = this.poll();
+    } catch (err) {
+      return rejection(err);
+    }
     if (message !== undefined) return Promise.resolve(message);
     return this.wait(false, options?.signal);
   }
 
   /** Takes the oldest priority message, waiting while there is none. Business puts never wake it. */
   getPriority(options?: MailboxWaitOptions): Promise<Message> {
-    const message = this.pollPriority();
+    let message: Message | undefined;
+    try {
+      message = this.pollPriority();
+    } catch (err) {
+      return rejection(err);
+    }
     if (message !== undefined) return Promise.resolve(message);
     return this.wait(true, options?.signal);
   }
@@ -194,9 +209,13 @@ export class Mailbox {
     for (;;) {
       const getter = lane === this.priority ? this.oldestGetter() : this.getters.peek();
       if (getter === undefined) return false;
-      (getter.priorityOnly ? this.priorityGetters : this.getters).shift();
-      if (getter.settled) continue;
+      if (getter.settled) {
+        (getter.priorityOnly ? this.priorityGetters : this.getters).shift();
+        continue;
+      }
+      // An expired message is discarded and the getter keeps waiting for a live one.
       if (this.discardIfExpired(message)) return true;
+      (getter.priorityOnly ? this.priorityGetters : this.getters).shift();
       getter.settled = true;
       getter.release?.();
       getter.resolve(message);
@@ -254,12 +273,23 @@ export class Mailbox {
   private wait(priorityOnly: boolean, signal: AbortSignal | undefined): Promise<Message> {
     if (this.isClosed) return Promise.reject(new MailboxClosedError());
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    const queue = priorityOnly ? this.priorityGetters : this.getters;
+    // Aborted getters stay queued until reached; drop those at the front so a
+    // loop of aborted gets on an idle mailbox does not grow the queue forever.
+    while (queue.peek()?.settled) queue.shift();
     return new Promise<Message>((resolve, reject) => {
       const getter: Getter = { priorityOnly, seq: this.seq++, resolve, reject, settled: false };
       if (signal) attachAbort(getter, signal);
-      (priorityOnly ? this.priorityGetters : this.getters).push(getter);
+      queue.push(getter);
     });
   }
+}
+
+/** A promise rejected with `reason` as it is (used for an error thrown by an `onExpired` callback). */
+function rejection<T>(reason: unknown): Promise<T> {
+  return new Promise<T>(() => {
+    throw reason;
+  });
 }
 
 function attachAbort(waiter: Getter | Putter, signal: AbortSignal): void {

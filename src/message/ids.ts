@@ -29,7 +29,10 @@ function hex(at: number, length: number): string {
  */
 export function uuidv7(nowMs: number = Date.now()): string {
   const at = take(10);
-  const ms = nowMs.toString(16).padStart(12, "0").slice(-12);
+  // Whole, non-negative milliseconds: a fractional or negative time would put
+  // '.' or '-' into the hex timestamp field.
+  const wholeMs = Number.isFinite(nowMs) ? Math.max(0, Math.floor(nowMs)) : Date.now();
+  const ms = wholeMs.toString(16).padStart(12, "0").slice(-12);
   const versioned = HEX[0x70 | ((pool[at] as number) & 0x0f)] as string;
   const variant = HEX[0x80 | ((pool[at + 2] as number) & 0x3f)] as string;
   return (

@@ -9,6 +9,13 @@ export interface JsonObject {
   [key: string]: JsonValue;
 }
 
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+/** `$.key` for identifier-like keys, `$["a.b"]` for the rest, so every path is unambiguous. */
+function childPath(path: string, key: string): string {
+  return IDENTIFIER.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`;
+}
+
 /**
  * Returns the JSON path of the first part of `value` that is not plain JSON,
  * or `undefined` when all of it is. Plain JSON means: objects whose prototype
@@ -37,8 +44,12 @@ export function findNonJson(value: unknown, path = "$", seen: unknown[] = []): [
         const proto: unknown = Object.getPrototypeOf(value);
         if (proto !== Object.prototype && proto !== null) return [path, `${describeValue(value)}, not a plain object`];
         for (const key in value) {
-          const bad = findNonJson((value as Record<string, unknown>)[key], `${path}.${key}`, seen);
+          const bad = findNonJson((value as Record<string, unknown>)[key], childPath(path, key), seen);
           if (bad) return bad;
+        }
+        const symbol = Object.getOwnPropertySymbols(value)[0];
+        if (symbol !== undefined) {
+          return [`${path}[${String(symbol)}]`, "a symbol-keyed property, which JSON would silently drop"];
         }
         return undefined;
       } finally {

@@ -43,24 +43,24 @@ export interface MessageInit<P extends JsonObject = JsonObject> {
   sender: string;
   recipient: string;
   payload: P;
-  type?: string;
-  correlationId?: string;
-  replyTo?: string;
-  timestamp?: number;
-  traceId?: string;
-  spanId?: string;
-  parentSpanId?: string;
-  attempt?: number;
-  priority?: number;
-  ttlMs?: number;
-  id?: string;
+  type?: string | undefined;
+  correlationId?: string | undefined;
+  replyTo?: string | undefined;
+  timestamp?: number | undefined;
+  traceId?: string | undefined;
+  spanId?: string | undefined;
+  parentSpanId?: string | undefined;
+  attempt?: number | undefined;
+  priority?: number | undefined;
+  ttlMs?: number | undefined;
+  id?: string | undefined;
 }
 
 /**
  * Creates a message, checking that its payload is plain JSON.
  *
  * @throws {@link PayloadNotSerializableError} when the payload is not a plain JSON object.
- * @throws {@link InvalidArgumentError} for a negative `ttlMs`, `attempt` or `priority`.
+ * @throws {@link InvalidArgumentError} for a negative or non-integer `ttlMs`, `attempt` or `priority`, or a timestamp that is not a finite, non-negative number.
  * @example
  * ```ts
  * const m = createMessage({ sender: "a", recipient: "b", payload: { n: 1 } });
@@ -75,6 +75,12 @@ export function createMessage<P extends JsonObject>(init: MessageInit<P>): Messa
 export function buildMessage<P extends JsonObject>(init: MessageInit<P>): Message<P> {
   const type = init.type ?? DEFAULT_MESSAGE_TYPE;
   const timestamp = init.timestamp ?? Date.now();
+  if (!(Number.isFinite(timestamp) && timestamp >= 0)) {
+    throw new InvalidArgumentError(
+      "timestamp",
+      `message timestamp must be a non-negative finite number of epoch milliseconds, got ${String(timestamp)}`,
+    );
+  }
   checkNonNegative("ttlMs", init.ttlMs);
   checkNonNegative("attempt", init.attempt);
   checkNonNegative("priority", init.priority);

@@ -31,18 +31,11 @@ export function isReservedType(type: string): boolean {
   return type.startsWith(RESERVED_PREFIX);
 }
 
-/** Types handled on the priority lane (>= 1); everything else is business (0). */
-const PRIORITY_TYPES: ReadonlySet<string> = new Set([
-  "_agency.shutdown",
-  "_agency.heartbeat",
-  "_agency.heartbeat_ack",
-  "_agency.restart",
-  "_agency.suspend",
-  "_agency.resume",
-  "civitas.eval.halt",
-]);
-
-/** The lane priority a message of `type` travels on: 1 for control, 0 for business. */
+/**
+ * The lane priority a message of `type` travels on: 1 for control (every
+ * reserved `_agency.*` type, and `civitas.eval.halt`), 0 for business
+ * (everything else, `civitas.eval.correction` included).
+ */
 export function priorityOf(type: string): number {
-  return PRIORITY_TYPES.has(type) ? 1 : 0;
+  return isReservedType(type) || type === "civitas.eval.halt" ? 1 : 0;
 }

@@ -5,36 +5,23 @@ import {
   IllegalTransitionError,
   InvalidArgumentError,
   NoDynamicSupervisorError,
-  ReservedMessageTypeError,
   RuntimeStateError,
   StartFailedError,
 } from "../errors/errors.js";
 import { assertValidName } from "../bus/registry.js";
 import { uuidv7 } from "../message/ids.js";
 import { assertJsonObject, type JsonObject } from "../message/json.js";
-import { buildMessage, nextAttempt, type Message } from "../message/message.js";
-import { DEFAULT_MESSAGE_TYPE, isReservedType, REPLY_MESSAGE_TYPE } from "../message/system-types.js";
+import { nextAttempt, type Message } from "../message/message.js";
+import { isReservedType } from "../message/system-types.js";
 import { Mailbox } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../runtime/services.js";
 import type { ChildExit, ChildParent, StopOptions, SupervisedChild } from "../supervision/child.js";
 import { isDynamicHost, type AgentFactory, type ChildTerminationReason } from "../supervision/dynamic-host.js";
 import { deferred, settlesWithin, type Deferred } from "../time/deadline.js";
+import { durationMs, nonNegativeInteger, resolveAgentOptions, type AgentProcessOptions, type ResolvedAgentOptions } from "./agent-options.js";
+import { composeControl, composeOutgoing, composeReply, isMessage, type EnvelopeContext } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
 import { isLegalTransition, ProcessStatus } from "./process-status.js";
-
-/** Options every agent accepts as the second constructor argument. */
-export interface AgentProcessOptions {
-  /** Capacity of the business lane of the mailbox. @defaultValue 1000 */
-  mailboxSize?: number;
-  /** Capacity of the priority (control) lane of the mailbox. @defaultValue 100 */
-  priorityMailboxSize?: number;
-  /** How often a message may be retried (`ErrorAction.RETRY`) before the agent crashes. @defaultValue 3 */
-  maxRetries?: number;
-  /** How long a stop waits for the message in flight, and then for `onStop`. @defaultValue 30000 */
-  shutdownTimeoutMs?: number;
-  /** Capability tags other agents can address with `sendCapable`. @defaultValue [] */
-  capabilities?: readonly string[];
-}
 
 /** Options of `send`, `sendCapable` and `broadcast`. */
 export interface SendOptions {
@@ -52,7 +39,6 @@ export interface AskOptions extends SendOptions {
   timeoutMs?: number;
 }
 
-const SYSTEM_SENDER = "_runtime";
 const SHUTDOWN_WAKEUP = "_agency.shutdown";
 
 /**
@@ -82,7 +68,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   /** The agent's state: a plain JSON object, persisted by {@link AgentProcess.checkpoint} and restored on every start. */
   state: S;
 
-  private readonly options: Required<Omit<AgentProcessOptions, "capabilities">>;
+  private readonly options: ResolvedAgentOptions;
   private currentStatus = ProcessStatus.INITIALIZING;
   private services: RuntimeServices | undefined;
   private parent: ChildParent | undefined;
@@ -108,13 +94,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     assertValidName(name, "agent");
     this.name = name;
     this.id = uuidv7();
-    this.options = {
-      mailboxSize: positiveInteger("mailboxSize", options.mailboxSize ?? 1000),
-      priorityMailboxSize: positiveInteger("priorityMailboxSize", options.priorityMailboxSize ?? 100),
-      maxRetries: nonNegativeInteger("maxRetries", options.maxRetries ?? 3),
-      shutdownTimeoutMs: nonNegativeInteger("shutdownTimeoutMs", options.shutdownTimeoutMs ?? 30_000),
-    };
-    this.capabilities = Object.freeze(capabilityList(options.capabilities ?? []));
+    this.options = resolveAgentOptions(options);
+    this.capabilities = this.options.capabilities;
     this.state = {} as S;
   }
 
@@ -172,7 +153,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * Rejects with `AGENT_NOT_FOUND`, `RESERVED_MESSAGE_TYPE`, `PAYLOAD_NOT_SERIALIZABLE` or `MAILBOX_CLOSED`.
    */
   async send(recipient: string, payload: JsonObject, options?: SendOptions): Promise<void> {
-    await this.requireServices().bus.deliver(this.outgoing(recipient, payload, options), options?.signal);
+    const message = composeOutgoing(this.envelope(), { recipient, payload, type: options?.type, ttlMs: options?.ttlMs });
+    await this.requireServices().bus.deliver(message, options?.signal);
   }
 
   /**
@@ -181,8 +163,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * agent that is itself waiting on an ask to this one deadlocks until the timeout.
    */
   async ask(recipient: string, payload: JsonObject, options?: AskOptions): Promise<Message> {
-    const timeoutMs = nonNegativeNumber("timeoutMs", options?.timeoutMs ?? 30_000);
-    const request = this.outgoing(recipient, payload, options, uuidv7(), this.name);
+    const timeoutMs = durationMs("timeoutMs", options?.timeoutMs ?? 30_000);
+    const request = composeOutgoing(this.envelope(), { recipient, payload, type: options?.type, ttlMs: options?.ttlMs, correlationId: uuidv7(), replyTo: this.name });
     return this.requireServices().bus.request(request, { timeoutMs, signal: options?.signal });
   }
 
@@ -217,19 +199,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     if (request === undefined) {
       throw new InvalidArgumentError("reply", `'${this.name}' called reply() outside handle(); reply only to the message being handled`);
     }
-    assertJsonObject(payload, `reply payload of '${this.name}'`);
-    const services = this.requireServices();
-    return buildMessage({
-      sender: this.name,
-      recipient: request.replyTo ?? request.sender,
-      correlationId: request.correlationId,
-      type: REPLY_MESSAGE_TYPE,
-      payload,
-      timestamp: services.clock.now(),
-      traceId: this.currentSpan?.spanContext().traceId ?? request.traceId,
-      spanId: this.currentSpan?.spanContext().spanId,
-      parentSpanId: request.spanId,
-    });
+    return composeReply(this.envelope(), request, payload);
   }
 
   /** Persists `state` to the runtime's store in one atomic write. */
@@ -362,7 +332,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     this.drainAll = options.drain === "all";
     this.exit = { kind: "normal", reason: "stopped" };
     this.transition(ProcessStatus.STOPPING);
-    this.mailbox.force(this.controlMessage(SHUTDOWN_WAKEUP));
+    this.mailbox.force(composeControl(this.name, SHUTDOWN_WAKEUP, services.clock.now()));
     if (!(await settlesWithin(this.loopDone, services.clock, timeoutMs))) {
       services.logger.warn(`'${this.name}' did not finish its message within ${timeoutMs} ms; stopping it anyway (its handle() keeps running but can no longer act)`);
       this.generation++;
@@ -427,7 +397,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
         this.beginSelfStop("halt");
         return;
       case "_agency.heartbeat":
-        if (message.replyTo !== undefined) await this.deliverQuietly(this.controlReply(message, "_agency.heartbeat_ack"));
+        if (message.replyTo !== undefined) await this.deliverQuietly(composeReply(this.envelope(), message, {}, "_agency.heartbeat_ack"));
         return;
       case "_agency.deregister":
         await this.notifyChildTerminated(message);
@@ -527,45 +497,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     this.services?.events.emit("agent.status", this.name, from, to);
   }
 
-  private outgoing(recipient: string, payload: JsonObject, options: SendOptions | undefined, correlationId?: string, replyTo?: string): Message {
-    const type = options?.type ?? DEFAULT_MESSAGE_TYPE;
-    if (isReservedType(type)) throw new ReservedMessageTypeError(type);
-    if (typeof recipient !== "string" || recipient.length === 0) {
-      throw new InvalidArgumentError("recipient", `'${this.name}' tried to send to ${describeValue(recipient)}; pass the recipient agent's name`);
-    }
-    assertJsonObject(payload, `payload from '${this.name}' to '${recipient}'`);
-    const services = this.requireServices();
-    const current = this.current;
-    const span = this.currentSpan?.spanContext();
-    return buildMessage({
-      sender: this.name,
-      recipient,
-      payload,
-      type,
-      correlationId,
-      replyTo,
-      timestamp: services.clock.now(),
-      traceId: span?.traceId ?? current?.traceId,
-      spanId: span?.spanId,
-      parentSpanId: current?.spanId,
-      ttlMs: options?.ttlMs,
-    });
-  }
-
-  private controlMessage(type: string): Message {
-    return buildMessage({ sender: SYSTEM_SENDER, recipient: this.name, type, payload: {}, timestamp: this.requireServices().clock.now() });
-  }
-
-  private controlReply(request: Message, type: string): Message {
-    return buildMessage({
-      sender: this.name,
-      recipient: request.replyTo as string,
-      correlationId: request.correlationId,
-      type,
-      payload: {},
-      timestamp: this.requireServices().clock.now(),
-      traceId: request.traceId,
-    });
+  private envelope(): EnvelopeContext {
+    return { sender: this.name, nowMs: this.requireServices().clock.now(), current: this.current, span: this.currentSpan };
   }
 
   /** Delivers a message the agent produced as a result; a failure is logged, not a crash. */
@@ -614,40 +547,6 @@ function notAttached(name: string): RuntimeStateError {
   return new RuntimeStateError("RUNTIME_NOT_STARTED", `agent '${name}' does not belong to a runtime yet; pass it (or its supervisor) to new Runtime({ root })`);
 }
 
-function isMessage(value: unknown): value is Message {
-  return typeof value === "object" && value !== null && typeof (value as Message).id === "string" && typeof (value as Message).recipient === "string";
-}
-
 function errorText(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-}
-
-function capabilityList(capabilities: readonly string[]): string[] {
-  if (!Array.isArray(capabilities) || capabilities.some((c) => typeof c !== "string" || c.length === 0)) {
-    throw new InvalidArgumentError("capabilities", `capabilities must be an array of non-empty strings, got ${describeValue(capabilities)}`);
-  }
-  return [...new Set<string>(capabilities)];
-}
-
-/** @internal */
-export function positiveInteger(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) {
-    throw new InvalidArgumentError(name, `${name} must be a positive integer, got ${describeValue(value)}`);
-  }
-  return value;
-}
-
-/** @internal */
-export function nonNegativeInteger(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 0) {
-    throw new InvalidArgumentError(name, `${name} must be a non-negative integer, got ${describeValue(value)}`);
-  }
-  return value;
-}
-
-function nonNegativeNumber(name: string, value: number): number {
-  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
-    throw new InvalidArgumentError(name, `${name} must be a non-negative number of milliseconds, got ${describeValue(value)}`);
-  }
-  return value;
 }

@@ -1,7 +1,8 @@
 import { parse as parseYaml } from "yaml";
 import { CivitasError, describeValue } from "../errors/civitas-error.js";
 import { TopologyError } from "../errors/errors.js";
-import type { AgentProcess, AgentProcessOptions } from "../process/agent-process.js";
+import type { AgentProcessOptions } from "../process/agent-options.js";
+import type { AgentProcess } from "../process/agent-process.js";
 import type { SupervisedChild } from "../supervision/child.js";
 import { DynamicSupervisor } from "../supervision/dynamic-supervisor.js";
 import { Supervisor } from "../supervision/supervisor.js";

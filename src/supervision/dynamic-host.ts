@@ -1,5 +1,6 @@
 import type { JsonObject } from "../message/json.js";
-import type { AgentProcess, AgentProcessOptions } from "../process/agent-process.js";
+import type { AgentProcessOptions } from "../process/agent-options.js";
+import type { AgentProcess } from "../process/agent-process.js";
 import type { StopOptions } from "./child.js";
 
 /** Why a dynamically spawned agent is gone for good, as told to its spawner. */

@@ -134,6 +134,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
    * is told `"despawned"`. Rejects with `AGENT_NOT_FOUND` for an unknown child.
    */
   async stop(name: string, options: StopOptions = {}): Promise<void> {
+    checkStopOptions(name, options);
     const child = this.kids.get(name);
     if (child === undefined) throw notFound(name);
     await child.agent.stopChild(options);
@@ -286,8 +287,22 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
 }
 
 function construct<A extends AgentProcess>(factory: AgentFactory<A>, name: string, options: SpawnOptions | undefined): A {
-  const isClass = typeof factory.prototype === "object" && factory.prototype instanceof AgentProcess;
+  const prototype: unknown = factory.prototype;
+  const isClass = prototype === AgentProcess.prototype || (typeof prototype === "object" && prototype instanceof AgentProcess);
   return isClass
     ? new (factory as new (name: string, options?: SpawnOptions) => A)(name, options)
     : (factory as (name: string, options?: SpawnOptions) => A)(name, options);
+}
+
+function checkStopOptions(name: string, options: StopOptions): void {
+  if (typeof options !== "object" || options === null) {
+    throw new InvalidArgumentError("options", `stop('${name}') takes an options object { drain?, timeoutMs? }, got ${describeValue(options)}`);
+  }
+  const { drain, timeoutMs } = options;
+  if (drain !== undefined && drain !== "current" && drain !== "all") {
+    throw new InvalidArgumentError("drain", `stop('${name}'): drain must be "current" or "all", got ${describeValue(drain)}`);
+  }
+  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 0)) {
+    throw new InvalidArgumentError("timeoutMs", `stop('${name}'): timeoutMs must be a non-negative integer of milliseconds, got ${describeValue(timeoutMs)}`);
+  }
 }

@@ -57,12 +57,16 @@ export class Supervisor implements SupervisedChild, ChildParent {
   private work: Promise<void> = Promise.resolve();
   private abort = new AbortController();
   private stopping: Promise<void> | undefined;
+  private startup: Promise<void> | undefined;
   private restarts = 0;
 
   /** @throws {@link InvalidArgumentError} for a bad name, strategy, child list or restart setting */
   constructor(name: string, options: SupervisorOptions) {
     assertValidName(name, "supervisor");
     this.name = name;
+    if (typeof options !== "object" || options === null) {
+      throw new InvalidArgumentError("options", `supervisor '${name}' needs an options object with children, got ${describeValue(options)}`);
+    }
     const strategy = options.strategy ?? "ONE_FOR_ONE";
     if (!RESTART_STRATEGIES.includes(strategy)) {
       throw new InvalidArgumentError("strategy", `supervisor '${name}': strategy must be one of ${RESTART_STRATEGIES.join(", ")}, got ${describeValue(strategy)}`);
@@ -71,7 +75,16 @@ export class Supervisor implements SupervisedChild, ChildParent {
     if (!Array.isArray(options.children)) {
       throw new InvalidArgumentError("children", `supervisor '${name}': children must be an array of agents and supervisors, got ${describeValue(options.children)}`);
     }
-    this.kids = Object.freeze([...(options.children as readonly SupervisedChild[])]);
+    const kids = [...(options.children as readonly unknown[])];
+    kids.forEach((child, index) => {
+      if (!isSupervisedChild(child)) {
+        throw new InvalidArgumentError("children", `supervisor '${name}': children[${index}] must be an AgentProcess, Supervisor or DynamicSupervisor, got ${describeValue(child)}`);
+      }
+      if (kids.indexOf(child) !== index) {
+        throw new InvalidArgumentError("children", `supervisor '${name}': children[${index}] ('${child.name}') is listed twice; create one instance per child`);
+      }
+    });
+    this.kids = Object.freeze(kids as SupervisedChild[]);
     this.restart = resolveRestartOptions(name, options);
     this.intensity = new RestartIntensity(this.restart.maxRestarts, this.restart.restartWindowMs);
   }
@@ -116,7 +129,13 @@ export class Supervisor implements SupervisedChild, ChildParent {
   }
 
   /** @internal */
-  async startChild(): Promise<void> {
+  startChild(): Promise<void> {
+    const startup = this.startAll();
+    this.startup = startup;
+    return startup;
+  }
+
+  private async startAll(): Promise<void> {
     const services = this.requireServices();
     this.currentStatus = ProcessStatus.INITIALIZING;
     this.starts++;
@@ -153,6 +172,8 @@ export class Supervisor implements SupervisedChild, ChildParent {
 
   private async shutdown(options: StopOptions): Promise<void> {
     if (this.currentStatus === ProcessStatus.STOPPED || this.currentStatus === ProcessStatus.INITIALIZING && this.starts === 0) return;
+    // A start in flight finishes first, so no child is started after the tree was stopped.
+    await this.startup?.catch(() => undefined);
     this.currentStatus = ProcessStatus.STOPPING;
     this.abort.abort();
     await this.work;
@@ -166,6 +187,8 @@ export class Supervisor implements SupervisedChild, ChildParent {
 
   private async onChildExit(child: SupervisedChild, exit: ChildExit, incarnation: number): Promise<void> {
     const services = this.requireServices();
+    // A child can crash while a later sibling is still starting: handle its exit once the start is over.
+    if (this.currentStatus === ProcessStatus.INITIALIZING) await this.startup?.catch(() => undefined);
     if (this.currentStatus !== ProcessStatus.RUNNING || child.incarnation !== incarnation) return;
     if (exit.kind === "normal") {
       services.logger.info(`'${child.name}' exited normally (${exit.reason}); not restarting it`);
@@ -249,4 +272,10 @@ export class Supervisor implements SupervisedChild, ChildParent {
     }
     return this.services;
   }
+}
+
+function isSupervisedChild(value: unknown): value is SupervisedChild {
+  if (typeof value !== "object" || value === null) return false;
+  const child = value as Partial<SupervisedChild>;
+  return typeof child.name === "string" && typeof child.attach === "function" && typeof child.startChild === "function" && typeof child.stopChild === "function";
 }

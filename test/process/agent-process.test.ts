@@ -70,8 +70,9 @@ class Failing extends AgentProcess {
     if (message.payload.fail === true) throw new Error(`fail ${message.attempt}`);
   }
   override async onError(): Promise<ErrorAction> {
-    if (typeof this.action === "function") this.action();
-    return this.action;
+    const action = this.action;
+    if (typeof action === "function") action();
+    return action as ErrorAction;
   }
   override async onStop(): Promise<void> {
     this.stopped++;
@@ -365,10 +366,10 @@ describe("AgentProcess state", () => {
 
   it("a checkpoint of non-JSON state rejects with PAYLOAD_NOT_SERIALIZABLE and keeps the stored state", async () => {
     const store = new InMemoryStateStore();
-    class Bad extends AgentProcess<{ when?: unknown; n: number }> {
-      override state = { n: 1 } as { when?: unknown; n: number };
+    class Bad extends AgentProcess<{ n: number }> {
+      override state = { n: 1 };
       override async handle(message: Message): Promise<Message | void> {
-        if (message.payload.bad === true) this.state.when = new Date(0);
+        if (message.payload.bad === true) (this.state as Record<string, unknown>).when = new Date(0);
         try {
           await this.checkpoint();
           return this.reply({ ok: true });

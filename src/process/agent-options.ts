@@ -1,0 +1,70 @@
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidArgumentError } from "../errors/errors.js";
+
+/** Options every agent accepts as the second constructor argument. */
+export interface AgentProcessOptions {
+  /** Capacity of the business lane of the mailbox. @defaultValue 1000 */
+  mailboxSize?: number;
+  /** Capacity of the priority (control) lane of the mailbox. @defaultValue 100 */
+  priorityMailboxSize?: number;
+  /** How often a message may be retried (`ErrorAction.RETRY`) before the agent crashes. @defaultValue 3 */
+  maxRetries?: number;
+  /** How long a stop waits for the message in flight, and then for `onStop`. @defaultValue 30000 */
+  shutdownTimeoutMs?: number;
+  /** Capability tags other agents can address with `sendCapable`. @defaultValue [] */
+  capabilities?: readonly string[];
+}
+
+/** {@link AgentProcessOptions} with defaults applied and checked. @internal */
+export interface ResolvedAgentOptions {
+  readonly mailboxSize: number;
+  readonly priorityMailboxSize: number;
+  readonly maxRetries: number;
+  readonly shutdownTimeoutMs: number;
+  readonly capabilities: readonly string[];
+}
+
+/**
+ * Applies defaults and validates an agent's options.
+ * @throws {@link InvalidArgumentError} naming the bad option
+ * @internal
+ */
+export function resolveAgentOptions(options: AgentProcessOptions): ResolvedAgentOptions {
+  return {
+    mailboxSize: positiveInteger("mailboxSize", options.mailboxSize ?? 1000),
+    priorityMailboxSize: positiveInteger("priorityMailboxSize", options.priorityMailboxSize ?? 100),
+    maxRetries: nonNegativeInteger("maxRetries", options.maxRetries ?? 3),
+    shutdownTimeoutMs: nonNegativeInteger("shutdownTimeoutMs", options.shutdownTimeoutMs ?? 30_000),
+    capabilities: Object.freeze(capabilityList(options.capabilities ?? [])),
+  };
+}
+
+function capabilityList(capabilities: readonly string[]): string[] {
+  if (!Array.isArray(capabilities) || capabilities.some((c) => typeof c !== "string" || c.length === 0)) {
+    throw new InvalidArgumentError("capabilities", `capabilities must be an array of non-empty strings, got ${describeValue(capabilities)}`);
+  }
+  return [...new Set<string>(capabilities)];
+}
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) {
+    throw new InvalidArgumentError(name, `${name} must be a positive integer, got ${describeValue(value)}`);
+  }
+  return value;
+}
+
+/** @internal */
+export function nonNegativeInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 0) {
+    throw new InvalidArgumentError(name, `${name} must be a non-negative integer, got ${describeValue(value)}`);
+  }
+  return value;
+}
+
+/** Checks a duration such as `timeoutMs`. @internal */
+export function durationMs(name: string, value: number): number {
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw new InvalidArgumentError(name, `${name} must be a non-negative number of milliseconds, got ${describeValue(value)}`);
+  }
+  return value;
+}
