@@ -30,14 +30,27 @@ export interface ResolvedAgentOptions {
  * @internal
  */
 export function resolveAgentOptions(options: AgentProcessOptions): ResolvedAgentOptions {
-  return {
+  if (typeof options !== "object" || options === null) {
+    throw new InvalidArgumentError("options", `agent options must be an object, got ${describeValue(options)}`);
+  }
+  // Most agents take the defaults: they share one frozen options object.
+  if (Object.keys(options).length === 0) return DEFAULTS;
+  return resolve(options);
+}
+
+const NO_CAPABILITIES: readonly string[] = Object.freeze([]);
+
+function resolve(options: AgentProcessOptions): ResolvedAgentOptions {
+  return Object.freeze({
     mailboxSize: positiveInteger("mailboxSize", options.mailboxSize ?? 1000),
     priorityMailboxSize: positiveInteger("priorityMailboxSize", options.priorityMailboxSize ?? 100),
     maxRetries: nonNegativeInteger("maxRetries", options.maxRetries ?? 3),
     shutdownTimeoutMs: nonNegativeInteger("shutdownTimeoutMs", options.shutdownTimeoutMs ?? 30_000),
-    capabilities: Object.freeze(capabilityList(options.capabilities ?? [])),
-  };
+    capabilities: options.capabilities === undefined ? NO_CAPABILITIES : Object.freeze(capabilityList(options.capabilities)),
+  });
 }
+
+const DEFAULTS = resolve({});
 
 function capabilityList(capabilities: readonly string[]): string[] {
   if (!Array.isArray(capabilities) || capabilities.some((c) => typeof c !== "string" || c.length === 0)) {

@@ -1,0 +1,276 @@
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import { CivitasError } from "../../src/errors/civitas-error.js";
+import { InvalidWireMessageError } from "../../src/errors/errors.js";
+import type { JsonObject } from "../../src/message/json.js";
+import { buildMessage, createMessage, type Message } from "../../src/message/message.js";
+import { fromWire, toWire, WIRE_SCHEMA_VERSION, type WireMessage } from "../../src/message/wire.js";
+
+const name = fc.string({ minLength: 1, maxLength: 12 });
+const hex = (length: number): fc.Arbitrary<string> =>
+  fc.string({ unit: fc.constantFrom(..."0123456789abcdef"), minLength: length, maxLength: length });
+
+/** Any message this library can create. */
+const messageArb: fc.Arbitrary<Message> = fc
+  .record(
+    {
+      id: fc.uuid({ version: 7 }),
+      type: fc.oneof(name, fc.constantFrom("message", "reply", "_agency.suspend", "civitas.eval.halt")),
+      sender: name,
+      recipient: name,
+      correlationId: name,
+      replyTo: name,
+      payload: fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 })).map((p) => p as JsonObject),
+      timestamp: fc.integer({ min: 0, max: 2 ** 48 - 1 }),
+      traceId: hex(32),
+      spanId: hex(16),
+      parentSpanId: hex(16),
+      attempt: fc.nat(),
+      priority: fc.nat(5),
+      ttlMs: fc.nat(),
+    },
+    { requiredKeys: ["id", "type", "sender", "recipient", "payload", "timestamp", "traceId", "spanId", "attempt", "priority"] },
+  )
+  .map((init) => createMessage(init));
+
+/** What JSON makes of a value (e.g. -0 becomes 0). */
+const viaJson = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+
+function wireError(input: unknown): InvalidWireMessageError {
+  let caught: unknown;
+  try {
+    fromWire(input);
+  } catch (err) {
+    caught = err;
+  }
+  expect(caught, `fromWire(${JSON.stringify(input) ?? String(input)})`).toBeInstanceOf(InvalidWireMessageError);
+  const e = caught as InvalidWireMessageError;
+  expect(e).toBeInstanceOf(CivitasError);
+  expect(e.code).toBe("INVALID_WIRE_MESSAGE");
+  expect(e.name).toBe("InvalidWireMessageError");
+  return e;
+}
+
+const sample = (): WireMessage =>
+  toWire(
+    createMessage({
+      sender: "alice",
+      recipient: "bob",
+      type: "quote.request",
+      payload: { items: [1, 2], note: "x" },
+      correlationId: "corr",
+      replyTo: "alice",
+      parentSpanId: "f".repeat(16),
+      ttlMs: 1000,
+      attempt: 1,
+    }),
+  );
+
+describe("toWire", () => {
+  it("writes snake_case keys and schema_version 1", () => {
+    const m = createMessage({
+      sender: "alice",
+      recipient: "bob",
+      payload: { a: 1 },
+      correlationId: "c",
+      replyTo: "alice",
+      parentSpanId: "p".repeat(16),
+      ttlMs: 5,
+    });
+    const wire = toWire(m);
+    expect(WIRE_SCHEMA_VERSION).toBe(1);
+    expect(wire).toEqual({
+      schema_version: 1,
+      id: m.id,
+      type: "message",
+      sender: "alice",
+      recipient: "bob",
+      correlation_id: "c",
+      reply_to: "alice",
+      payload: { a: 1 },
+      timestamp: m.timestamp,
+      trace_id: m.traceId,
+      span_id: m.spanId,
+      parent_span_id: "p".repeat(16),
+      attempt: 0,
+      priority: 0,
+      ttl_ms: 5,
+    });
+  });
+
+  it("writes null for absent optional ids and leaves ttl_ms out without a ttl", () => {
+    const wire = toWire(createMessage({ sender: "a", recipient: "b", payload: {} }));
+    expect(wire.correlation_id).toBeNull();
+    expect(wire.reply_to).toBeNull();
+    expect(wire.parent_span_id).toBeNull();
+    expect("ttl_ms" in wire).toBe(false);
+    expect(Object.keys(wire).every((key) => key === key.toLowerCase())).toBe(true);
+  });
+});
+
+describe("fromWire round trip", () => {
+  it("fromWire(toWire(m)) equals m for any message (property)", () => {
+    fc.assert(
+      fc.property(messageArb, (m) => {
+        expect(fromWire(toWire(m))).toEqual(m);
+      }),
+    );
+  });
+
+  it("round-trips through JSON text and through UTF-8 bytes (property)", () => {
+    fc.assert(
+      fc.property(messageArb, (m) => {
+        const text = JSON.stringify(toWire(m));
+        expect(fromWire(text)).toEqual(viaJson(m));
+        expect(fromWire(new TextEncoder().encode(text))).toEqual(viaJson(m));
+        expect(fromWire(Buffer.from(text, "utf8"))).toEqual(viaJson(m));
+      }),
+    );
+  });
+
+  it("leaves absent optional fields out rather than undefined", () => {
+    const m = fromWire(JSON.stringify(toWire(createMessage({ sender: "a", recipient: "b", payload: {} }))));
+    for (const key of ["correlationId", "replyTo", "parentSpanId", "ttlMs"]) expect(key in m).toBe(false);
+  });
+
+  it("ignores unknown keys such as the Python envelope's ttl and seq", () => {
+    const wire = { ...sample(), ttl: null, seq: 7, extra: { any: "thing" } };
+    const m = fromWire(wire);
+    expect(m.sender).toBe("alice");
+    expect(Object.keys(m)).not.toContain("seq");
+    expect(Object.keys(m)).not.toContain("extra");
+  });
+
+  it("accepts null for ttl_ms and a fractional timestamp", () => {
+    const m = fromWire({ ...sample(), ttl_ms: null, timestamp: 1_700_000_000.25 });
+    expect("ttlMs" in m).toBe(false);
+    expect(m.timestamp).toBe(1_700_000_000.25);
+  });
+
+  it("keeps a multi-byte payload intact through bytes", () => {
+    const m = buildMessage({ sender: "a", recipient: "b", payload: { text: "ünïcødé ✓ 🚀" } });
+    expect(fromWire(new TextEncoder().encode(JSON.stringify(toWire(m)))).payload).toEqual({ text: "ünïcødé ✓ 🚀" });
+  });
+});
+
+describe("fromWire rejects malformed input with INVALID_WIRE_MESSAGE", () => {
+  it.each<[string, unknown]>([
+    ["missing", undefined],
+    ["0", 0],
+    ["2", 2],
+    ["the string '1'", "1"],
+    ["null", null],
+    ["1.5", 1.5],
+  ])("schema_version %s", (_what, version) => {
+    const wire: Record<string, unknown> = { ...sample() };
+    if (version === undefined) delete wire.schema_version;
+    else wire.schema_version = version;
+    expect(wireError(wire).message).toContain("schema_version");
+  });
+
+  it("checks schema_version before anything else", () => {
+    // every other field is broken too; the version is what gets reported
+    expect(wireError({ schema_version: 99 }).message).toContain("schema_version");
+    expect(wireError(JSON.stringify({ schema_version: 2, payload: "nope" })).message).toContain("schema_version");
+  });
+
+  it.each<[string, unknown]>([
+    ["null", null],
+    ["a number", 42],
+    ["a boolean", true],
+    ["an array", [sample()]],
+    ["undefined", undefined],
+    ["JSON text of a string", '"hello"'],
+    ["JSON text of an array", "[1,2]"],
+    ["JSON text of null", "null"],
+  ])("a non-object: %s", (_what, input) => {
+    wireError(input);
+  });
+
+  it.each<[string, string | Uint8Array]>([
+    ["truncated text", '{"schema_version": 1,'],
+    ["empty text", ""],
+    ["not JSON at all", "schema_version=1"],
+    ["invalid bytes", new Uint8Array([0xff, 0xfe, 0x7b])],
+    ["empty bytes", new Uint8Array()],
+  ])("bad JSON: %s", (_what, input) => {
+    expect(wireError(input).message).toContain("JSON");
+  });
+
+  it.each(["id", "type", "sender", "recipient", "payload", "timestamp", "trace_id", "span_id", "attempt", "priority"])(
+    "missing required field %s",
+    (field) => {
+      const wire: Record<string, unknown> = { ...sample() };
+      delete wire[field];
+      expect(wireError(wire).message).toContain(field);
+    },
+  );
+
+  it.each<[string, unknown]>([
+    ["id", 5],
+    ["id", ""],
+    ["type", null],
+    ["sender", ["alice"]],
+    ["recipient", {}],
+    ["payload", []],
+    ["payload", "text"],
+    ["payload", null],
+    ["payload", { nested: { bad: Number.NaN } }],
+    ["payload", { when: new Date(0) }],
+    ["timestamp", "1700000000000"],
+    ["timestamp", -1],
+    ["timestamp", Number.POSITIVE_INFINITY],
+    ["trace_id", 12],
+    ["span_id", false],
+    ["attempt", -1],
+    ["attempt", 1.5],
+    ["attempt", "0"],
+    ["priority", -1],
+    ["priority", null],
+    ["ttl_ms", -5],
+    ["ttl_ms", "10"],
+    ["ttl_ms", 2.5],
+    ["correlation_id", 5],
+    ["reply_to", {}],
+    ["parent_span_id", 1],
+  ])("mistyped field %s = %j", (field, value) => {
+    expect(wireError({ ...sample(), [field]: value }).message).toContain(field);
+  });
+
+  it("never throws anything but InvalidWireMessageError for a damaged message (property)", () => {
+    const fields = Object.keys(sample());
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...fields),
+        fc.anything({ withBigInt: true, withDate: true, withMap: true, withSet: true, withNullPrototype: true }),
+        fc.boolean(),
+        (field, junk, asText) => {
+          const wire: Record<string, unknown> = { ...sample(), [field]: junk };
+          let input: unknown = wire;
+          if (asText) {
+            try {
+              input = JSON.stringify(wire);
+            } catch {
+              input = wire; // bigint: not expressible as text
+            }
+          }
+          try {
+            const m = fromWire(input);
+            // whatever it accepted is a well-formed message again
+            expect(fromWire(toWire(m))).toEqual(m);
+          } catch (err) {
+            expect(err).toBeInstanceOf(InvalidWireMessageError);
+          }
+        },
+      ),
+    );
+  });
+
+  it("refuses arbitrary input with InvalidWireMessageError, never another error (property)", () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.anything(), fc.string(), fc.json(), fc.uint8Array()), (input) => {
+        expect(() => fromWire(input)).toThrow(InvalidWireMessageError);
+      }),
+    );
+  });
+});
