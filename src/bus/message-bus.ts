@@ -52,7 +52,12 @@ export class MessageBus {
    */
   deliver(message: Message, signal?: AbortSignal): Promise<void> {
     if (isReply(message)) {
-      this.settleReply(message);
+      try {
+        this.settleReply(message);
+      } catch (error) {
+        // a throwing "reply.late" listener must not turn deliver() into a synchronous throw
+        return Promise.reject(error as Error);
+      }
       return Promise.resolve();
     }
     const agent = this.registry.get(message.recipient);

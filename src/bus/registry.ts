@@ -3,6 +3,8 @@ import { describeValue } from "../errors/civitas-error.js";
 import type { AgentProcess } from "../process/agent-process.js";
 import { globToRegExp } from "./glob.js";
 
+const SUPERVISOR = "supervisor";
+
 /**
  * Names every agent and supervisor of a runtime, and finds agents by name,
  * by glob pattern and by capability tag. Registration outlives restarts: an
@@ -10,24 +12,19 @@ import { globToRegExp } from "./glob.js";
  * @internal
  */
 export class Registry {
-  private readonly agents = new Map<string, AgentProcess>();
-  private readonly names = new Set<string>();
+  /** Every name in the runtime: agents map to themselves, supervisors to `SUPERVISOR`. */
+  private readonly names = new Map<string, AgentProcess | typeof SUPERVISOR>();
   private readonly capable = new Map<string, AgentProcess[]>();
   private readonly cursor = new Map<string, number>();
 
   /** Reserves `name` for a supervisor or an agent. */
   reserve(name: string, what: string): void {
-    assertValidName(name, what);
-    if (this.names.has(name)) {
-      throw new DuplicateNameError(name, `${what} name '${name}' is already used in this runtime; names of agents and supervisors must be unique`);
-    }
-    this.names.add(name);
+    this.claim(name, what, SUPERVISOR);
   }
 
   /** Registers an agent under its name and capabilities. */
   register(agent: AgentProcess): void {
-    this.reserve(agent.name, "agent");
-    this.agents.set(agent.name, agent);
+    this.claim(agent.name, "agent", agent);
     for (const capability of agent.capabilities) {
       const list = this.capable.get(capability);
       if (list === undefined) this.capable.set(capability, [agent]);
@@ -37,10 +34,9 @@ export class Registry {
 
   /** Frees `name` (and, for an agent, its capabilities). */
   release(name: string): void {
+    const agent = this.names.get(name);
     this.names.delete(name);
-    const agent = this.agents.get(name);
-    if (agent === undefined) return;
-    this.agents.delete(name);
+    if (agent === undefined || agent === SUPERVISOR) return;
     for (const capability of agent.capabilities) {
       const list = this.capable.get(capability)?.filter((a) => a !== agent) ?? [];
       if (list.length === 0) this.capable.delete(capability);
@@ -55,12 +51,23 @@ export class Registry {
 
   /** The agent registered as `name`. */
   get(name: string): AgentProcess | undefined {
-    return this.agents.get(name);
+    const entry = this.names.get(name);
+    return entry === SUPERVISOR ? undefined : entry;
   }
 
   /** All registered agents, in registration order. */
   all(): AgentProcess[] {
-    return [...this.agents.values()];
+    const agents: AgentProcess[] = [];
+    for (const entry of this.names.values()) if (entry !== SUPERVISOR) agents.push(entry);
+    return agents;
+  }
+
+  private claim(name: string, what: string, entry: AgentProcess | typeof SUPERVISOR): void {
+    assertValidName(name, what);
+    if (this.names.has(name)) {
+      throw new DuplicateNameError(name, `${what} name '${name}' is already used in this runtime; names of agents and supervisors must be unique`);
+    }
+    this.names.set(name, entry);
   }
 
   /** Agents whose names match the glob `pattern`, in registration order. */

@@ -3,8 +3,10 @@
  * no `Array.shift`. Storage is allocated on first push, so an idle, empty
  * deque costs one small object.
  */
+const EMPTY: readonly unknown[] = [];
+
 export class Deque<T> {
-  private buffer: (T | undefined)[] = [];
+  private buffer: (T | undefined)[] = EMPTY as (T | undefined)[];
   private head = 0;
   private count = 0;
 
@@ -50,3 +52,4 @@ export class Deque<T> {
     this.head = 0;
   }
 }
+

@@ -15,6 +15,16 @@ export interface MailboxOptions {
   onExpired?: (message: Message) => void;
 }
 
+/**
+ * The one loop that drains a mailbox, nudged when work arrives so that an
+ * idle consumer holds no pending promise at all.
+ * @internal
+ */
+export interface MailboxConsumer {
+  /** Called synchronously, once per {@link Mailbox.park}, when a message it may take lands. */
+  mailboxReady(): void;
+}
+
 /** Options of a waiting mailbox operation. */
 export interface MailboxWaitOptions {
   /** Aborting rejects the pending call with `signal.reason`; nothing is enqueued or taken. */
@@ -38,10 +48,31 @@ interface Putter {
   release?: () => void;
 }
 
-class Lane {
-  readonly messages = new Deque<Message>();
-  readonly putters = new Deque<Putter>();
-  constructor(readonly capacity: number) {}
+interface Waiting {
+  readonly any: Deque<Getter>;
+  readonly priorityOnly: Deque<Getter>;
+  seq: number;
+}
+
+/** The longest-waiting getter of either kind: both may take a priority message. */
+function oldestGetter(waiting: Waiting): Getter | undefined {
+  const any = waiting.any.peek();
+  const prio = waiting.priorityOnly.peek();
+  if (any === undefined) return prio;
+  if (prio === undefined) return any;
+  return any.seq < prio.seq ? any : prio;
+}
+
+/** One lane's queued messages, with its waiting puts created on first need (an idle mailbox stays small). */
+class Lane extends Deque<Message> {
+  putters: Deque<Putter> | undefined;
+  constructor(readonly capacity: number) {
+    super();
+  }
+
+  get waitingPuts(): number {
+    return this.putters?.length ?? 0;
+  }
 }
 
 /**
@@ -62,13 +93,14 @@ class Lane {
 export class Mailbox {
   private readonly business: Lane;
   private readonly priority: Lane;
-  private readonly getters = new Deque<Getter>();
-  private readonly priorityGetters = new Deque<Getter>();
+  /** Pending `get`/`getPriority` calls, created on first need: an agent's loop never waits this way. */
+  private waiting: Waiting | undefined;
   private readonly clock: Clock;
   private readonly onExpired: ((message: Message) => void) | undefined;
-  private seq = 0;
   private expired = 0;
   private isClosed = false;
+  private consumer: MailboxConsumer | undefined;
+  private consumerPriorityOnly = false;
 
   constructor(options: MailboxOptions = {}) {
     this.business = new Lane(checkCapacity("capacity", options.capacity ?? 1000));
@@ -79,12 +111,12 @@ export class Mailbox {
 
   /** Business messages waiting. */
   get size(): number {
-    return this.business.messages.length;
+    return this.business.length;
   }
 
   /** Priority messages waiting. */
   get prioritySize(): number {
-    return this.priority.messages.length;
+    return this.priority.length;
   }
 
   /** Messages discarded so far because their TTL elapsed before dequeue. */
@@ -115,7 +147,7 @@ export class Mailbox {
     return new Promise<void>((resolve, reject) => {
       const putter: Putter = { message, resolve, reject, settled: false };
       if (signal) attachAbort(putter, signal);
-      lane.putters.push(putter);
+      (lane.putters ??= new Deque<Putter>()).push(putter);
     });
   }
 
@@ -123,9 +155,9 @@ export class Mailbox {
   offer(message: Message): boolean {
     if (this.isClosed) throw new MailboxClosedError();
     const lane = this.laneOf(message);
-    if (lane.messages.length >= lane.capacity || lane.putters.length > 0) {
+    if (lane.length >= lane.capacity || lane.waitingPuts > 0) {
       this.dropSettledPutters(lane);
-      if (lane.messages.length >= lane.capacity || lane.putters.length > 0) return false;
+      if (lane.length >= lane.capacity || lane.waitingPuts > 0) return false;
     }
     this.deliver(message, lane);
     return true;
@@ -183,9 +215,25 @@ export class Mailbox {
   close(): void {
     if (this.isClosed) return;
     this.isClosed = true;
+    this.consumer = undefined;
     const error = new MailboxClosedError();
-    for (const waiter of [...this.getters.drain(), ...this.priorityGetters.drain()]) settle(waiter, error);
-    for (const putter of [...this.business.putters.drain(), ...this.priority.putters.drain()]) settle(putter, error);
+    for (const waiter of [...(this.waiting?.any.drain() ?? []), ...(this.waiting?.priorityOnly.drain() ?? [])]) settle(waiter, error);
+    for (const putter of [...(this.business.putters?.drain() ?? []), ...(this.priority.putters?.drain() ?? [])]) settle(putter, error);
+  }
+
+  /**
+   * Registers the consumer to nudge (once) when a message lands that it may
+   * take: any message, or only priority ones. Replaces an earlier registration.
+   * @internal
+   */
+  park(consumer: MailboxConsumer, priorityOnly: boolean): void {
+    this.consumer = consumer;
+    this.consumerPriorityOnly = priorityOnly;
+  }
+
+  /** Forgets the parked consumer. @internal */
+  unpark(): void {
+    this.consumer = undefined;
   }
 
   /** Removes and returns every queued message, priority lane first. */
@@ -201,21 +249,28 @@ export class Mailbox {
 
   private deliver(message: Message, lane: Lane): void {
     if (this.handOff(message, lane)) return;
-    lane.messages.push(message);
+    lane.push(message);
+    const consumer = this.consumer;
+    if (consumer !== undefined && (lane === this.priority || !this.consumerPriorityOnly)) {
+      this.consumer = undefined;
+      consumer.mailboxReady();
+    }
   }
 
   /** Gives `message` straight to the longest-waiting getter allowed to take it. */
   private handOff(message: Message, lane: Lane): boolean {
+    const waiting = this.waiting;
+    if (waiting === undefined) return false;
     for (;;) {
-      const getter = lane === this.priority ? this.oldestGetter() : this.getters.peek();
+      const getter = lane === this.priority ? oldestGetter(waiting) : waiting.any.peek();
       if (getter === undefined) return false;
       if (getter.settled) {
-        (getter.priorityOnly ? this.priorityGetters : this.getters).shift();
+        (getter.priorityOnly ? waiting.priorityOnly : waiting.any).shift();
         continue;
       }
       // An expired message is discarded and the getter keeps waiting for a live one.
       if (this.discardIfExpired(message)) return true;
-      (getter.priorityOnly ? this.priorityGetters : this.getters).shift();
+      (getter.priorityOnly ? waiting.priorityOnly : waiting.any).shift();
       getter.settled = true;
       getter.release?.();
       getter.resolve(message);
@@ -223,17 +278,9 @@ export class Mailbox {
     }
   }
 
-  private oldestGetter(): Getter | undefined {
-    const any = this.getters.peek();
-    const prio = this.priorityGetters.peek();
-    if (any === undefined) return prio;
-    if (prio === undefined) return any;
-    return any.seq < prio.seq ? any : prio;
-  }
-
   private take(lane: Lane): Message | undefined {
     for (;;) {
-      const message = lane.messages.shift();
+      const message = lane.shift();
       if (message === undefined) {
         if (this.isClosed || !this.admitPutter(lane)) return undefined;
         continue;
@@ -245,11 +292,13 @@ export class Mailbox {
 
   /** Moves the oldest live waiting put into the lane, now that it has room. */
   private admitPutter(lane: Lane): boolean {
-    for (let putter = lane.putters.shift(); putter !== undefined; putter = lane.putters.shift()) {
+    const putters = lane.putters;
+    if (putters === undefined) return false;
+    for (let putter = putters.shift(); putter !== undefined; putter = putters.shift()) {
       if (putter.settled) continue;
       putter.settled = true;
       putter.release?.();
-      lane.messages.push(putter.message);
+      lane.push(putter.message);
       putter.resolve();
       return true;
     }
@@ -257,8 +306,8 @@ export class Mailbox {
   }
 
   private dropSettledPutters(lane: Lane): void {
-    while (lane.putters.peek()?.settled) lane.putters.shift();
-    while (lane.messages.length < lane.capacity && this.admitPutter(lane)) {
+    while (lane.putters?.peek()?.settled) lane.putters.shift();
+    while (lane.length < lane.capacity && this.admitPutter(lane)) {
       // admitted a put that was waiting for this room
     }
   }
@@ -273,12 +322,13 @@ export class Mailbox {
   private wait(priorityOnly: boolean, signal: AbortSignal | undefined): Promise<Message> {
     if (this.isClosed) return Promise.reject(new MailboxClosedError());
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
-    const queue = priorityOnly ? this.priorityGetters : this.getters;
+    const waiting = (this.waiting ??= { any: new Deque<Getter>(), priorityOnly: new Deque<Getter>(), seq: 0 });
+    const queue = priorityOnly ? waiting.priorityOnly : waiting.any;
     // Aborted getters stay queued until reached; drop those at the front so a
     // loop of aborted gets on an idle mailbox does not grow the queue forever.
     while (queue.peek()?.settled) queue.shift();
     return new Promise<Message>((resolve, reject) => {
-      const getter: Getter = { priorityOnly, seq: this.seq++, resolve, reject, settled: false };
+      const getter: Getter = { priorityOnly, seq: waiting.seq++, resolve, reject, settled: false };
       if (signal) attachAbort(getter, signal);
       queue.push(getter);
     });

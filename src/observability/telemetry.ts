@@ -43,9 +43,16 @@ export class Telemetry {
     private readonly clock: Clock,
     private readonly logger: Logger,
   ) {
-    const provider = tracerProvider ?? globalProvider();
-    this.tracer = provider?.getTracer(TRACER_NAME);
-    this.tracing = this.tracer !== undefined;
+    let tracer: Tracer | undefined;
+    try {
+      tracer = (tracerProvider ?? globalProvider())?.getTracer(TRACER_NAME);
+    } catch (err) {
+      // a broken provider turns tracing off; it must not keep the runtime from being built
+      logger.warn("telemetry: could not get a tracer; tracing is off", { error: err });
+      tracer = undefined;
+    }
+    this.tracer = tracer;
+    this.tracing = tracer !== undefined;
   }
 
   /** Starts a span (a child of `parent` when given), or returns `undefined` when tracing is off. */

@@ -13,13 +13,13 @@ import { uuidv7 } from "../message/ids.js";
 import { assertJsonObject, type JsonObject } from "../message/json.js";
 import { nextAttempt, type Message } from "../message/message.js";
 import { isReservedType } from "../message/system-types.js";
-import { Mailbox } from "../mailbox/mailbox.js";
+import { Mailbox, type MailboxConsumer } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../runtime/services.js";
 import type { ChildExit, ChildParent, StopOptions, SupervisedChild } from "../supervision/child.js";
 import { isDynamicHost, type AgentFactory, type ChildTerminationReason } from "../supervision/dynamic-host.js";
-import { deferred, settlesWithin, type Deferred } from "../time/deadline.js";
+import { settlesWithin } from "../time/deadline.js";
 import { durationMs, nonNegativeInteger, resolveAgentOptions, type AgentProcessOptions, type ResolvedAgentOptions } from "./agent-options.js";
-import { composeControl, composeOutgoing, composeReply, isMessage, type EnvelopeContext } from "./envelope.js";
+import { composeOutgoing, composeReply, isMessage, type EnvelopeContext } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
 import { isLegalTransition, ProcessStatus } from "./process-status.js";
 
@@ -39,7 +39,6 @@ export interface AskOptions extends SendOptions {
   timeoutMs?: number;
 }
 
-const SHUTDOWN_WAKEUP = "_agency.shutdown";
 
 /**
  * An agent: a named process with a mailbox, lifecycle hooks and a
@@ -58,7 +57,7 @@ const SHUTDOWN_WAKEUP = "_agency.shutdown";
  * }
  * ```
  */
-export class AgentProcess<S extends JsonObject = JsonObject> implements SupervisedChild {
+export class AgentProcess<S extends JsonObject = JsonObject> implements SupervisedChild, MailboxConsumer {
   /** The agent's unique name within its runtime. */
   readonly name: string;
   /** A UUIDv7 that identifies this instance. */
@@ -78,8 +77,9 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   private starts = 0;
   private starting: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
-  private exited: Deferred | undefined;
-  private loopDone: Promise<void> = Promise.resolve();
+  private finishing: Promise<void> | undefined;
+  private loopDone: Promise<void> | undefined;
+  private driving = false;
   private exit: ChildExit | undefined;
   private stopRequested = false;
   private drainAll = false;
@@ -242,10 +242,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
       capacity: this.options.mailboxSize,
       priorityCapacity: this.options.priorityMailboxSize,
       clock: services.clock,
-      onExpired: (message) => {
-        services.logger.warn(`message ${message.id} to '${this.name}' expired after ${message.ttlMs} ms in the mailbox and was discarded`);
-        services.events.emit("message.expired", message);
-      },
+      onExpired: services.expired,
     });
   }
 
@@ -284,7 +281,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
           return this.stopping;
         default:
           await this.stopping;
-          await this.exited?.promise;
+          await this.loopDone;
+          await this.finishing;
           return;
       }
     }
@@ -295,13 +293,14 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   private async start(): Promise<void> {
     const services = this.requireServices();
     if (this.currentStatus !== ProcessStatus.INITIALIZING) this.transition(ProcessStatus.INITIALIZING);
-    const generation = ++this.generation;
+    this.generation++;
     this.starts++;
     this.stopRequested = false;
     this.drainAll = false;
+    this.driving = false;
     this.exit = undefined;
     this.stopping = undefined;
-    this.exited = deferred();
+    this.finishing = undefined;
     const span = services.telemetry.startSpan("civitas.agent.start", { "civitas.agent.name": this.name, "civitas.agent.incarnation": this.starts });
     try {
       if (this.initialState === undefined) {
@@ -315,14 +314,14 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
       this.transition(ProcessStatus.CRASHED);
       services.telemetry.endSpan(span, error);
       void services.telemetry.audit("agent.crash", this.name, { phase: "start", error: errorText(error) });
-      await this.runHook("onStop", () => this.onStop(), this.options.shutdownTimeoutMs);
-      this.exited.resolve();
+      this.finishing = this.runHook("onStop", () => this.onStop(), this.options.shutdownTimeoutMs);
+      await this.finishing;
       throw new StartFailedError(this.name, { cause: error });
     }
     this.transition(ProcessStatus.RUNNING);
     services.telemetry.endSpan(span);
     void services.telemetry.audit("agent.start", this.name, { incarnation: this.starts });
-    this.loopDone = this.run(generation);
+    this.drive();
   }
 
   private async requestStop(options: StopOptions): Promise<void> {
@@ -332,12 +331,15 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     this.drainAll = options.drain === "all";
     this.exit = { kind: "normal", reason: "stopped" };
     this.transition(ProcessStatus.STOPPING);
-    this.mailbox.force(composeControl(this.name, SHUTDOWN_WAKEUP, services.clock.now()));
-    if (!(await settlesWithin(this.loopDone, services.clock, timeoutMs))) {
+    this.mailbox.unpark();
+    if (!this.driving) this.drive();
+    if (!(await settlesWithin(this.loopDone ?? Promise.resolve(), services.clock, timeoutMs))) {
       services.logger.warn(`'${this.name}' did not finish its message within ${timeoutMs} ms; stopping it anyway (its handle() keeps running but can no longer act)`);
       this.generation++;
+      this.loopDone = undefined;
     }
-    await this.finish();
+    this.finishing = this.finish();
+    await this.finishing;
   }
 
   /** Ends the incarnation: `onStop`, final status, audit. Runs once per incarnation. */
@@ -351,48 +353,80 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     if (exit?.kind !== "crash") {
       void services.telemetry.audit("agent.stop", this.name, { reason: exit?.reason ?? "stopped" });
     }
-    this.exited?.resolve();
+  }
+
+  /** @internal Called by the mailbox when a message lands while the loop is parked. */
+  mailboxReady(): void {
+    if (!this.driving) this.drive();
+  }
+
+  /** Starts the message loop of the current incarnation. Never two at once: `driving` guards it. */
+  private drive(): void {
+    this.driving = true;
+    this.loopDone = this.run(this.generation);
   }
 
   private async run(generation: number): Promise<void> {
+    await undefined; // a handler never runs inside the call stack of whoever woke the loop
+    let exited: boolean;
     try {
-      await this.loop(generation);
+      exited = await this.loop(generation);
     } catch (error) {
-      // Only a closed mailbox or a bug in the runtime lands here; never leave the agent half-running.
-      if (this.currentStatus === ProcessStatus.RUNNING || this.currentStatus === ProcessStatus.SUSPENDED) this.crash(error);
+      // Only a bug in the runtime lands here; never leave the agent half-running.
+      if (generation === this.generation) {
+        this.driving = false;
+        if (this.currentStatus === ProcessStatus.RUNNING || this.currentStatus === ProcessStatus.SUSPENDED) this.crash(error);
+      }
+      exited = true;
     }
-    if (generation !== this.generation || this.stopRequested) return;
-    await this.finish();
+    if (!exited || generation !== this.generation || this.stopRequested) return;
+    this.finishing = this.finish();
+    await this.finishing;
     this.parent?.childExited(this, this.exit ?? { kind: "normal", reason: "stopped" }, this.starts);
   }
 
-  private async loop(generation: number): Promise<void> {
+  /**
+   * Dispatches messages until the mailbox is empty — then it parks (the
+   * mailbox nudges it when work arrives) and returns `false` — or the
+   * incarnation ends (`true`). An idle agent holds no pending promise.
+   */
+  private async loop(generation: number): Promise<boolean> {
     const mailbox = this.mailbox;
     const scheduler = this.requireServices().scheduler;
     for (;;) {
       const pause = scheduler.tick();
       if (pause !== undefined) await pause;
-      if (generation !== this.generation) return;
+      if (generation !== this.generation) return true;
       let message: Message | undefined;
       switch (this.currentStatus) {
         case ProcessStatus.RUNNING:
-          message = mailbox.poll() ?? (await mailbox.get());
+          message = mailbox.poll();
+          if (message === undefined) {
+            this.driving = false;
+            mailbox.park(this, false);
+            return false;
+          }
           break;
         case ProcessStatus.STOPPING:
           message = this.drainAll ? mailbox.poll() : undefined;
-          if (message === undefined) return;
+          if (message === undefined) {
+            this.driving = false;
+            return true;
+          }
           break;
         default:
-          return;
+          this.driving = false;
+          return true;
       }
-      await this.dispatch(message);
+      await this.dispatch(message, generation);
     }
   }
 
-  private async dispatch(message: Message): Promise<void> {
+  private async dispatch(message: Message, generation: number): Promise<void> {
     switch (message.type) {
-      case SHUTDOWN_WAKEUP:
-        return; // stopping is driven by status; the message only wakes the loop
+      case "_agency.shutdown":
+        this.beginSelfStop("shutdown");
+        return;
       case "civitas.eval.halt":
         this.beginSelfStop("halt");
         return;
@@ -404,12 +438,13 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
         return;
       default:
         if (isReservedType(message.type)) return;
-        return this.invoke(message);
+        return this.invoke(message, generation);
     }
   }
 
-  private async invoke(message: Message): Promise<void> {
-    const telemetry = this.requireServices().telemetry;
+  private async invoke(message: Message, generation: number): Promise<void> {
+    const services = this.requireServices();
+    const telemetry = services.telemetry;
     const span = telemetry.tracing
       ? telemetry.startSpan(
           "civitas.agent.handle",
@@ -419,17 +454,23 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
       : undefined;
     this.current = message;
     this.currentSpan = span;
+    let result: unknown;
+    let failure: { error: unknown } | undefined;
     try {
-      const result = message.type === "civitas.eval.correction" ? await this.onCorrection(message) : await this.handle(message);
-      if (result !== undefined && result !== null) await this.deliverQuietly(result);
-      telemetry.endSpan(span);
+      result = message.type === "civitas.eval.correction" ? await this.onCorrection(message) : await this.handle(message);
     } catch (error) {
-      telemetry.endSpan(span, error);
-      await this.onFailure(error, message);
-    } finally {
-      this.current = undefined;
-      this.currentSpan = undefined;
+      failure = { error };
     }
+    telemetry.endSpan(span, failure?.error);
+    if (generation !== this.generation) {
+      // A stop gave up waiting for this handler: whatever it produced is dropped, it can no longer act.
+      services.logger.warn(`'${this.name}' finished message ${message.id} after its stop timed out; its result is dropped`, failure);
+      return;
+    }
+    this.current = undefined;
+    this.currentSpan = undefined;
+    if (failure !== undefined) await this.onFailure(failure.error, message);
+    else if (result !== undefined && result !== null) await this.deliverQuietly(result);
   }
 
   private async onFailure(error: unknown, message: Message): Promise<void> {

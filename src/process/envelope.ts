@@ -74,11 +74,6 @@ export function composeReply(ctx: EnvelopeContext, request: Message, payload: Js
   });
 }
 
-/** A runtime control message (`_agency.*`) to `recipient`. @internal */
-export function composeControl(recipient: string, type: string, nowMs: number, payload: JsonObject = {}): Message {
-  return buildMessage({ sender: "_runtime", recipient, type, payload, timestamp: nowMs });
-}
-
 /** Whether `value` looks like a {@link Message} (what `handle` may return). @internal */
 export function isMessage(value: unknown): value is Message {
   return typeof value === "object" && value !== null && typeof (value as Message).id === "string" && typeof (value as Message).recipient === "string";

@@ -115,6 +115,10 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       telemetry: new Telemetry(options.tracerProvider, options.auditSink, options.signerId ?? "civitas-runtime", clock, logger),
       scheduler: new Scheduler(),
       events: this,
+      expired: (message) => {
+        logger.warn(`message ${message.id} to '${message.recipient}' expired after ${message.ttlMs} ms in the mailbox and was discarded`);
+        this.emit("message.expired", message);
+      },
     };
     this.root.attach(this, this.services);
   }

@@ -2,6 +2,7 @@ import type { EventEmitter } from "eventemitter3";
 import type { MessageBus } from "../bus/message-bus.js";
 import type { Registry } from "../bus/registry.js";
 import type { Logger } from "../logging/logger.js";
+import type { Message } from "../message/message.js";
 import type { Telemetry } from "../observability/telemetry.js";
 import type { StateStore } from "../state/state-store.js";
 import type { Clock } from "../time/clock.js";
@@ -21,4 +22,6 @@ export interface RuntimeServices {
   readonly telemetry: Telemetry;
   readonly scheduler: Scheduler;
   readonly events: EventEmitter<RuntimeEvents>;
+  /** Reports a message that expired in a mailbox (shared by every mailbox of the runtime). */
+  readonly expired: (message: Message) => void;
 }

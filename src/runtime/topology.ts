@@ -1,6 +1,6 @@
 import { parse as parseYaml } from "yaml";
 import { CivitasError, describeValue } from "../errors/civitas-error.js";
-import { TopologyError } from "../errors/errors.js";
+import { InvalidArgumentError, TopologyError } from "../errors/errors.js";
 import type { AgentProcessOptions } from "../process/agent-options.js";
 import type { AgentProcess } from "../process/agent-process.js";
 import type { SupervisedChild } from "../supervision/child.js";
@@ -73,14 +73,14 @@ class TopologyBuilder {
     if (!Array.isArray(children)) throw new TopologyError(`${at}.children`, `must be a list, got ${describeValue(children)}`);
     const built = children.map((child, i) => this.node(child, `${at}.children[${i}]`));
     const { children: _children, name: _name, ...options } = body;
-    return construct(at, () => new Supervisor(name, { ...(options as object), children: built }));
+    return construct(at, () => new Supervisor(name, { ...(options as object), children: built }), body);
   }
 
   private dynamic(body: Record<string, unknown>, at: string): DynamicSupervisor {
     onlyKeys(body, DYNAMIC_KEYS, at);
     const name = this.name(body, at);
     const { name: _name, ...options } = body;
-    return construct(at, () => new DynamicSupervisor(name, options));
+    return construct(at, () => new DynamicSupervisor(name, options), body);
   }
 
   private agent(body: Record<string, unknown>, at: string): AgentProcess {
@@ -94,7 +94,7 @@ class TopologyBuilder {
       throw new TopologyError(`${at}.type`, `unknown agent class '${type}'; known: ${known.length > 0 ? known.join(", ") : "none"} — add it to { agents: { ${type} } }`);
     }
     const options = body.options === undefined ? {} : record(body.options, `${at}.options`);
-    return construct(at, () => new Class(name, options));
+    return construct(at, () => new Class(name, options), body, options);
   }
 
   private name(body: Record<string, unknown>, at: string): string {
@@ -120,12 +120,22 @@ function onlyKeys(body: Record<string, unknown>, allowed: readonly string[], at:
   }
 }
 
-function construct<T>(at: string, make: () => T): T {
+/**
+ * Runs a constructor, turning what it throws into a `TopologyError`. When it
+ * refused one named setting (`InvalidArgumentError.argument`), the path
+ * points at that setting: `…supervisor.strategy`, `…agent.options.mailboxSize`.
+ */
+function construct<T>(at: string, make: () => T, body: Record<string, unknown>, options?: Record<string, unknown>): T {
   try {
     return make();
   } catch (error) {
     if (error instanceof TopologyError) throw error;
     const detail = error instanceof CivitasError ? error.message : String(error);
-    throw new TopologyError(at, detail, { cause: error });
+    let path = at;
+    if (error instanceof InvalidArgumentError) {
+      if (options !== undefined && Object.hasOwn(options, error.argument)) path = `${at}.options.${error.argument}`;
+      else if (Object.hasOwn(body, error.argument)) path = `${at}.${error.argument}`;
+    }
+    throw new TopologyError(path, detail, { cause: error });
   }
 }

@@ -14,16 +14,3 @@ export function settlesWithin(promise: Promise<unknown>, clock: Clock, timeoutMs
     promise.then(done, done);
   });
 }
-
-/** A promise with its resolve function exposed. */
-export interface Deferred<T = void> {
-  readonly promise: Promise<T>;
-  resolve(value: T): void;
-}
-
-/** Creates a {@link Deferred}. */
-export function deferred<T = void>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  const promise = new Promise<T>((r) => (resolve = r));
-  return { promise, resolve };
-}

@@ -338,8 +338,8 @@ describe("Mailbox cancellation", () => {
       controller.abort(new Error("timeout"));
       await expect(get).rejects.toThrow("timeout");
     }
-    const internals = box as unknown as { getters: { length: number } };
-    expect(internals.getters.length).toBeLessThanOrEqual(1);
+    const internals = box as unknown as { waiting: { any: { length: number } } };
+    expect(internals.waiting.any.length).toBeLessThanOrEqual(1);
   });
 });
 
