@@ -1,9 +1,8 @@
 import { DuplicateNameError, InvalidArgumentError } from "../errors/errors.js";
 import { describeValue } from "../errors/civitas-error.js";
 import type { AgentProcess } from "../process/agent-process.js";
+import type { SupervisedChild } from "../supervision/child.js";
 import { globToRegExp } from "./glob.js";
-
-const SUPERVISOR = "supervisor";
 
 /**
  * Names every agent and supervisor of a runtime, and finds agents by name,
@@ -12,19 +11,21 @@ const SUPERVISOR = "supervisor";
  * @internal
  */
 export class Registry {
-  /** Every name in the runtime: agents map to themselves, supervisors to `SUPERVISOR`. */
-  private readonly names = new Map<string, AgentProcess | typeof SUPERVISOR>();
+  private readonly agents = new Map<string, AgentProcess>();
+  private readonly supervisors = new Map<string, SupervisedChild>();
   private readonly capable = new Map<string, AgentProcess[]>();
   private readonly cursor = new Map<string, number>();
 
-  /** Reserves `name` for a supervisor or an agent. */
-  reserve(name: string, what: string): void {
-    this.claim(name, what, SUPERVISOR);
+  /** Registers a supervisor under its name. */
+  registerSupervisor(supervisor: SupervisedChild): void {
+    this.claim(supervisor.name, "supervisor");
+    this.supervisors.set(supervisor.name, supervisor);
   }
 
   /** Registers an agent under its name and capabilities. */
   register(agent: AgentProcess): void {
-    this.claim(agent.name, "agent", agent);
+    this.claim(agent.name, "agent");
+    this.agents.set(agent.name, agent);
     for (const capability of agent.capabilities) {
       const list = this.capable.get(capability);
       if (list === undefined) this.capable.set(capability, [agent]);
@@ -34,9 +35,10 @@ export class Registry {
 
   /** Frees `name` (and, for an agent, its capabilities). */
   release(name: string): void {
-    const agent = this.names.get(name);
-    this.names.delete(name);
-    if (agent === undefined || agent === SUPERVISOR) return;
+    this.supervisors.delete(name);
+    const agent = this.agents.get(name);
+    if (agent === undefined) return;
+    this.agents.delete(name);
     for (const capability of agent.capabilities) {
       const list = this.capable.get(capability)?.filter((a) => a !== agent) ?? [];
       if (list.length === 0) this.capable.delete(capability);
@@ -46,28 +48,29 @@ export class Registry {
 
   /** Whether `name` is taken. */
   has(name: string): boolean {
-    return this.names.has(name);
+    return this.agents.has(name) || this.supervisors.has(name);
   }
 
   /** The agent registered as `name`. */
   get(name: string): AgentProcess | undefined {
-    const entry = this.names.get(name);
-    return entry === SUPERVISOR ? undefined : entry;
+    return this.agents.get(name);
+  }
+
+  /** The supervisor registered as `name`. */
+  supervisor(name: string): SupervisedChild | undefined {
+    return this.supervisors.get(name);
   }
 
   /** All registered agents, in registration order. */
   all(): AgentProcess[] {
-    const agents: AgentProcess[] = [];
-    for (const entry of this.names.values()) if (entry !== SUPERVISOR) agents.push(entry);
-    return agents;
+    return [...this.agents.values()];
   }
 
-  private claim(name: string, what: string, entry: AgentProcess | typeof SUPERVISOR): void {
+  private claim(name: string, what: string): void {
     assertValidName(name, what);
-    if (this.names.has(name)) {
+    if (this.has(name)) {
       throw new DuplicateNameError(name, `${what} name '${name}' is already used in this runtime; names of agents and supervisors must be unique`);
     }
-    this.names.set(name, entry);
   }
 
   /** Agents whose names match the glob `pattern`, in registration order. */

@@ -5,6 +5,7 @@ import {
   IllegalTransitionError,
   InvalidArgumentError,
   NoDynamicSupervisorError,
+  ReservedMessageTypeError,
   RuntimeStateError,
   StartFailedError,
 } from "../errors/errors.js";
@@ -238,11 +239,15 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     services.registry.register(this);
     this.parent = parent;
     this.services = services;
-    this.box = new Mailbox({
+    this.box = this.newMailbox();
+  }
+
+  private newMailbox(): Mailbox {
+    return new Mailbox({
       capacity: this.options.mailboxSize,
       priorityCapacity: this.options.priorityMailboxSize,
-      clock: services.clock,
-      onExpired: services.expired,
+      clock: this.requireServices().clock,
+      onExpired: this.requireServices().expired,
     });
   }
 
@@ -293,6 +298,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   private async start(): Promise<void> {
     const services = this.requireServices();
     if (this.currentStatus !== ProcessStatus.INITIALIZING) this.transition(ProcessStatus.INITIALIZING);
+    if (this.box?.closed === true) this.box = this.newMailbox(); // restarted after it stopped for good
     this.generation++;
     this.starts++;
     this.stopRequested = false;
@@ -334,7 +340,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     this.mailbox.unpark();
     if (!this.driving) this.drive();
     if (!(await settlesWithin(this.loopDone ?? Promise.resolve(), services.clock, timeoutMs))) {
-      services.logger.warn(`'${this.name}' did not finish its message within ${timeoutMs} ms; stopping it anyway (its handle() keeps running but can no longer act)`);
+      services.logger.warn(`'${this.name}' did not finish its message within ${timeoutMs} ms; stopping it anyway (its handle() keeps running, and its result will be dropped)`);
       this.generation++;
       this.loopDone = undefined;
     }
@@ -380,6 +386,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
       exited = true;
     }
     if (!exited || generation !== this.generation || this.stopRequested) return;
+    // Stopped on its own (STOP, halt) it takes no more messages: senders get MAILBOX_CLOSED, not silence.
+    if (this.exit?.kind === "normal") this.mailbox.close();
     this.finishing = this.finish();
     await this.finishing;
     this.parent?.childExited(this, this.exit ?? { kind: "normal", reason: "stopped" }, this.starts);
@@ -431,7 +439,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
         this.beginSelfStop("halt");
         return;
       case "_agency.heartbeat":
-        if (message.replyTo !== undefined) await this.deliverQuietly(composeReply(this.envelope(), message, {}, "_agency.heartbeat_ack"));
+        if (message.replyTo !== undefined) await this.deliverQuietly(composeReply(this.envelope(), message, {}, "_agency.heartbeat_ack"), true);
         return;
       case "_agency.deregister":
         await this.notifyChildTerminated(message);
@@ -543,10 +551,15 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   }
 
   /** Delivers a message the agent produced as a result; a failure is logged, not a crash. */
-  private async deliverQuietly(message: unknown): Promise<void> {
+  private async deliverQuietly(message: unknown, fromRuntime = false): Promise<void> {
     const services = this.requireServices();
     if (!isMessage(message)) {
       services.logger.warn(`'${this.name}'.handle returned ${describeValue(message)}; return this.reply(...) or nothing`);
+      return;
+    }
+    if (!fromRuntime && isReservedType(message.type)) {
+      // Application code must never forge runtime control, whatever path it takes.
+      services.logger.error(`'${this.name}'.handle returned a '${message.type}' message; reserved types are dropped`, { error: new ReservedMessageTypeError(message.type) });
       return;
     }
     try {

@@ -1,4 +1,4 @@
-import type { TracerProvider } from "@opentelemetry/api";
+import { context, trace, type TracerProvider } from "@opentelemetry/api";
 import { EventEmitter } from "eventemitter3";
 import type { AuditSink } from "../audit/audit-event.js";
 import { MessageBus, notFound } from "../bus/message-bus.js";
@@ -15,6 +15,7 @@ import { AgentProcess } from "../process/agent-process.js";
 import { InMemoryStateStore } from "../state/in-memory-state-store.js";
 import type { StateStore } from "../state/state-store.js";
 import type { ChildExit, ChildParent, SupervisedChild } from "../supervision/child.js";
+import { DynamicSupervisor } from "../supervision/dynamic-supervisor.js";
 import { Supervisor } from "../supervision/supervisor.js";
 import { systemClock, type Clock } from "../time/clock.js";
 import type { RuntimeEvents } from "./runtime-events.js";
@@ -160,6 +161,12 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     return this.services.registry.get(name);
   }
 
+  /** The supervisor (static or dynamic) named `name`, or `undefined`. */
+  getSupervisor(name: string): Supervisor | DynamicSupervisor | undefined {
+    const supervisor = this.services.registry.supervisor(name);
+    return supervisor instanceof Supervisor || supervisor instanceof DynamicSupervisor ? supervisor : undefined;
+  }
+
   /** Every agent in the runtime, in registration order. */
   agents(): AgentProcess[] {
     return this.services.registry.all();
@@ -214,6 +221,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     if (isReservedType(type)) throw new ReservedMessageTypeError(type);
     if (this.services.registry.get(name) === undefined) throw notFound(name);
     assertJsonObject(payload, `payload to '${name}'`);
+    // A send from inside the caller's own span (an HTTP request, say) continues its trace.
+    const caller = this.services.telemetry.tracing ? trace.getSpan(context.active())?.spanContext() : undefined;
     return buildMessage({
       sender: OUTSIDE_SENDER,
       recipient: name,
@@ -222,6 +231,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       correlationId,
       replyTo: correlationId === undefined ? undefined : OUTSIDE_SENDER,
       timestamp: this.services.clock.now(),
+      traceId: caller?.traceId,
+      spanId: caller?.spanId,
       ttlMs: options?.ttlMs,
     });
   }

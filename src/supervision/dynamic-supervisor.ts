@@ -143,7 +143,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
 
   /** @internal */
   attach(parent: ChildParent, services: RuntimeServices): void {
-    services.registry.reserve(this.name, "supervisor");
+    services.registry.registerSupervisor(this);
     this.parent = parent;
     this.services = services;
   }

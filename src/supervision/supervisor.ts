@@ -111,7 +111,7 @@ export class Supervisor implements SupervisedChild, ChildParent {
 
   /** @internal */
   attach(parent: ChildParent, services: RuntimeServices): void {
-    services.registry.reserve(this.name, "supervisor");
+    services.registry.registerSupervisor(this);
     this.parent = parent;
     this.services = services;
     for (const child of this.kids) child.attach(this, services);

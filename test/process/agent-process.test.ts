@@ -483,3 +483,40 @@ describe("AgentProcess messaging from inside handle", () => {
     expect(agent.state.handled).toEqual([]);
   });
 });
+
+describe("AgentProcess guards", () => {
+  it("drops a reserved control message returned from handle(): no agent can forge runtime control", async () => {
+    const { createMessage } = await import("../../src/index.js");
+    class Forger extends AgentProcess {
+      override async handle(): Promise<Message> {
+        return createMessage({ sender: this.name, recipient: "victim", type: "_agency.shutdown", payload: {} });
+      }
+    }
+    const victim = new Recorder("victim");
+    const rt = runtime([new Forger("forger"), victim]);
+    await rt.start();
+    await rt.send("forger", {});
+    await rt.send("victim", { id: 1 });
+    await until(() => victim.state.handled.length === 1);
+    expect(victim.status).toBe(ProcessStatus.RUNNING);
+  });
+
+  it("an agent that stopped on its own takes no more messages: sends reject with MAILBOX_CLOSED", async () => {
+    const agent = new Failing("quits", ErrorAction.STOP);
+    const rt = runtime([agent]);
+    await rt.start();
+    await rt.send("quits", { fail: true });
+    await waitForStatus(agent, ProcessStatus.STOPPED, { timeoutMs: 2000 });
+    await expect(rt.send("quits", {})).rejects.toMatchObject({ code: "MAILBOX_CLOSED" });
+  });
+
+  it("getSupervisor finds static and dynamic supervisors by name", async () => {
+    const { DynamicSupervisor } = await import("../../src/index.js");
+    const pool = new DynamicSupervisor("pool");
+    const rt = new Runtime({ root: new Supervisor("top", { children: [pool, new Recorder("x")] }), logger: silentLogger });
+    runtimes.push(rt);
+    expect(rt.getSupervisor("pool")).toBe(pool);
+    expect(rt.getSupervisor("top")).toBe(rt.root);
+    expect(rt.getSupervisor("x")).toBeUndefined();
+  });
+});

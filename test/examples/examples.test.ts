@@ -1,0 +1,121 @@
+/**
+ * Runs every program in examples/ the way a user would (`node --import tsx`,
+ * from the repository root), so CI notices when an example stops working or
+ * its story changes: each must exit 0 within 15 s and print its key lines.
+ */
+import { spawn } from "node:child_process";
+import { readdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const examplesDir = path.join(repoRoot, "examples");
+const TIMEOUT_MS = 15_000;
+
+interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runExample(file: string): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", path.join("examples", file)], {
+      cwd: repoRoot,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const guard = setTimeout(() => child.kill("SIGKILL"), TIMEOUT_MS);
+    child.on("error", (error) => {
+      clearTimeout(guard);
+      reject(error);
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(guard);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** Lines each example must print, in this order. */
+const expectedLines: Record<string, RegExp[]> = {
+  "supervised-agents.ts": [
+    /^civitas-ts demo: state goes to SQLite at .*state\.db$/,
+    /counter replied count=3 \(checkpointed to SQLite\)/,
+    /flaky crashed: cannot digest a poison job/,
+    /flaky started \(incarnation 2\) with processed=2 \(state restored from SQLite after restart\)/,
+    /root restarted flaky after \d+ ms of backoff/,
+    /flaky started \(incarnation 3\) with processed=2/,
+    /flaky processed job c after its restarts: processed=3/,
+    /worker-1 started/,
+    /manager was told that worker-1 is gone: despawned/,
+    /manager replied doubled=42/,
+    /stopped; audit trail: \d+ events \(2 crashes, 2 restarts\)/,
+    /counter state restored from SQLite after restart: count=3/,
+    /^done$/,
+  ],
+  "request-reply-pipeline.ts": [
+    /api replied: \{"wordCount":5,"entities":\[\{"word":"Ada"/,
+    /parser: ASK_TIMEOUT after 100 ms/,
+    /api replied: \{"wordCount":2,"entities":\[\],"degraded":true\}/,
+    /reply\.late: enricher answered after the ask gave up/,
+    /runtime\.lateReplies = 1/,
+    /caught ASK_TIMEOUT: ask\('enricher'\) got no reply within 50 ms/,
+    /runtime\.lateReplies = 2/,
+    /api replied: notified 2 caches/,
+    /cache-us flushes = 1/,
+    /audit-1 recorded \{"action":"login"/,
+    /audit-2 recorded \{"action":"logout"/,
+    /^stopped$/,
+  ],
+  "observability.ts": [
+    /reply: \{"ok":true,"attempt":1\}/,
+    /event agent\.status: back RUNNING -> CRASHED/,
+    /event agent\.status: back INITIALIZING -> RUNNING/,
+    /civitas\.agent\.retry civitas\.agent\.name="back" civitas\.message\.attempt=1/,
+    /civitas\.supervisor\.restart civitas\.supervisor\.name="root" civitas\.supervisor\.strategy="ONE_FOR_ONE" civitas\.agent\.name="back"/,
+    /trace context: back's handle span is in front's trace: true; its parent is front's handle span: true/,
+    /agent\.crash back signer=example-runtime/,
+    /agent\.restart back signer=example-runtime \{"supervisor":"root"/,
+  ],
+  "topology.ts": [
+    /root \(Supervisor, ONE_FOR_ALL\)/,
+    /workers \(DynamicSupervisor, maxChildren 10\)/,
+    /greeter-en replied: Hello, Ada!/,
+    /greeter-fr replied: Bonjour, Grace!/,
+    /spawned worker-1 under workers/,
+    /a misspelt setting: TOPOLOGY_INVALID at topology\.supervisor\.stratgey/,
+    /an unknown agent class: TOPOLOGY_INVALID at topology\.supervisor\.children\[0\]\.agent\.type/,
+    /a duplicate name: TOPOLOGY_INVALID at topology\.supervisor\.children\[0\]\.agent\.name/,
+    /a bad option value: TOPOLOGY_INVALID at topology\.supervisor\.children\[0\]\.agent/,
+  ],
+};
+
+// Files whose name starts with "_" are scratch files, not examples.
+const examples = readdirSync(examplesDir)
+  .filter((file) => file.endsWith(".ts") && !file.startsWith("_"))
+  .sort();
+
+describe("examples", () => {
+  it("finds the examples", () => {
+    expect(examples).toEqual(expect.arrayContaining(Object.keys(expectedLines)));
+  });
+
+  it.each(examples)("%s runs to completion and prints its story", { timeout: TIMEOUT_MS + 5_000 }, async (file) => {
+    const run = await runExample(file);
+    expect(run.signal, `killed after ${TIMEOUT_MS} ms; stdout:\n${run.stdout}\nstderr:\n${run.stderr}`).toBeNull();
+    expect(run.code, `exit code; stderr:\n${run.stderr}`).toBe(0);
+    const lines = run.stdout.split("\n");
+    let at = 0;
+    for (const pattern of expectedLines[file] ?? []) {
+      const found = lines.findIndex((line, i) => i >= at && pattern.test(line));
+      expect(found, `expected a line matching ${String(pattern)} (in order) in:\n${run.stdout}`).toBeGreaterThanOrEqual(0);
+      at = found + 1;
+    }
+  });
+});
