@@ -1,9 +1,11 @@
 export { CivitasError } from "./errors/civitas-error.js";
 export {
   AgentNotFoundError,
+  AgentSuspendedError,
   AskTimeoutError,
   DuplicateNameError,
   IllegalTransitionError,
+  InvalidApproverError,
   InvalidArgumentError,
   InvalidWireMessageError,
   MailboxClosedError,
@@ -12,7 +14,9 @@ export {
   PayloadNotSerializableError,
   ReservedMessageTypeError,
   RestartIntensityError,
+  ResumeRefusedError,
   RuntimeStateError,
+  StaleApprovalError,
   StartFailedError,
   StateSchemaError,
   TopologyError,
@@ -35,6 +39,8 @@ export type { AskOptions, SendOptions } from "./process/agent-process.js";
 export type { AgentProcessOptions } from "./process/agent-options.js";
 export { ProcessStatus, LEGAL_TRANSITIONS, isLegalTransition } from "./process/process-status.js";
 export { ErrorAction } from "./process/error-action.js";
+export { SUSPENSION_KEY } from "./process/suspension.js";
+export type { SuspensionMarker } from "./process/suspension.js";
 
 export { Supervisor, RESTART_STRATEGIES } from "./supervision/supervisor.js";
 export type { RestartStrategy, SupervisorOptions } from "./supervision/supervisor.js";
@@ -47,7 +53,8 @@ export { backoffDelay } from "./supervision/backoff.js";
 export type { BackoffPolicy } from "./supervision/backoff.js";
 
 export { Runtime } from "./runtime/runtime.js";
-export type { FromTopologyOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions } from "./runtime/runtime.js";
+export type { FromTopologyOptions, ResumeOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions, SuspendedAgent } from "./runtime/runtime.js";
+export type { AuthorizeResume } from "./runtime/services.js";
 export type { RuntimeEvents } from "./runtime/runtime-events.js";
 export type { AgentClasses } from "./runtime/topology.js";
 

@@ -9,13 +9,14 @@ interface PendingAsk {
   readonly recipient: string;
   resolve: (reply: Message) => void;
   reject: (error: unknown) => void;
-  timer: TimerHandle;
+  timer: TimerHandle | undefined;
   release: (() => void) | undefined;
 }
 
 /** Options of {@link MessageBus.request}. */
 export interface RequestOptions {
-  timeoutMs: number;
+  /** How long to wait for the reply; without it the request waits until answered, failed or the bus closes. */
+  timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -52,13 +53,11 @@ export class MessageBus {
    */
   deliver(message: Message, signal?: AbortSignal): Promise<void> {
     if (isReply(message)) {
-      try {
+      // inside the executor, a throwing "reply.late" listener rejects instead of throwing synchronously
+      return new Promise<void>((resolve) => {
         this.settleReply(message);
-      } catch (error) {
-        // a throwing "reply.late" listener must not turn deliver() into a synchronous throw
-        return Promise.reject(error as Error);
-      }
-      return Promise.resolve();
+        resolve();
+      });
     }
     const agent = this.registry.get(message.recipient);
     if (agent === undefined) return Promise.reject(notFound(message.recipient));
@@ -72,7 +71,8 @@ export class MessageBus {
    */
   request(message: Message, options: RequestOptions): Promise<Message> {
     if (this.closedReason !== undefined) return Promise.reject(this.closedReason);
-    const timeoutError = new AskTimeoutError(message.recipient, options.timeoutMs);
+    const timeoutMs = options.timeoutMs;
+    const timeoutError = timeoutMs === undefined ? undefined : new AskTimeoutError(message.recipient, timeoutMs);
     const correlationId = message.correlationId as string;
     const signal = options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
@@ -81,7 +81,7 @@ export class MessageBus {
         recipient: message.recipient,
         resolve,
         reject,
-        timer: this.clock.setTimeout(() => this.fail(correlationId, timeoutError), options.timeoutMs),
+        timer: timeoutMs === undefined ? undefined : this.clock.setTimeout(() => this.fail(correlationId, timeoutError), timeoutMs),
         release: undefined,
       };
       if (signal !== undefined) {
@@ -100,6 +100,11 @@ export class MessageBus {
     for (const id of [...this.pending.keys()]) this.fail(id, reason);
   }
 
+  /** Rejects the waiting request `correlationId` with `error` (an in-process refusal keeps its class and cause). */
+  reject(correlationId: string, error: Error): void {
+    this.fail(correlationId, error);
+  }
+
   private settleReply(reply: Message): void {
     const entry = this.pending.get(reply.correlationId as string);
     if (entry === undefined) {
@@ -108,7 +113,7 @@ export class MessageBus {
       return;
     }
     this.pending.delete(reply.correlationId as string);
-    entry.timer.cancel();
+    entry.timer?.cancel();
     entry.release?.();
     entry.resolve(reply);
   }
@@ -117,7 +122,7 @@ export class MessageBus {
     const entry = this.pending.get(correlationId);
     if (entry === undefined) return;
     this.pending.delete(correlationId);
-    entry.timer.cancel();
+    entry.timer?.cancel();
     entry.release?.();
     entry.reject(error);
   }

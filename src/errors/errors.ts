@@ -1,4 +1,4 @@
-import { CivitasError } from "./civitas-error.js";
+import { CivitasError, describeValue } from "./civitas-error.js";
 
 /** No agent is registered under the name (or with the capability) a message was addressed to. */
 export class AgentNotFoundError extends CivitasError {
@@ -177,5 +177,57 @@ export class RestartIntensityError extends CivitasError {
       options,
     );
     this.supervisor = supervisor;
+  }
+}
+
+/** `resume` was called without a usable approver: a non-empty, non-whitespace string naming who approved. */
+export class InvalidApproverError extends CivitasError {
+  /** The agent that was to be resumed. */
+  readonly agent: string;
+  constructor(agent: string, approver: unknown) {
+    super(
+      "INVALID_APPROVER",
+      `resume('${agent}') needs a non-empty approver naming who approved, got ${describeValue(approver)}; a pending action is never authorization by itself`,
+    );
+    this.agent = agent;
+  }
+}
+
+/** A resume named a suspension that is no longer the agent's current one (already settled, or superseded). */
+export class StaleApprovalError extends CivitasError {
+  /** The agent concerned. */
+  readonly agent: string;
+  /** The suspension the approval was given for. */
+  readonly suspensionId: string;
+  constructor(agent: string, suspensionId: string, current: string | undefined) {
+    super(
+      "STALE_APPROVAL",
+      `resume('${agent}') approves suspension ${suspensionId}, but ${current === undefined ? "the agent is not suspended" : `the agent is suspended under ${current}`}; an approval lifts only the pause it was given for — ask for a fresh one`,
+    );
+    this.agent = agent;
+    this.suspensionId = suspensionId;
+  }
+}
+
+/** The runtime's `authorizeResume` hook refused (or failed, kept as `cause`). */
+export class ResumeRefusedError extends CivitasError {
+  /** The agent concerned. */
+  readonly agent: string;
+  /** The approver that was refused. */
+  readonly approver: string;
+  constructor(agent: string, approver: string, options?: ErrorOptions) {
+    super("RESUME_REFUSED", `authorizeResume refused to let '${approver}' resume '${agent}'; the agent stays SUSPENDED`, options);
+    this.agent = agent;
+    this.approver = approver;
+  }
+}
+
+/** `ask(..., { failIfSuspended: true })` to an agent that is SUSPENDED. */
+export class AgentSuspendedError extends CivitasError {
+  /** The suspended agent. */
+  readonly agent: string;
+  constructor(agent: string) {
+    super("AGENT_SUSPENDED", `'${agent}' is SUSPENDED and awaits approval; resume it first, or ask without failIfSuspended to wait for it`);
+    this.agent = agent;
   }
 }

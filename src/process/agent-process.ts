@@ -4,13 +4,18 @@ import {
   AgentNotFoundError,
   IllegalTransitionError,
   InvalidArgumentError,
+  AgentSuspendedError,
+  MailboxClosedError,
   NoDynamicSupervisorError,
   ReservedMessageTypeError,
+  ResumeRefusedError,
+  StaleApprovalError,
   RuntimeStateError,
   StartFailedError,
 } from "../errors/errors.js";
 import { assertValidName } from "../bus/registry.js";
 import { uuidv7 } from "../message/ids.js";
+import { isoTime } from "../time/clock.js";
 import { assertJsonObject, type JsonObject } from "../message/json.js";
 import { nextAttempt, type Message } from "../message/message.js";
 import { isReservedType } from "../message/system-types.js";
@@ -22,6 +27,7 @@ import { settlesWithin } from "../time/deadline.js";
 import { durationMs, nonNegativeInteger, resolveAgentOptions, type AgentProcessOptions, type ResolvedAgentOptions } from "./agent-options.js";
 import { composeOutgoing, composeReply, isMessage, type EnvelopeContext } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
+import { assertApprover, persistableState, readMarker, SUSPENSION_KEY, type SuspensionMarker } from "./suspension.js";
 import { isLegalTransition, ProcessStatus } from "./process-status.js";
 
 /** Options of `send`, `sendCapable` and `broadcast`. */
@@ -38,8 +44,19 @@ export interface SendOptions {
 export interface AskOptions extends SendOptions {
   /** How long to wait for the reply. @defaultValue 30000 */
   timeoutMs?: number;
+  /**
+   * Reject at once with `AGENT_SUSPENDED` when the recipient is SUSPENDED,
+   * instead of waiting (until `timeoutMs`) for it to be resumed. @defaultValue false
+   */
+  failIfSuspended?: boolean;
 }
 
+
+/** A suspend asked for and not yet applied, with the runtime requests waiting on it. */
+interface SuspendRequest {
+  reason: string;
+  readonly waiting: Message[];
+}
 
 /**
  * An agent: a named process with a mailbox, lifecycle hooks and a
@@ -68,24 +85,26 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   /** The agent's state: a plain JSON object, persisted by {@link AgentProcess.checkpoint} and restored on every start. */
   state: S;
 
-  private readonly options: ResolvedAgentOptions;
-  private currentStatus = ProcessStatus.INITIALIZING;
-  private services: RuntimeServices | undefined;
-  private parent: ChildParent | undefined;
-  private box: Mailbox | undefined;
-  private initialState: string | undefined;
-  private generation = 0;
-  private starts = 0;
-  private starting: Promise<void> | undefined;
-  private stopping: Promise<void> | undefined;
-  private finishing: Promise<void> | undefined;
-  private loopDone: Promise<void> | undefined;
-  private driving = false;
-  private exit: ChildExit | undefined;
-  private stopRequested = false;
-  private drainAll = false;
-  private current: Message | undefined;
-  private currentSpan: Span | undefined;
+  readonly #options: ResolvedAgentOptions;
+  #currentStatus = ProcessStatus.INITIALIZING;
+  #services: RuntimeServices | undefined;
+  #parent: ChildParent | undefined;
+  #box: Mailbox | undefined;
+  #initialState: string | undefined;
+  #generation = 0;
+  #starts = 0;
+  #starting: Promise<void> | undefined;
+  #stopping: Promise<void> | undefined;
+  #finishing: Promise<void> | undefined;
+  #loopDone: Promise<void> | undefined;
+  #driving = false;
+  #exit: ChildExit | undefined;
+  #stopRequested = false;
+  #drainAll = false;
+  #current: Message | undefined;
+  #currentSpan: Span | undefined;
+  #marker: SuspensionMarker | undefined;
+  #suspendRequest: SuspendRequest | undefined;
 
   /**
    * @param name - unique within the runtime: non-empty, no whitespace or glob characters
@@ -95,25 +114,30 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     assertValidName(name, "agent");
     this.name = name;
     this.id = uuidv7();
-    this.options = resolveAgentOptions(options);
-    this.capabilities = this.options.capabilities;
+    this.#options = resolveAgentOptions(options);
+    this.capabilities = this.#options.capabilities;
     this.state = {} as S;
   }
 
   /** The lifecycle status. */
   get status(): ProcessStatus {
-    return this.currentStatus;
+    return this.#currentStatus;
+  }
+
+  /** The marker of the current suspension, or `undefined` when the agent is not SUSPENDED. */
+  get suspension(): SuspensionMarker | undefined {
+    return this.#marker;
   }
 
   /** How many times this agent has been started (1 after the first start, 2 after a restart …). */
   get incarnation(): number {
-    return this.starts;
+    return this.#starts;
   }
 
   /** The agent's mailbox; it exists once the agent belongs to a runtime. */
   get mailbox(): Mailbox {
-    if (this.box === undefined) throw notAttached(this.name);
-    return this.box;
+    if (this.#box === undefined) throw notAttached(this.name);
+    return this.#box;
   }
 
   // ---- hooks -------------------------------------------------------------
@@ -154,8 +178,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * Rejects with `AGENT_NOT_FOUND`, `RESERVED_MESSAGE_TYPE`, `PAYLOAD_NOT_SERIALIZABLE` or `MAILBOX_CLOSED`.
    */
   async send(recipient: string, payload: JsonObject, options?: SendOptions): Promise<void> {
-    const message = composeOutgoing(this.envelope(), { recipient, payload, type: options?.type, ttlMs: options?.ttlMs });
-    await this.requireServices().bus.deliver(message, options?.signal);
+    const message = composeOutgoing(this.#envelope(), { recipient, payload, type: options?.type, ttlMs: options?.ttlMs });
+    await this.#requireServices().bus.deliver(message, options?.signal);
   }
 
   /**
@@ -165,8 +189,11 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    */
   async ask(recipient: string, payload: JsonObject, options?: AskOptions): Promise<Message> {
     const timeoutMs = durationMs("timeoutMs", options?.timeoutMs ?? 30_000);
-    const request = composeOutgoing(this.envelope(), { recipient, payload, type: options?.type, ttlMs: options?.ttlMs, correlationId: uuidv7(), replyTo: this.name });
-    return this.requireServices().bus.request(request, { timeoutMs, signal: options?.signal });
+    if (options?.failIfSuspended === true && this.#requireServices().registry.get(recipient)?.status === ProcessStatus.SUSPENDED) {
+      throw new AgentSuspendedError(recipient);
+    }
+    const request = composeOutgoing(this.#envelope(), { recipient, payload, type: options?.type, ttlMs: options?.ttlMs, correlationId: uuidv7(), replyTo: this.name });
+    return this.#requireServices().bus.request(request, { timeoutMs, signal: options?.signal });
   }
 
   /**
@@ -174,7 +201,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * Rejects with `AGENT_NOT_FOUND` when none does.
    */
   async sendCapable(capability: string, payload: JsonObject, options?: SendOptions): Promise<void> {
-    const target = this.requireServices().registry.withCapability(capability);
+    this.#checkOutgoing(payload, options);
+    const target = this.#requireServices().registry.withCapability(capability);
     if (target === undefined) {
       throw new AgentNotFoundError(capability, `no agent declares capability '${capability}'; add it to an agent's options.capabilities`);
     }
@@ -186,7 +214,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * (`*`, `?`, `[abc]`). Resolves with how many agents it was sent to.
    */
   async broadcast(pattern: string, payload: JsonObject, options?: SendOptions): Promise<number> {
-    const targets = this.requireServices().registry.match(pattern).filter((agent) => agent !== this as AgentProcess);
+    this.#checkOutgoing(payload, options);
+    const targets = this.#requireServices().registry.match(pattern).filter((agent) => agent !== this as AgentProcess);
     await Promise.all(targets.map((agent) => this.send(agent.name, payload, options)));
     return targets.length;
   }
@@ -196,16 +225,31 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * @throws {@link InvalidArgumentError} outside `handle`
    */
   reply(payload: JsonObject): Message {
-    const request = this.current;
+    const request = this.#current;
     if (request === undefined) {
       throw new InvalidArgumentError("reply", `'${this.name}' called reply() outside handle(); reply only to the message being handled`);
     }
-    return composeReply(this.envelope(), request, payload);
+    return composeReply(this.#envelope(), request, payload);
   }
 
   /** Persists `state` to the runtime's store in one atomic write. */
   async checkpoint(): Promise<void> {
-    await this.persist();
+    await this.#persist();
+  }
+
+  /**
+   * Asks to pause this agent and returns at once: safe inside `handle()`.
+   * The message being handled finishes; before the next one the agent
+   * becomes SUSPENDED, persists its marker with its state in one write, and
+   * runs `onSuspend(reason)`. Only `runtime.resume(name, approver)` lifts it.
+   * Suspending a suspended agent keeps its `since` and `suspensionId` and updates the reason.
+   * @throws {@link InvalidArgumentError} when `reason` is not a string
+   */
+  suspend(reason = ""): void {
+    if (typeof reason !== "string") {
+      throw new InvalidArgumentError("reason", `'${this.name}'.suspend(reason) needs a string reason, got ${describeValue(reason)}`);
+    }
+    this.#requestSuspend(reason, undefined);
   }
 
   // ---- dynamic children --------------------------------------------------
@@ -216,78 +260,100 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * Rejects with `NO_DYNAMIC_SUPERVISOR` when this agent is not under one.
    */
   async spawn<A extends AgentProcess>(factory: AgentFactory<A>, name: string, options?: JsonObject & AgentProcessOptions): Promise<A> {
-    return this.dynamicHost().spawn(factory, name, options, this.name);
+    return this.#dynamicHost().spawn(factory, name, options, this.name);
   }
 
   /** Stops and removes a child of this agent's `DynamicSupervisor`. */
   async despawn(name: string): Promise<void> {
-    await this.dynamicHost().despawn(name);
+    await this.#dynamicHost().despawn(name);
   }
 
   /** Gracefully stops and removes a child of this agent's `DynamicSupervisor`, draining as asked. */
   async stop(name: string, options?: StopOptions): Promise<void> {
-    await this.dynamicHost().stop(name, options);
+    await this.#dynamicHost().stop(name, options);
   }
 
   // ---- supervision (internal) --------------------------------------------
 
   /** @internal */
   attach(parent: ChildParent, services: RuntimeServices): void {
-    if (this.services !== undefined) {
+    if (this.#services !== undefined) {
       throw new InvalidArgumentError("agent", `agent '${this.name}' already belongs to a runtime; create a new instance instead`);
     }
     services.registry.register(this);
-    this.parent = parent;
-    this.services = services;
-    this.box = this.newMailbox();
+    this.#parent = parent;
+    this.#services = services;
+    this.#box = this.#newMailbox();
   }
 
-  private newMailbox(): Mailbox {
+  #newMailbox(): Mailbox {
     return new Mailbox({
-      capacity: this.options.mailboxSize,
-      priorityCapacity: this.options.priorityMailboxSize,
-      clock: this.requireServices().clock,
-      onExpired: this.requireServices().expired,
+      capacity: this.#options.mailboxSize,
+      priorityCapacity: this.#options.priorityMailboxSize,
+      clock: this.#requireServices().clock,
+      onExpired: this.#requireServices().expired,
     });
   }
 
   /** @internal */
   detach(): void {
-    this.services?.registry.release(this.name);
+    this.#services?.registry.release(this.name);
   }
 
   /** @internal */
   close(): void {
-    this.box?.close();
+    const box = this.#box;
+    if (box === undefined || box.closed) return;
+    box.close();
+    // Nobody will answer control requests still waiting here: fail them rather than leave callers hanging.
+    const pending = [...(this.#suspendRequest?.waiting ?? [])];
+    for (let m = box.pollPriority(); m !== undefined; m = box.pollPriority()) {
+      if (m.type === "_agency.suspend" || m.type === "_agency.resume") pending.push(m);
+    }
+    this.#suspendRequest = undefined;
+    for (const request of pending) {
+      this.#answer(request, new MailboxClosedError(`'${this.name}' stopped for good before it handled ${request.type}`));
+    }
+  }
+
+  /**
+   * Forgets the suspension for good (permanent removal), so a future agent
+   * of the same name does not come back paused.
+   * @internal
+   */
+  async clearSuspension(): Promise<void> {
+    if (this.#marker === undefined) return;
+    this.#setMarker(undefined);
+    await this.#persist();
   }
 
   /** @internal */
   startChild(): Promise<void> {
-    if (this.starting !== undefined) return this.starting;
-    const status = this.currentStatus;
+    if (this.#starting !== undefined) return this.#starting;
+    const status = this.#currentStatus;
     if (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED || status === ProcessStatus.STOPPING) {
       return Promise.reject(new IllegalTransitionError(this.name, status, ProcessStatus.INITIALIZING));
     }
-    this.starting = this.start().finally(() => (this.starting = undefined));
-    return this.starting;
+    this.#starting = this.#start().finally(() => (this.#starting = undefined));
+    return this.#starting;
   }
 
   /** @internal */
   async stopChild(options: StopOptions = {}): Promise<void> {
     for (;;) {
-      switch (this.currentStatus) {
+      switch (this.#currentStatus) {
         case ProcessStatus.INITIALIZING:
-          if (this.starting === undefined) return;
-          await this.starting.catch(() => undefined);
+          if (this.#starting === undefined) return;
+          await this.#starting.catch(() => undefined);
           continue;
         case ProcessStatus.RUNNING:
         case ProcessStatus.SUSPENDED:
-          this.stopping = this.requestStop(options);
-          return this.stopping;
+          this.#stopping = this.#requestStop(options);
+          return this.#stopping;
         default:
-          await this.stopping;
-          await this.loopDone;
-          await this.finishing;
+          await this.#stopping;
+          await this.#loopDone;
+          await this.#finishing;
           return;
       }
     }
@@ -295,66 +361,73 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
 
   // ---- lifecycle ---------------------------------------------------------
 
-  private async start(): Promise<void> {
-    const services = this.requireServices();
-    if (this.currentStatus !== ProcessStatus.INITIALIZING) this.transition(ProcessStatus.INITIALIZING);
-    if (this.box?.closed === true) this.box = this.newMailbox(); // restarted after it stopped for good
-    this.generation++;
-    this.starts++;
-    this.stopRequested = false;
-    this.drainAll = false;
-    this.driving = false;
-    this.exit = undefined;
-    this.stopping = undefined;
-    this.finishing = undefined;
-    const span = services.telemetry.startSpan("civitas.agent.start", { "civitas.agent.name": this.name, "civitas.agent.incarnation": this.starts });
+  async #start(): Promise<void> {
+    const services = this.#requireServices();
+    if (this.#currentStatus !== ProcessStatus.INITIALIZING) this.#transition(ProcessStatus.INITIALIZING);
+    if (this.#box?.closed === true) this.#box = this.#newMailbox(); // restarted after it stopped for good
+    this.#generation++;
+    this.#starts++;
+    this.#stopRequested = false;
+    this.#drainAll = false;
+    this.#driving = false;
+    this.#exit = undefined;
+    this.#stopping = undefined;
+    this.#finishing = undefined;
+    const span = services.telemetry.startSpan("civitas.agent.start", { "civitas.agent.name": this.name, "civitas.agent.incarnation": this.#starts });
     try {
-      if (this.initialState === undefined) {
+      if (this.#initialState === undefined) {
         assertJsonObject(this.state, `initial state of '${this.name}'`);
-        this.initialState = JSON.stringify(this.state);
+        this.#initialState = JSON.stringify(this.state);
       }
       const stored = await services.store.get(this.name);
-      this.state = (stored ?? JSON.parse(this.initialState)) as S;
+      // The same instance restarting knows its pause at least as well as the store does.
+      this.#marker ??= stored === undefined ? undefined : readMarker(this.name, stored);
+      this.state = (stored ?? JSON.parse(this.#initialState)) as S;
+      this.#setMarker(this.#marker);
       await this.onStart();
     } catch (error) {
-      this.transition(ProcessStatus.CRASHED);
+      this.#transition(ProcessStatus.CRASHED);
       services.telemetry.endSpan(span, error);
       void services.telemetry.audit("agent.crash", this.name, { phase: "start", error: errorText(error) });
-      this.finishing = this.runHook("onStop", () => this.onStop(), this.options.shutdownTimeoutMs);
-      await this.finishing;
+      this.#finishing = this.#runHook("onStop", () => this.onStop(), this.#options.shutdownTimeoutMs);
+      await this.#finishing;
       throw new StartFailedError(this.name, { cause: error });
     }
-    this.transition(ProcessStatus.RUNNING);
+    this.#transition(this.#marker === undefined ? ProcessStatus.RUNNING : ProcessStatus.SUSPENDED);
     services.telemetry.endSpan(span);
-    void services.telemetry.audit("agent.start", this.name, { incarnation: this.starts });
-    this.drive();
+    void services.telemetry.audit("agent.start", this.name, {
+      incarnation: this.#starts,
+      ...(this.#marker === undefined ? {} : { suspensionId: this.#marker.suspensionId }),
+    });
+    this.#drive();
   }
 
-  private async requestStop(options: StopOptions): Promise<void> {
-    const services = this.requireServices();
-    const timeoutMs = nonNegativeInteger("timeoutMs", options.timeoutMs ?? this.options.shutdownTimeoutMs);
-    this.stopRequested = true;
-    this.drainAll = options.drain === "all";
-    this.exit = { kind: "normal", reason: "stopped" };
-    this.transition(ProcessStatus.STOPPING);
+  async #requestStop(options: StopOptions): Promise<void> {
+    const services = this.#requireServices();
+    const timeoutMs = nonNegativeInteger("timeoutMs", options.timeoutMs ?? this.#options.shutdownTimeoutMs);
+    this.#stopRequested = true;
+    // A suspended agent is never drained: its queued business is unapproved work.
+    this.#drainAll = options.drain === "all" && this.#currentStatus !== ProcessStatus.SUSPENDED;
+    this.#exit = { kind: "normal", reason: "stopped" };
+    this.#transition(ProcessStatus.STOPPING);
     this.mailbox.unpark();
-    if (!this.driving) this.drive();
-    if (!(await settlesWithin(this.loopDone ?? Promise.resolve(), services.clock, timeoutMs))) {
+    if (!this.#driving) this.#drive();
+    if (!(await settlesWithin(this.#loopDone ?? Promise.resolve(), services.clock, timeoutMs))) {
       services.logger.warn(`'${this.name}' did not finish its message within ${timeoutMs} ms; stopping it anyway (its handle() keeps running, and its result will be dropped)`);
-      this.generation++;
-      this.loopDone = undefined;
+      this.#generation++;
+      this.#loopDone = undefined;
     }
-    this.finishing = this.finish();
-    await this.finishing;
+    this.#finishing = this.#finish();
+    await this.#finishing;
   }
 
   /** Ends the incarnation: `onStop`, final status, audit. Runs once per incarnation. */
-  private async finish(): Promise<void> {
-    const services = this.requireServices();
+  async #finish(): Promise<void> {
+    const services = this.#requireServices();
     const span = services.telemetry.startSpan("civitas.agent.stop", { "civitas.agent.name": this.name });
-    await this.runHook("onStop", () => this.onStop(), this.options.shutdownTimeoutMs);
-    if (this.currentStatus === ProcessStatus.STOPPING) this.transition(ProcessStatus.STOPPED);
-    const exit = this.exit;
+    await this.#runHook("onStop", () => this.onStop(), this.#options.shutdownTimeoutMs);
+    if (this.#currentStatus === ProcessStatus.STOPPING) this.#transition(ProcessStatus.STOPPED);
+    const exit = this.#exit;
     services.telemetry.endSpan(span);
     if (exit?.kind !== "crash") {
       void services.telemetry.audit("agent.stop", this.name, { reason: exit?.reason ?? "stopped" });
@@ -363,34 +436,34 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
 
   /** @internal Called by the mailbox when a message lands while the loop is parked. */
   mailboxReady(): void {
-    if (!this.driving) this.drive();
+    if (!this.#driving) this.#drive();
   }
 
   /** Starts the message loop of the current incarnation. Never two at once: `driving` guards it. */
-  private drive(): void {
-    this.driving = true;
-    this.loopDone = this.run(this.generation);
+  #drive(): void {
+    this.#driving = true;
+    this.#loopDone = this.#run(this.#generation);
   }
 
-  private async run(generation: number): Promise<void> {
-    await undefined; // a handler never runs inside the call stack of whoever woke the loop
+  async #run(generation: number): Promise<void> {
+    await Promise.resolve(); // a handler never runs inside the call stack of whoever woke the loop
     let exited: boolean;
     try {
-      exited = await this.loop(generation);
+      exited = await this.#loop(generation);
     } catch (error) {
       // Only a bug in the runtime lands here; never leave the agent half-running.
-      if (generation === this.generation) {
-        this.driving = false;
-        if (this.currentStatus === ProcessStatus.RUNNING || this.currentStatus === ProcessStatus.SUSPENDED) this.crash(error);
+      if (generation === this.#generation) {
+        this.#driving = false;
+        if (this.#currentStatus === ProcessStatus.RUNNING || this.#currentStatus === ProcessStatus.SUSPENDED) this.#crash(error);
       }
       exited = true;
     }
-    if (!exited || generation !== this.generation || this.stopRequested) return;
+    if (!exited || generation !== this.#generation || this.#stopRequested) return;
     // Stopped on its own (STOP, halt) it takes no more messages: senders get MAILBOX_CLOSED, not silence.
-    if (this.exit?.kind === "normal") this.mailbox.close();
-    this.finishing = this.finish();
-    await this.finishing;
-    this.parent?.childExited(this, this.exit ?? { kind: "normal", reason: "stopped" }, this.starts);
+    if (this.#exit?.kind === "normal") this.close();
+    this.#finishing = this.#finish();
+    await this.#finishing;
+    this.#parent?.childExited(this, this.#exit ?? { kind: "normal", reason: "stopped" }, this.#starts);
   }
 
   /**
@@ -398,60 +471,75 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * mailbox nudges it when work arrives) and returns `false` — or the
    * incarnation ends (`true`). An idle agent holds no pending promise.
    */
-  private async loop(generation: number): Promise<boolean> {
+  async #loop(generation: number): Promise<boolean> {
     const mailbox = this.mailbox;
-    const scheduler = this.requireServices().scheduler;
+    const scheduler = this.#requireServices().scheduler;
     for (;;) {
       const pause = scheduler.tick();
       if (pause !== undefined) await pause;
-      if (generation !== this.generation) return true;
+      if (generation !== this.#generation) return true;
+      if (this.#suspendRequest !== undefined) await this.#applySuspendRequest();
       let message: Message | undefined;
-      switch (this.currentStatus) {
+      switch (this.#currentStatus) {
+        case ProcessStatus.SUSPENDED:
+          message = mailbox.pollPriority();
+          if (message === undefined) {
+            this.#driving = false;
+            mailbox.park(this, true);
+            return false;
+          }
+          break;
         case ProcessStatus.RUNNING:
           message = mailbox.poll();
           if (message === undefined) {
-            this.driving = false;
+            this.#driving = false;
             mailbox.park(this, false);
             return false;
           }
           break;
         case ProcessStatus.STOPPING:
-          message = this.drainAll ? mailbox.poll() : undefined;
+          message = this.#drainAll ? mailbox.poll() : undefined;
           if (message === undefined) {
-            this.driving = false;
+            this.#driving = false;
             return true;
           }
           break;
         default:
-          this.driving = false;
+          this.#driving = false;
           return true;
       }
-      await this.dispatch(message, generation);
+      await this.#dispatch(message, generation);
     }
   }
 
-  private async dispatch(message: Message, generation: number): Promise<void> {
+  async #dispatch(message: Message, generation: number): Promise<void> {
     switch (message.type) {
       case "_agency.shutdown":
-        this.beginSelfStop("shutdown");
+        this.#beginSelfStop("shutdown");
         return;
       case "civitas.eval.halt":
-        this.beginSelfStop("halt");
+        this.#beginSelfStop("halt");
         return;
       case "_agency.heartbeat":
-        if (message.replyTo !== undefined) await this.deliverQuietly(composeReply(this.envelope(), message, {}, "_agency.heartbeat_ack"), true);
+        if (message.replyTo !== undefined) await this.#deliverQuietly(composeReply(this.#envelope(), message, {}, "_agency.heartbeat_ack"), true);
         return;
       case "_agency.deregister":
-        await this.notifyChildTerminated(message);
+        await this.#notifyChildTerminated(message);
+        return;
+      case "_agency.suspend":
+        this.#requestSuspend(typeof message.payload.reason === "string" ? message.payload.reason : "", message);
+        return;
+      case "_agency.resume":
+        await this.#resumeFrom(message);
         return;
       default:
         if (isReservedType(message.type)) return;
-        return this.invoke(message, generation);
+        return this.#invoke(message, generation);
     }
   }
 
-  private async invoke(message: Message, generation: number): Promise<void> {
-    const services = this.requireServices();
+  async #invoke(message: Message, generation: number): Promise<void> {
+    const services = this.#requireServices();
     const telemetry = services.telemetry;
     const span = telemetry.tracing
       ? telemetry.startSpan(
@@ -460,8 +548,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
           { traceId: message.traceId, spanId: message.spanId },
         )
       : undefined;
-    this.current = message;
-    this.currentSpan = span;
+    this.#current = message;
+    this.#currentSpan = span;
     let result: unknown;
     let failure: { error: unknown } | undefined;
     try {
@@ -470,21 +558,21 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
       failure = { error };
     }
     telemetry.endSpan(span, failure?.error);
-    if (generation !== this.generation) {
+    if (generation !== this.#generation) {
       // A stop gave up waiting for this handler: whatever it produced is dropped, it can no longer act.
       services.logger.warn(`'${this.name}' finished message ${message.id} after its stop timed out; its result is dropped`, failure);
       return;
     }
-    this.current = undefined;
-    this.currentSpan = undefined;
-    if (failure !== undefined) await this.onFailure(failure.error, message);
-    else if (result !== undefined && result !== null) await this.deliverQuietly(result);
+    this.#current = undefined;
+    this.#currentSpan = undefined;
+    if (failure !== undefined) await this.#onFailure(failure.error, message);
+    else if (result !== undefined && result !== null) await this.#deliverQuietly(result);
   }
 
-  private async onFailure(error: unknown, message: Message): Promise<void> {
-    const services = this.requireServices();
-    if (this.currentStatus !== ProcessStatus.RUNNING) {
-      services.logger.error(`'${this.name}' failed a message while ${this.currentStatus}`, { error, message: message.id });
+  async #onFailure(error: unknown, message: Message): Promise<void> {
+    const services = this.#requireServices();
+    if (this.#currentStatus !== ProcessStatus.RUNNING) {
+      services.logger.error(`'${this.name}' failed a message while ${this.#currentStatus}`, { error, message: message.id });
       return;
     }
     let action: ErrorAction;
@@ -494,7 +582,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
       services.logger.error(`'${this.name}'.onError threw; escalating`, { error: hookError });
       action = ErrorAction.ESCALATE;
     }
-    if (action === ErrorAction.RETRY && message.attempt < this.options.maxRetries) {
+    if (action === ErrorAction.RETRY && message.attempt < this.#options.maxRetries) {
       const span = services.telemetry.startSpan("civitas.agent.retry", { "civitas.agent.name": this.name, "civitas.message.id": message.id, "civitas.message.attempt": message.attempt + 1 });
       this.mailbox.force(nextAttempt(message));
       services.telemetry.endSpan(span);
@@ -502,57 +590,200 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     }
     if (action === ErrorAction.SKIP) return;
     if (action === ErrorAction.STOP) {
-      this.beginSelfStop("stop");
+      this.#beginSelfStop("stop");
       return;
     }
     if (action === ErrorAction.RETRY) {
-      services.logger.error(`'${this.name}' gave up on message ${message.id} after ${this.options.maxRetries} retries`, { error });
+      services.logger.error(`'${this.name}' gave up on message ${message.id} after ${this.#options.maxRetries} retries`, { error });
     } else if (action !== ErrorAction.ESCALATE) {
       services.logger.error(`'${this.name}'.onError returned ${describeValue(action)}, not an ErrorAction; escalating`);
     }
-    this.crash(error);
+    this.#crash(error);
   }
 
-  private crash(error: unknown): void {
-    const services = this.requireServices();
-    this.transition(ProcessStatus.CRASHED);
-    this.exit = { kind: "crash", error };
+  #crash(error: unknown): void {
+    const services = this.#requireServices();
+    this.#transition(ProcessStatus.CRASHED);
+    this.#exit = { kind: "crash", error };
     services.logger.error(`'${this.name}' crashed`, { error });
     void services.telemetry.audit("agent.crash", this.name, { error: errorText(error) });
   }
 
-  private beginSelfStop(reason: string): void {
-    if (this.currentStatus !== ProcessStatus.RUNNING && this.currentStatus !== ProcessStatus.SUSPENDED) return;
-    this.transition(ProcessStatus.STOPPING);
-    this.exit = { kind: "normal", reason };
+  #beginSelfStop(reason: string): void {
+    if (this.#currentStatus !== ProcessStatus.RUNNING && this.#currentStatus !== ProcessStatus.SUSPENDED) return;
+    this.#transition(ProcessStatus.STOPPING);
+    this.#exit = { kind: "normal", reason };
   }
 
-  private async notifyChildTerminated(message: Message): Promise<void> {
+  async #notifyChildTerminated(message: Message): Promise<void> {
     const { name, reason } = message.payload;
-    await this.runHook("onChildTerminated", () => this.onChildTerminated(name as string, reason as ChildTerminationReason), this.options.shutdownTimeoutMs);
+    await this.#runHook("onChildTerminated", () => this.onChildTerminated(name as string, reason as ChildTerminationReason), this.#options.shutdownTimeoutMs);
+  }
+
+  // ---- suspension ----------------------------------------------------------
+
+  /** Records the intent to suspend; the loop acts on it at its next boundary. */
+  #requestSuspend(reason: string, request: Message | undefined): void {
+    const pending = (this.#suspendRequest ??= { reason, waiting: [] });
+    pending.reason = reason;
+    if (request !== undefined) pending.waiting.push(request);
+    // An idle agent has no loop running to see the flag: start one.
+    if (!this.#driving && (this.#currentStatus === ProcessStatus.RUNNING || this.#currentStatus === ProcessStatus.SUSPENDED)) {
+      this.#box?.unpark();
+      this.#drive();
+    }
+  }
+
+  async #applySuspendRequest(): Promise<void> {
+    const request = this.#suspendRequest;
+    if (request === undefined) return;
+    if (this.#currentStatus === ProcessStatus.RUNNING) {
+      this.#suspendRequest = undefined;
+      await this.#enterSuspended(request.reason);
+    } else if (this.#currentStatus === ProcessStatus.SUSPENDED) {
+      this.#suspendRequest = undefined;
+      await this.#updateReason(request.reason);
+    } else {
+      return;
+    }
+    for (const waiting of request.waiting) this.#answer(waiting);
+  }
+
+  /** S5: stop dispatching in memory first, then persist; a failed persist never un-suspends. */
+  async #enterSuspended(reason: string): Promise<void> {
+    const services = this.#requireServices();
+    const now = services.clock.now();
+    const marker: SuspensionMarker = { reason, since: isoTime(now), approver: null, suspensionId: uuidv7(now) };
+    const span = services.telemetry.startSpan("civitas.agent.suspend", {
+      "civitas.agent.name": this.name,
+      "civitas.suspend.reason": reason,
+      "civitas.suspend.id": marker.suspensionId,
+    });
+    this.#transition(ProcessStatus.SUSPENDED);
+    this.#setMarker(marker);
+    const durable = await this.#persistMarker("suspend", span);
+    await this.#runHook("onSuspend", () => this.onSuspend(reason), this.#options.shutdownTimeoutMs);
+    await services.telemetry.audit("agent.suspend", this.name, { reason, suspensionId: marker.suspensionId, since: marker.since, durable });
+    span?.setAttribute("civitas.suspend.durable", durable);
+    services.telemetry.endSpan(span);
+  }
+
+  /** S10: suspending a suspended agent keeps `since` and `suspensionId`, updates the reason. */
+  async #updateReason(reason: string): Promise<void> {
+    const marker = this.#marker;
+    if (marker === undefined || marker.reason === reason) return;
+    this.#setMarker({ ...marker, reason });
+    await this.#persistMarker("suspend", undefined);
+    await this.#requireServices().telemetry.audit("agent.suspend.update", this.name, { reason, suspensionId: marker.suspensionId });
+  }
+
+  async #resumeFrom(request: Message): Promise<void> {
+    const { approver, suspensionId } = request.payload;
+    try {
+      assertApprover(this.name, approver);
+      if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
+        throw new InvalidArgumentError("suspensionId", `resume('${this.name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
+      }
+      const marker = this.#marker;
+      if (this.#currentStatus !== ProcessStatus.SUSPENDED || marker === undefined) {
+        if (suspensionId !== undefined) throw new StaleApprovalError(this.name, suspensionId, undefined);
+      } else {
+        if (suspensionId !== undefined && suspensionId !== marker.suspensionId) throw new StaleApprovalError(this.name, suspensionId, marker.suspensionId);
+        await this.#authorize(approver, marker);
+        await this.#leaveSuspended(approver, marker);
+      }
+      this.#answer(request);
+    } catch (error) {
+      this.#answer(request, error as Error);
+    }
+  }
+
+  async #authorize(approver: string, marker: SuspensionMarker): Promise<void> {
+    const hook = this.#requireServices().authorizeResume;
+    if (hook === undefined) return;
+    let allowed: boolean;
+    try {
+      allowed = await hook(this.name, approver, { ...marker });
+    } catch (cause) {
+      throw new ResumeRefusedError(this.name, approver, { cause });
+    }
+    if (allowed !== true) throw new ResumeRefusedError(this.name, approver);
+  }
+
+  /** The receipt comes before the effect: audit, then clear and persist, then RUNNING, then `onResume`. */
+  async #leaveSuspended(approver: string, marker: SuspensionMarker): Promise<void> {
+    const services = this.#requireServices();
+    const span = services.telemetry.startSpan("civitas.agent.resume", {
+      "civitas.agent.name": this.name,
+      "civitas.suspend.id": marker.suspensionId,
+      "civitas.resume.approver": approver,
+    });
+    await services.telemetry.audit("agent.resume", this.name, { approver, suspensionId: marker.suspensionId, reason: marker.reason });
+    this.#setMarker(undefined);
+    await this.#persistMarker("resume", span);
+    this.#transition(ProcessStatus.RUNNING);
+    await this.#runHook("onResume", () => this.onResume(approver), this.#options.shutdownTimeoutMs);
+    services.telemetry.endSpan(span);
+  }
+
+  /** Persists the marker change; on failure logs and records degraded durability instead of throwing. */
+  async #persistMarker(change: "suspend" | "resume", span: Span | undefined): Promise<boolean> {
+    try {
+      await this.#persist();
+      return true;
+    } catch (error) {
+      const consequence =
+        change === "suspend"
+          ? "it stays SUSPENDED in memory, but a crash now would restart it without the pause"
+          : "it runs again, but a crash now would restart it SUSPENDED";
+      this.#requireServices().logger.warn(`degraded durability: '${this.name}' could not persist its ${change}; ${consequence}`, { error });
+      span?.addEvent("civitas.durability.degraded", { "exception.message": error instanceof Error ? error.message : describeValue(error) });
+      return false;
+    }
+  }
+
+  #setMarker(marker: SuspensionMarker | undefined): void {
+    this.#marker = marker;
+    const state = this.state as JsonObject;
+    if (marker === undefined) delete state[SUSPENSION_KEY];
+    else state[SUSPENSION_KEY] = { ...marker };
+  }
+
+  /** Settles a runtime control request: resolves it, or rejects it with `error`. */
+  #answer(request: Message, error?: Error): void {
+    if (request.correlationId === undefined) return;
+    const bus = this.#requireServices().bus;
+    if (error !== undefined) bus.reject(request.correlationId, error);
+    else void bus.deliver(composeReply(this.#envelope(), request, {})).catch(() => undefined);
   }
 
   // ---- helpers -----------------------------------------------------------
 
   /** The single path every persist takes. */
-  private async persist(): Promise<void> {
-    await this.requireServices().store.set(this.name, this.state);
+  async #persist(): Promise<void> {
+    await this.#requireServices().store.set(this.name, persistableState(this.state, this.#marker));
   }
 
-  private transition(to: ProcessStatus): void {
-    const from = this.currentStatus;
+  #transition(to: ProcessStatus): void {
+    const from = this.#currentStatus;
     if (!isLegalTransition(from, to)) throw new IllegalTransitionError(this.name, from, to);
-    this.currentStatus = to;
-    this.services?.events.emit("agent.status", this.name, from, to);
+    this.#currentStatus = to;
+    this.#services?.events.emit("agent.status", this.name, from, to);
   }
 
-  private envelope(): EnvelopeContext {
-    return { sender: this.name, nowMs: this.requireServices().clock.now(), current: this.current, span: this.currentSpan };
+  /** Refuses a reserved type or a non-JSON payload before any target is chosen. */
+  #checkOutgoing(payload: JsonObject, options: SendOptions | undefined): void {
+    if (options?.type !== undefined && isReservedType(options.type)) throw new ReservedMessageTypeError(options.type);
+    assertJsonObject(payload, `payload from '${this.name}'`);
+  }
+
+  #envelope(): EnvelopeContext {
+    return { sender: this.name, nowMs: this.#requireServices().clock.now(), current: this.#current, span: this.#currentSpan };
   }
 
   /** Delivers a message the agent produced as a result; a failure is logged, not a crash. */
-  private async deliverQuietly(message: unknown, fromRuntime = false): Promise<void> {
-    const services = this.requireServices();
+  async #deliverQuietly(message: unknown, fromRuntime = false): Promise<void> {
+    const services = this.#requireServices();
     if (!isMessage(message)) {
       services.logger.warn(`'${this.name}'.handle returned ${describeValue(message)}; return this.reply(...) or nothing`);
       return;
@@ -570,8 +801,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   }
 
   /** Runs a hook with a deadline; its failure or hang is logged, never thrown. */
-  private async runHook(hook: string, fn: () => Promise<unknown>, timeoutMs: number): Promise<void> {
-    const services = this.requireServices();
+  async #runHook(hook: string, fn: () => Promise<unknown>, timeoutMs: number): Promise<void> {
+    const services = this.#requireServices();
     const run = (async () => fn())().catch((error: unknown) => {
       services.logger.error(`'${this.name}'.${hook} threw`, { error });
     });
@@ -580,13 +811,13 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     }
   }
 
-  private requireServices(): RuntimeServices {
-    if (this.services === undefined) throw notAttached(this.name);
-    return this.services;
+  #requireServices(): RuntimeServices {
+    if (this.#services === undefined) throw notAttached(this.name);
+    return this.#services;
   }
 
-  private dynamicHost() {
-    const parent = this.parent;
+  #dynamicHost() {
+    const parent = this.#parent;
     if (parent === undefined || !isDynamicHost(parent)) {
       throw new NoDynamicSupervisorError(
         this.name,

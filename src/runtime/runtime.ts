@@ -4,7 +4,7 @@ import type { AuditSink } from "../audit/audit-event.js";
 import { MessageBus, notFound } from "../bus/message-bus.js";
 import { Registry } from "../bus/registry.js";
 import { describeValue } from "../errors/civitas-error.js";
-import { InvalidArgumentError, ReservedMessageTypeError, RuntimeStateError } from "../errors/errors.js";
+import { AgentSuspendedError, InvalidArgumentError, ReservedMessageTypeError, RuntimeStateError } from "../errors/errors.js";
 import { stderrLogger, type Logger } from "../logging/logger.js";
 import { uuidv7 } from "../message/ids.js";
 import { assertJsonObject, type JsonObject } from "../message/json.js";
@@ -12,6 +12,8 @@ import { buildMessage, type Message } from "../message/message.js";
 import { DEFAULT_MESSAGE_TYPE, isReservedType } from "../message/system-types.js";
 import { Telemetry } from "../observability/telemetry.js";
 import { AgentProcess } from "../process/agent-process.js";
+import { ProcessStatus } from "../process/process-status.js";
+import { assertApprover } from "../process/suspension.js";
 import { InMemoryStateStore } from "../state/in-memory-state-store.js";
 import type { StateStore } from "../state/state-store.js";
 import type { ChildExit, ChildParent, SupervisedChild } from "../supervision/child.js";
@@ -20,7 +22,7 @@ import { Supervisor } from "../supervision/supervisor.js";
 import { systemClock, type Clock } from "../time/clock.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import { Scheduler } from "./scheduler.js";
-import type { RuntimeServices } from "./services.js";
+import type { AuthorizeResume, RuntimeServices } from "./services.js";
 import { buildTopology, type AgentClasses } from "./topology.js";
 
 /** Options of a {@link Runtime}. */
@@ -39,6 +41,26 @@ export interface RuntimeOptions {
   logger?: Logger;
   /** Time source. @defaultValue the system clock */
   clock?: Clock;
+  /** Lets a governance layer refuse a resume (`RESUME_REFUSED`); called only while the agent is SUSPENDED. */
+  authorizeResume?: AuthorizeResume;
+}
+
+/** Options of {@link Runtime.resume}. */
+export interface ResumeOptions {
+  /**
+   * The suspension this approval was given for. When the agent is no longer
+   * suspended under it (resumed already, or suspended again since), the
+   * resume rejects with `STALE_APPROVAL` and changes nothing.
+   */
+  suspensionId?: string;
+}
+
+/** One suspended agent, as {@link Runtime.listSuspended} reports it. */
+export interface SuspendedAgent {
+  readonly name: string;
+  readonly reason: string;
+  readonly since: string;
+  readonly suspensionId: string;
 }
 
 /** Options of {@link Runtime.send}. */
@@ -55,6 +77,8 @@ export interface RuntimeSendOptions {
 export interface RuntimeAskOptions extends RuntimeSendOptions {
   /** How long to wait for the reply. @defaultValue 30000 */
   timeoutMs?: number;
+  /** Reject at once with `AGENT_SUSPENDED` when the agent is SUSPENDED, instead of waiting for its resume. @defaultValue false */
+  failIfSuspended?: boolean;
 }
 
 /** Options of {@link Runtime.fromTopology}: the runtime options plus the agent classes a topology may name. */
@@ -116,6 +140,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       telemetry: new Telemetry(options.tracerProvider, options.auditSink, options.signerId ?? "civitas-runtime", clock, logger),
       scheduler: new Scheduler(),
       events: this,
+      authorizeResume: options.authorizeResume,
       expired: (message) => {
         logger.warn(`message ${message.id} to '${message.recipient}' expired after ${message.ttlMs} ms in the mailbox and was discarded`);
         this.emit("message.expired", message);
@@ -196,7 +221,50 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       throw new InvalidArgumentError("timeoutMs", `ask('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
     }
     const message = this.outgoing(name, payload, options, uuidv7());
+    if (options?.failIfSuspended === true && this.getAgent(name)?.status === ProcessStatus.SUSPENDED) throw new AgentSuspendedError(name);
     return this.services.bus.request(message, { timeoutMs, signal: options?.signal });
+  }
+
+  /**
+   * Pauses the agent `name` for approval. Resolves once it is SUSPENDED (after
+   * the message it is handling, if any) and its marker's persist attempt has
+   * finished. Suspending a suspended agent keeps its `since` and
+   * `suspensionId` and updates the reason. Rejects with `AGENT_NOT_FOUND`.
+   */
+  async suspend(name: string, reason = ""): Promise<void> {
+    if (typeof reason !== "string") {
+      throw new InvalidArgumentError("reason", `suspend('${name}') needs a string reason, got ${describeValue(reason)}`);
+    }
+    await this.control(name, "_agency.suspend", { reason });
+  }
+
+  /**
+   * Resumes the suspended agent `name` on the word of `approver`. Resolves once
+   * it is RUNNING again, before it takes its next business message. Resuming a
+   * running agent is a no-op (the approver is still checked). Rejects, before
+   * anything is sent, with `INVALID_APPROVER` (empty, whitespace or not a
+   * string) or `AGENT_NOT_FOUND`; then with `STALE_APPROVAL` (a `suspensionId`
+   * that is not the current pause) or `RESUME_REFUSED` (`authorizeResume` said no).
+   */
+  async resume(name: string, approver: string, options: ResumeOptions = {}): Promise<void> {
+    assertApprover(name, approver);
+    const suspensionId = options.suspensionId;
+    if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
+      throw new InvalidArgumentError("suspensionId", `resume('${name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
+    }
+    await this.control(name, "_agency.resume", suspensionId === undefined ? { approver } : { approver, suspensionId });
+  }
+
+  /** Every SUSPENDED agent of this runtime, with its reason, since and suspension id. */
+  listSuspended(): SuspendedAgent[] {
+    const suspended: SuspendedAgent[] = [];
+    for (const agent of this.services.registry.all()) {
+      const marker = agent.suspension;
+      if (agent.status === ProcessStatus.SUSPENDED && marker !== undefined) {
+        suspended.push({ name: agent.name, reason: marker.reason, since: marker.since, suspensionId: marker.suspensionId });
+      }
+    }
+    return suspended;
   }
 
   /** @internal */
@@ -211,9 +279,29 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
 
   private async shutdown(): Promise<void> {
     if (this.starting !== undefined) await this.starting.catch(() => undefined);
-    await this.root.stopChild();
-    this.root.close();
+    // Asks no one will answer must not hold the stop up until they time out.
     this.services.bus.close();
+    try {
+      await this.root.stopChild();
+    } finally {
+      this.root.close();
+    }
+  }
+
+
+  /** Sends a runtime control request on the priority lane and waits until the agent has acted on it. */
+  private async control(name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject): Promise<void> {
+    if (this.services.registry.get(name) === undefined) throw notFound(name);
+    const request = buildMessage({
+      sender: OUTSIDE_SENDER,
+      recipient: name,
+      type,
+      payload,
+      correlationId: uuidv7(),
+      replyTo: OUTSIDE_SENDER,
+      timestamp: this.services.clock.now(),
+    });
+    await this.services.bus.request(request, {});
   }
 
   private outgoing(name: string, payload: JsonObject, options: RuntimeSendOptions | undefined, correlationId?: string): Message {

@@ -3,6 +3,7 @@ import type { MessageBus } from "../bus/message-bus.js";
 import type { Registry } from "../bus/registry.js";
 import type { Logger } from "../logging/logger.js";
 import type { Message } from "../message/message.js";
+import type { SuspensionMarker } from "../process/suspension.js";
 import type { Telemetry } from "../observability/telemetry.js";
 import type { StateStore } from "../state/state-store.js";
 import type { Clock } from "../time/clock.js";
@@ -22,6 +23,15 @@ export interface RuntimeServices {
   readonly telemetry: Telemetry;
   readonly scheduler: Scheduler;
   readonly events: EventEmitter<RuntimeEvents>;
+  /** The governance hook that may refuse a resume. */
+  readonly authorizeResume: AuthorizeResume | undefined;
   /** Reports a message that expired in a mailbox (shared by every mailbox of the runtime). */
   readonly expired: (message: Message) => void;
 }
+
+/**
+ * Decides whether `approver` may resume `agentName` from the suspension
+ * `marker`. Return (or resolve) `true` to allow; `false` or a throw refuses
+ * with `RESUME_REFUSED`. Called only while the agent is SUSPENDED.
+ */
+export type AuthorizeResume = (agentName: string, approver: string, marker: SuspensionMarker) => boolean | Promise<boolean>;

@@ -138,7 +138,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     const child = this.kids.get(name);
     if (child === undefined) throw notFound(name);
     await child.agent.stopChild(options);
-    this.remove(child, "despawned");
+    await this.remove(child, "despawned");
   }
 
   /** @internal */
@@ -190,13 +190,13 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     const services = this.requireServices();
     if (this.currentStatus !== ProcessStatus.RUNNING) return;
     if (exit.kind === "normal") {
-      this.remove(child, "clean_exit");
+      await this.remove(child, "clean_exit");
       return;
     }
     const now = services.clock.now();
     if (!child.intensity.record(now)) {
       services.logger.error(`'${child.agent.name}' exceeded ${this.restart.maxRestarts} restarts within ${this.restart.restartWindowMs} ms; removing it`);
-      this.remove(child, "restarts_exhausted");
+      await this.remove(child, "restarts_exhausted");
       return;
     }
     const delayMs = backoffDelay(this.restart.backoff, child.intensity.count(now), this.restart.backoffBaseMs, this.restart.backoffMaxMs);
@@ -236,8 +236,14 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     this.currentStatus = ProcessStatus.STOPPED;
   }
 
-  /** Removes a child for good and tells its spawner why. */
-  private remove(child: DynamicChild, reason: ChildTerminationReason): void {
+  /** Removes a child for good (clearing its suspension, S8) and tells its spawner why. */
+  private async remove(child: DynamicChild, reason: ChildTerminationReason): Promise<void> {
+    if (this.kids.get(child.agent.name) !== child) return;
+    try {
+      await child.agent.clearSuspension();
+    } catch (error) {
+      this.requireServices().logger.error(`could not clear the suspension marker of removed agent '${child.agent.name}'; a new agent of that name would start SUSPENDED`, { error });
+    }
     if (this.kids.get(child.agent.name) !== child) return;
     this.forget(child);
     this.requireServices().logger.info(`'${child.agent.name}' removed from '${this.name}' (${reason})`);

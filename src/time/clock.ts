@@ -20,11 +20,19 @@ export interface Clock {
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout(fn, delayMs) {
-    const timer = setTimeout(fn, delayMs);
-    timer.unref();
+    // Node fires a timer of more than 2^31 - 1 ms after 1 ms: arm long delays in steps.
+    const dueMs = Date.now() + delayMs;
+    let timer: NodeJS.Timeout;
+    const arm = (remainingMs: number): void => {
+      timer = setTimeout(remainingMs > MAX_TIMER_MS ? () => arm(dueMs - Date.now()) : fn, Math.min(Math.max(remainingMs, 0), MAX_TIMER_MS));
+      timer.unref();
+    };
+    arm(delayMs);
     return { cancel: () => clearTimeout(timer) };
   },
 };
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Resolves after `delayMs` on `clock`, or rejects with `signal.reason` when aborted. */
 export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal): Promise<void> {

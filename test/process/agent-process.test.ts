@@ -520,3 +520,50 @@ describe("AgentProcess guards", () => {
     expect(rt.getSupervisor("x")).toBeUndefined();
   });
 });
+
+describe("AgentProcess subclassing", () => {
+  it("a subclass may use names like start, options, current or marker without breaking the lifecycle", async () => {
+    class Clashing extends AgentProcess {
+      starts = 0;
+      options = { verbose: true };
+      current = "mine";
+      marker = 42;
+      generation = "g";
+      start(): string {
+        return "user start";
+      }
+      run(): string {
+        return "user run";
+      }
+      override async onStart(): Promise<void> {
+        this.starts++;
+      }
+      override async handle(): Promise<Message> {
+        return this.reply({ starts: this.starts, current: this.current, run: this.run() });
+      }
+    }
+    const agent = new Clashing("clash");
+    const rt = runtime([agent]);
+    await rt.start();
+    expect((await rt.ask("clash", {})).payload).toEqual({ starts: 1, current: "mine", run: "user run" });
+    expect(agent.incarnation).toBe(1);
+    expect(agent.start()).toBe("user start");
+  });
+
+  it("broadcast and sendCapable refuse a reserved type or a bad payload even when nothing matches", async () => {
+    class Probe extends AgentProcess {
+      override async handle(message: Message): Promise<Message> {
+        const attempt = message.payload.op === "broadcast"
+          ? this.broadcast("nobody-*", message.payload.bad === true ? { d: new Date(0) as unknown as string } : {}, { type: message.payload.type as string })
+          : this.sendCapable("no-such-capability", {}, { type: message.payload.type as string });
+        const code = await attempt.then(() => "ok", (e: { code: string }) => e.code);
+        return this.reply({ code });
+      }
+    }
+    const rt = runtime([new Probe("probe")]);
+    await rt.start();
+    expect((await rt.ask("probe", { op: "broadcast", type: "_agency.resume" })).payload).toEqual({ code: "RESERVED_MESSAGE_TYPE" });
+    expect((await rt.ask("probe", { op: "broadcast", type: "message", bad: true })).payload).toEqual({ code: "PAYLOAD_NOT_SERIALIZABLE" });
+    expect((await rt.ask("probe", { op: "capable", type: "_agency.suspend" })).payload).toEqual({ code: "RESERVED_MESSAGE_TYPE" });
+  });
+});

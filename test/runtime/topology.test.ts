@@ -1,0 +1,288 @@
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  AgentProcess,
+  CivitasError,
+  DynamicSupervisor,
+  Runtime,
+  silentLogger,
+  Supervisor,
+  TopologyError,
+  type AgentProcessOptions,
+  type Message,
+} from "../../src/index.js";
+import { track, turns } from "./fixtures.js";
+
+const runtimes: Runtime[] = [];
+
+afterEach(async () => {
+  await Promise.all(runtimes.splice(0).map((rt) => rt.stop()));
+});
+
+type Options = AgentProcessOptions & Record<string, unknown>;
+
+class Greeter extends AgentProcess {
+  readonly received: Options | undefined;
+  constructor(name: string, options?: Options) {
+    super(name, options);
+    this.received = options;
+  }
+  override async handle(message: Message): Promise<Message> {
+    const greeting = typeof this.received?.greeting === "string" ? this.received.greeting : "hello";
+    return this.reply({ text: `${greeting}, ${String(message.payload.name)}` });
+  }
+}
+
+class Worker extends AgentProcess {
+  readonly received: Options | undefined;
+  constructor(name: string, options?: Options) {
+    super(name, options);
+    this.received = options;
+  }
+}
+
+const agents = { Greeter, Worker };
+
+const YAML = `
+supervisor:
+  name: root
+  strategy: ONE_FOR_ALL
+  maxRestarts: 5
+  restartWindowMs: 1000
+  children:
+    - agent: { name: greeter, type: Greeter, options: { mailboxSize: 10, greeting: hi } }
+    - supervisor:
+        name: inner
+        strategy: REST_FOR_ONE
+        backoff: LINEAR
+        children:
+          - agent: { name: worker-1, type: Worker }
+          - agent:
+              name: worker-2
+              type: Worker
+              options:
+                maxRetries: 0
+                capabilities: [crunch]
+    - dynamicSupervisor: { name: pool, maxChildren: 5 }
+`;
+
+const OBJECT = {
+  supervisor: {
+    name: "root",
+    strategy: "ONE_FOR_ALL",
+    maxRestarts: 5,
+    restartWindowMs: 1000,
+    children: [
+      { agent: { name: "greeter", type: "Greeter", options: { mailboxSize: 10, greeting: "hi" } } },
+      {
+        supervisor: {
+          name: "inner",
+          strategy: "REST_FOR_ONE",
+          backoff: "LINEAR",
+          children: [
+            { agent: { name: "worker-1", type: "Worker" } },
+            { agent: { name: "worker-2", type: "Worker", options: { maxRetries: 0, capabilities: ["crunch"] } } },
+          ],
+        },
+      },
+      { dynamicSupervisor: { name: "pool", maxChildren: 5 } },
+    ],
+  },
+};
+
+function build(topology: string | object): Runtime {
+  const rt = Runtime.fromTopology(topology, { agents, logger: silentLogger });
+  runtimes.push(rt);
+  return rt;
+}
+
+function topologyError(topology: string | object): TopologyError {
+  let caught: unknown;
+  try {
+    Runtime.fromTopology(topology, { agents, logger: silentLogger });
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(TopologyError);
+  expect(caught).toBeInstanceOf(CivitasError);
+  expect((caught as TopologyError).code).toBe("TOPOLOGY_INVALID");
+  return caught as TopologyError;
+}
+
+function agentNode(name: string, type = "Worker"): object {
+  return { agent: { name, type } };
+}
+
+describe("Runtime.fromTopology builds the tree", () => {
+  it.each([
+    ["YAML text", YAML],
+    ["an object", OBJECT],
+  ])("from %s", async (_what, topology) => {
+    const rt = build(topology);
+    const root = rt.root as Supervisor;
+    expect(root).toBeInstanceOf(Supervisor);
+    expect(root.name).toBe("root");
+    expect(root.strategy).toBe("ONE_FOR_ALL");
+    expect(root.children.map((c) => c.name)).toEqual(["greeter", "inner", "pool"]);
+
+    const [greeter, inner, pool] = root.children;
+    expect(greeter).toBeInstanceOf(Greeter);
+    expect((greeter as Greeter).received).toEqual({ mailboxSize: 10, greeting: "hi" });
+
+    expect(inner).toBeInstanceOf(Supervisor);
+    expect((inner as Supervisor).strategy).toBe("REST_FOR_ONE");
+    expect((inner as Supervisor).children.map((c) => c.name)).toEqual(["worker-1", "worker-2"]);
+    const [w1, w2] = (inner as Supervisor).children;
+    expect(w1).toBeInstanceOf(Worker);
+    expect((w1 as Worker).received).toEqual({});
+    expect((w2 as Worker).received).toEqual({ maxRetries: 0, capabilities: ["crunch"] });
+    expect((w2 as Worker).capabilities).toEqual(["crunch"]);
+
+    expect(pool).toBeInstanceOf(DynamicSupervisor);
+    expect((pool as DynamicSupervisor).maxChildren).toBe(5);
+
+    expect(rt.agents().map((a) => a.name)).toEqual(["greeter", "worker-1", "worker-2"]);
+    expect(rt.getAgent("greeter")).toBe(greeter);
+
+    await rt.start();
+    const reply = await rt.ask("greeter", { name: "Ada" }, { timeoutMs: 5_000 });
+    expect(reply.payload).toEqual({ text: "hi, Ada" });
+  });
+
+  it("applies the mailboxSize option it passes to the agent", async () => {
+    const rt = build({ agent: { name: "small", type: "Worker", options: { mailboxSize: 2 } } });
+    const small = rt.getAgent("small") as Worker;
+    // not started: messages stay in the mailbox
+    await rt.send("small", { n: 1 });
+    await rt.send("small", { n: 2 });
+    const third = track(rt.send("small", { n: 3 }));
+    await turns();
+    expect(small.mailbox.size).toBe(2);
+    expect(third.state).toBe("pending");
+    await rt.stop();
+    await turns();
+    expect(third.state).toBe("rejected");
+  });
+
+  it("accepts a single agent or a dynamic supervisor at the top, wrapped in a root supervisor", () => {
+    const rt = build({ agent: { name: "solo", type: "Greeter" } });
+    expect((rt.root as Supervisor).name).toBe("root");
+    expect(rt.getAgent("solo")).toBeInstanceOf(Greeter);
+    const dyn = build({ dynamicSupervisor: { name: "workers" } });
+    expect(dyn.root).toBeInstanceOf(DynamicSupervisor);
+  });
+
+  it("treats an empty or missing children list as no children", () => {
+    const rt = build("supervisor:\n  name: empty\n  children:\n");
+    expect((rt.root as Supervisor).children).toEqual([]);
+    const bare = build({ supervisor: { name: "bare" } });
+    expect((bare.root as Supervisor).children).toEqual([]);
+  });
+});
+
+describe("Runtime.fromTopology refuses bad topologies with TOPOLOGY_INVALID", () => {
+  it("an unknown class, listing the known ones", () => {
+    const error = topologyError({ supervisor: { name: "root", children: [agentNode("w", "Wrker")] } });
+    expect(error.path).toBe("topology.supervisor.children[0].agent.type");
+    expect(error.message).toContain("'Wrker'");
+    expect(error.message).toContain("Greeter");
+    expect(error.message).toContain("Worker");
+  });
+
+  it("a class name that is only on Object.prototype", () => {
+    const error = topologyError({ agent: { name: "w", type: "toString" } });
+    expect(error.path).toBe("topology.agent.type");
+  });
+
+  it("duplicate names, naming both entries", () => {
+    const error = topologyError({
+      supervisor: {
+        name: "root",
+        children: [agentNode("twin"), { supervisor: { name: "inner", children: [agentNode("twin")] } }],
+      },
+    });
+    expect(error.path).toBe("topology.supervisor.children[1].supervisor.children[0].agent.name");
+    expect(error.message).toContain("'twin'");
+    expect(error.message).toContain("topology.supervisor.children[0].agent.name");
+    expect(error.message).toContain(error.path);
+  });
+
+  it("a supervisor and an agent sharing a name", () => {
+    const error = topologyError({ supervisor: { name: "same", children: [agentNode("same")] } });
+    expect(error.path).toBe("topology.supervisor.children[0].agent.name");
+    expect(error.message).toContain("topology.supervisor.name");
+  });
+
+  it("a bad strategy, pointing at the strategy", () => {
+    const error = topologyError({ supervisor: { name: "root", strategy: "ALL_FOR_NONE", children: [] } });
+    expect(error.path).toBe("topology.supervisor.strategy");
+    expect(error.message).toContain("ALL_FOR_NONE");
+    expect(error.message).toContain("ONE_FOR_ONE");
+    expect(error.cause).toBeInstanceOf(CivitasError);
+  });
+
+  it("a bad agent option, pointing at the option", () => {
+    const error = topologyError({ supervisor: { name: "root", children: [{ agent: { name: "w", type: "Worker", options: { mailboxSize: -1 } } }] } });
+    expect(error.path).toBe("topology.supervisor.children[0].agent.options.mailboxSize");
+    expect(error.message).toContain("mailboxSize");
+  });
+
+  it("a bad dynamic supervisor bound, pointing at it", () => {
+    const error = topologyError({ dynamicSupervisor: { name: "pool", maxChildren: 0 } });
+    expect(error.path).toBe("topology.dynamicSupervisor.maxChildren");
+  });
+
+  it("an invalid agent name, pointing at the name", () => {
+    const error = topologyError({ agent: { name: "has space", type: "Worker" } });
+    expect(error.path).toBe("topology.agent.name");
+  });
+
+  it.each([
+    [{ supervisor: { name: "root", stratgy: "ONE_FOR_ALL" } }, "topology.supervisor.stratgy"],
+    [{ supervisor: { name: "root", children: [{ agent: { name: "w", type: "Worker", opts: {} } }] } }, "topology.supervisor.children[0].agent.opts"],
+    [{ dynamicSupervisor: { name: "pool", children: [] } }, "topology.dynamicSupervisor.children"],
+    [{ process: { name: "x" } }, "topology"],
+    [{ agent: { name: "a", type: "Worker" }, supervisor: { name: "s" } }, "topology"],
+    [{}, "topology"],
+  ])("unknown keys: %j at %s", (topology, path) => {
+    const error = topologyError(topology);
+    expect(error.path).toBe(path);
+    expect(error.message.startsWith(`${path}:`)).toBe(true);
+  });
+
+  it.each([
+    ["a string child", { supervisor: { name: "root", children: ["greeter"] } }, "topology.supervisor.children[0]"],
+    ["a null child", { supervisor: { name: "root", children: [null] } }, "topology.supervisor.children[0]"],
+    ["a list child", { supervisor: { name: "root", children: [[agentNode("a")]] } }, "topology.supervisor.children[0]"],
+    ["a scalar body", { supervisor: "root" }, "topology.supervisor"],
+    ["non-mapping options", { agent: { name: "a", type: "Worker", options: [1] } }, "topology.agent.options"],
+    ["children that are not a list", { supervisor: { name: "root", children: { a: 1 } } }, "topology.supervisor.children"],
+    ["a top-level list", [agentNode("a")], "topology"],
+    ["a YAML scalar", "just some text", "topology"],
+    ["empty YAML", "", "topology"],
+  ])("a non-mapping node (%s)", (_what, topology, path) => {
+    expect(topologyError(topology).path).toBe(path);
+  });
+
+  it.each([
+    ["a missing name", { agent: { type: "Worker" } }, "topology.agent.name"],
+    ["an empty name", { supervisor: { name: "" } }, "topology.supervisor.name"],
+    ["a missing type", { agent: { name: "a" } }, "topology.agent.type"],
+  ])("%s", (_what, topology, path) => {
+    expect(topologyError(topology).path).toBe(path);
+  });
+
+  it.each([
+    ["an unclosed flow sequence", "supervisor: { name: root, children: [ }"],
+    ["bad indentation", "supervisor:\n  name: root\n children: []"],
+    ["a duplicate key", "supervisor:\n  name: a\n  name: b\n"],
+  ])("invalid YAML (%s)", (_what, text) => {
+    const error = topologyError(text);
+    expect(error.path).toBe("topology");
+    expect(error.message).toContain("YAML");
+    expect(error.cause).toBeInstanceOf(Error);
+  });
+
+  it("a missing agents map", () => {
+    expect(() => Runtime.fromTopology(OBJECT, { agents: undefined as unknown as typeof agents, logger: silentLogger })).toThrow(TopologyError);
+  });
+});

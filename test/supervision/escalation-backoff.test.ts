@@ -1,0 +1,216 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { ProcessStatus, RestartIntensityError, Supervisor, backoffDelay, type BackoffPolicy, type RestartStrategy } from "../../src/index.js";
+import { Probe, harness, probes, stopAll, turns, waitUntil } from "../support/agents.js";
+
+afterEach(stopAll);
+
+describe("escalation", () => {
+  it("a nested supervisor that gives up is restarted whole by its parent, with a fresh restart intensity", async () => {
+    const x = new Probe("x");
+    const y = new Probe("y");
+    const inner = new Supervisor("inner", { children: [x], maxRestarts: 1, backoffBaseMs: 0 });
+    const root = new Supervisor("root", { children: [inner, y], maxRestarts: 5, backoffBaseMs: 0 });
+    const { runtime, audit } = harness(root);
+    const escalations: Error[] = [];
+    runtime.on("escalated", (e) => escalations.push(e));
+    await runtime.start();
+
+    // first crash: inner restarts x itself
+    await runtime.send("x", { op: "crash" });
+    await waitUntil(() => x.incarnation === 2 && x.status === ProcessStatus.RUNNING, "inner to restart x");
+    expect(inner.incarnation).toBe(1);
+    expect(inner.restartCount).toBe(1);
+
+    // second crash within the window: inner gives up, root restarts inner (and so x)
+    await runtime.send("x", { op: "crash" });
+    await waitUntil(() => inner.incarnation === 2 && inner.status === ProcessStatus.RUNNING && x.status === ProcessStatus.RUNNING, "root to restart inner");
+    expect(x.incarnation).toBe(3);
+    expect(root.restartCount).toBe(1);
+    expect(audit.ofType("supervisor.escalate", "inner")).toHaveLength(1);
+    expect(audit.ofType("agent.restart", "inner")).toHaveLength(1);
+    expect(audit.ofType("agent.restart", "inner")[0]!.details).toMatchObject({ supervisor: "root", crashed: "inner", incarnation: 2 });
+    expect(y.incarnation).toBe(1);
+    expect(y.status).toBe(ProcessStatus.RUNNING);
+
+    // fresh intensity: one more crash is restarted by inner itself, not escalated
+    await runtime.send("x", { op: "crash" });
+    await waitUntil(() => x.incarnation === 4 && x.status === ProcessStatus.RUNNING, "inner to restart x again");
+    await turns(10);
+    expect(inner.incarnation).toBe(2);
+    expect(audit.ofType("supervisor.escalate", "inner")).toHaveLength(1);
+
+    // and the next one escalates again
+    await runtime.send("x", { op: "crash" });
+    await waitUntil(() => inner.incarnation === 3 && inner.status === ProcessStatus.RUNNING && x.status === ProcessStatus.RUNNING, "root to restart inner again");
+    expect(x.incarnation).toBe(5);
+    expect(root.restartCount).toBe(2);
+    expect(escalations).toEqual([]);
+    expect(root.status).toBe(ProcessStatus.RUNNING);
+  });
+
+  it("a nested escalation under ONE_FOR_ALL restarts the siblings of the nested supervisor too", async () => {
+    const x = new Probe("x");
+    const y = new Probe("y");
+    const inner = new Supervisor("inner", { children: [x], maxRestarts: 0, backoffBaseMs: 0 });
+    const root = new Supervisor("root", { children: [y, inner], strategy: "ONE_FOR_ALL", backoffBaseMs: 0 });
+    const { runtime } = harness(root);
+    await runtime.start();
+    await runtime.send("x", { op: "crash" });
+    await waitUntil(() => inner.incarnation === 2 && y.incarnation === 2 && x.status === ProcessStatus.RUNNING && y.status === ProcessStatus.RUNNING, "the tree to restart");
+    expect(x.incarnation).toBe(2);
+  });
+
+  it("escalation at the root stops the whole runtime and emits 'escalated'", async () => {
+    const journal: string[] = [];
+    const [a, b] = probes(2, "r", journal) as [Probe, Probe];
+    const inner = new Supervisor("inner", { children: [b], maxRestarts: 0, backoffBaseMs: 0 });
+    const root = new Supervisor("root", { children: [a, inner], maxRestarts: 1, backoffBaseMs: 0 });
+    const { runtime, audit } = harness(root);
+    const escalations: Error[] = [];
+    runtime.on("escalated", (e) => escalations.push(e));
+    await runtime.start();
+
+    await runtime.send("r0", { op: "crash" });
+    await waitUntil(() => a.incarnation === 2 && a.status === ProcessStatus.RUNNING, "root to restart r0");
+    journal.length = 0;
+    await runtime.send("r0", { op: "crash" });
+    await waitUntil(() => escalations.length === 1 && root.status === ProcessStatus.STOPPED, "the runtime to stop");
+    await turns(10);
+
+    const error = escalations[0] as RestartIntensityError;
+    expect(error).toBeInstanceOf(RestartIntensityError);
+    expect(error.code).toBe("RESTART_INTENSITY");
+    expect(error.supervisor).toBe("root");
+    expect(error.message).toContain("root");
+    expect((error.cause as Error).message).toBe("boom in r0");
+    expect(escalations).toHaveLength(1);
+    expect(journal).toEqual(["stop:r0", "stop:r1"]);
+    expect(a.status).toBe(ProcessStatus.CRASHED);
+    expect(b.status).toBe(ProcessStatus.STOPPED);
+    expect(inner.status).toBe(ProcessStatus.STOPPED);
+    expect(a.incarnation).toBe(2);
+    expect(audit.ofType("supervisor.escalate", "root")).toHaveLength(1);
+    await expect(runtime.start()).rejects.toMatchObject({ code: "RUNTIME_STOPPED" });
+    await expect(runtime.send("r1", { op: "work" })).rejects.toMatchObject({ code: "MAILBOX_CLOSED" });
+  });
+
+  it("restarts whose onStart fails count as restarts and end in escalation", async () => {
+    const [a, b] = probes(2) as [Probe, Probe];
+    const root = new Supervisor("root", { children: [a, b], maxRestarts: 3, backoffBaseMs: 0 });
+    const { runtime } = harness(root);
+    const escalations: Error[] = [];
+    runtime.on("escalated", (e) => escalations.push(e));
+    await runtime.start();
+    a.failStarts = 100;
+    await runtime.send("p0", { op: "crash" });
+    await waitUntil(() => escalations.length === 1 && root.status === ProcessStatus.STOPPED, "the escalation");
+    expect(a.startCalls).toBe(4); // the first start, then three failed restarts
+    expect(b.incarnation).toBe(1);
+    expect(b.status).toBe(ProcessStatus.STOPPED);
+  });
+
+  it("maxRestarts 0 escalates on the first crash", async () => {
+    const kid = new Probe("only");
+    const root = new Supervisor("root", { children: [kid], maxRestarts: 0 });
+    const { runtime } = harness(root);
+    const escalations: Error[] = [];
+    runtime.on("escalated", (e) => escalations.push(e));
+    await runtime.start();
+    await runtime.send("only", { op: "crash" });
+    await waitUntil(() => escalations.length === 1, "the escalation");
+    expect(kid.incarnation).toBe(1);
+    expect(root.restartCount).toBe(0);
+  });
+});
+
+describe("backoff", () => {
+  const expected: Record<BackoffPolicy, number[]> = {
+    CONSTANT: [100, 100, 100, 100, 100],
+    LINEAR: [100, 200, 300, 400, 500],
+    EXPONENTIAL: [100, 200, 400, 500, 500],
+  };
+
+  it("backoffDelay computes the policies, capped at the maximum", () => {
+    for (const [policy, delays] of Object.entries(expected) as Array<[BackoffPolicy, number[]]>) {
+      expect(delays.map((_, i) => backoffDelay(policy, i + 1, 100, 500))).toEqual(delays);
+    }
+    expect(backoffDelay("EXPONENTIAL", 0, 100, 500)).toBe(100);
+    expect(backoffDelay("EXPONENTIAL", 2000, 100, 500)).toBe(500);
+    expect(backoffDelay("LINEAR", 3, 0, 500)).toBe(0);
+  });
+
+  for (const policy of Object.keys(expected) as BackoffPolicy[]) {
+    it(`${policy}: each restart waits exactly its delay on the clock`, async () => {
+      const kid = new Probe("c");
+      const root = new Supervisor("root", { children: [kid], backoff: policy, backoffBaseMs: 100, backoffMaxMs: 500, maxRestarts: 10, restartWindowMs: 1_000_000 });
+      const { runtime, clock } = harness(root);
+      await runtime.start();
+      for (const [i, delay] of expected[policy].entries()) {
+        await runtime.send("c", { op: "crash" });
+        await waitUntil(() => kid.status === ProcessStatus.CRASHED, `crash ${i + 1}`);
+        await turns(10);
+        expect(clock.nextDueMs! - clock.now(), `delay before restart ${i + 1}`).toBe(delay);
+        await clock.advance(delay - 1);
+        await turns(10);
+        expect(kid.incarnation).toBe(i + 1);
+        expect(kid.status).toBe(ProcessStatus.CRASHED);
+        await clock.advance(1);
+        await waitUntil(() => kid.incarnation === i + 2 && kid.status === ProcessStatus.RUNNING, `restart ${i + 1}`);
+      }
+    });
+  }
+
+  it("the delay restarts from the base once earlier restarts leave the window", async () => {
+    const kid = new Probe("c");
+    const root = new Supervisor("root", { children: [kid], backoff: "LINEAR", backoffBaseMs: 100, backoffMaxMs: 10_000, maxRestarts: 5, restartWindowMs: 1000 });
+    const { runtime, clock } = harness(root);
+    await runtime.start();
+    for (const delay of [100, 200]) {
+      await runtime.send("c", { op: "crash" });
+      await waitUntil(() => kid.status === ProcessStatus.CRASHED, "the crash");
+      await turns(10);
+      expect(clock.nextDueMs! - clock.now()).toBe(delay);
+      await clock.advance(delay);
+      await waitUntil(() => kid.status === ProcessStatus.RUNNING, "the restart");
+    }
+    await clock.advance(5000);
+    await runtime.send("c", { op: "crash" });
+    await waitUntil(() => kid.status === ProcessStatus.CRASHED, "the crash");
+    await turns(10);
+    expect(clock.nextDueMs! - clock.now()).toBe(100);
+  });
+
+  for (const strategy of ["ONE_FOR_ALL", "REST_FOR_ONE"] as RestartStrategy[]) {
+    it(`${strategy}: the siblings in the restart set stay stopped during the delay`, async () => {
+      const kids = probes(3);
+      const root = new Supervisor("root", { children: kids, strategy, backoffBaseMs: 250 });
+      const { runtime, clock } = harness(root);
+      await runtime.start();
+      await runtime.send("p1", { op: "crash" });
+      await waitUntil(() => kids[2]!.status === ProcessStatus.STOPPED, "p2 to be stopped");
+      await turns(10);
+      expect(kids[0]!.status).toBe(strategy === "ONE_FOR_ALL" ? ProcessStatus.STOPPED : ProcessStatus.RUNNING);
+      await clock.advance(249);
+      await turns(10);
+      expect(kids.map((k) => k.incarnation)).toEqual([1, 1, 1]);
+      await clock.advance(1);
+      await waitUntil(() => kids.every((k) => k.status === ProcessStatus.RUNNING) && kids[2]!.incarnation === 2, "the restart");
+      expect(kids.map((k) => k.incarnation)).toEqual(strategy === "ONE_FOR_ALL" ? [2, 2, 2] : [1, 2, 2]);
+    });
+  }
+
+  it("runtime.stop() during a backoff cancels the pending restart", async () => {
+    const kid = new Probe("c");
+    const { runtime, clock } = harness(new Supervisor("root", { children: [kid], backoffBaseMs: 1000 }));
+    await runtime.start();
+    await runtime.send("c", { op: "crash" });
+    await waitUntil(() => kid.status === ProcessStatus.CRASHED, "the crash");
+    await turns(10);
+    await runtime.stop();
+    await clock.advance(10_000);
+    await turns(10);
+    expect(kid.incarnation).toBe(1);
+    expect(kid.status).toBe(ProcessStatus.CRASHED);
+    expect(clock.pendingTimers).toBe(0);
+  });
+});

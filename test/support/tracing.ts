@@ -1,0 +1,36 @@
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+  type ReadableSpan,
+} from "@opentelemetry/sdk-trace-base";
+
+/** An in-memory tracer provider for tests: every ended span lands in `exporter`. */
+export interface TestTracing {
+  readonly provider: BasicTracerProvider;
+  readonly exporter: InMemorySpanExporter;
+  /** Every finished span so far. */
+  spans(): ReadableSpan[];
+  /** Finished spans with this name. */
+  named(name: string): ReadableSpan[];
+  /** Shuts the provider down. */
+  close(): Promise<void>;
+}
+
+/** Builds a `BasicTracerProvider` (sdk-trace-base 2.x) exporting through a `SimpleSpanProcessor` to memory. */
+export function testTracing(): TestTracing {
+  const exporter = new InMemorySpanExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  return {
+    provider,
+    exporter,
+    spans: () => exporter.getFinishedSpans(),
+    named: (name) => exporter.getFinishedSpans().filter((span) => span.name === name),
+    close: () => provider.shutdown(),
+  };
+}
+
+/** The parent span id of `span` (sdk-trace-base 2.x keeps it in `parentSpanContext`). */
+export function parentSpanId(span: ReadableSpan): string | undefined {
+  return span.parentSpanContext?.spanId;
+}
