@@ -1,0 +1,119 @@
+/**
+ * Loads the civitas-ts API under test.
+ *
+ * Importing `../src/index.js` through tsx would measure esbuild output built
+ * with `keepNames: true`, which wraps every named closure in an
+ * `Object.defineProperty(fn, "name", …)` call each time it is created: that
+ * costs time on hot paths, and each such closure gets an out-of-object
+ * property array (~250 B) — so every named closure an agent holds would add
+ * ~250 B to the per-agent heap figure — in code users never run. So by default every file of `tsconfig.build.json`
+ * is transpiled one by one, the way `npm run build` emits it (ES module, the
+ * build's target, names left alone), into a temporary directory and imported
+ * from there. esbuild (installed with tsx) does that in well under a second;
+ * without it, TypeScript's own transpiler is used (a few seconds).
+ * `--source` imports `../src/index.js` through tsx instead.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import type * as Civitas from "../src/index.js";
+
+/** The public API of civitas-ts, as `src/index.ts` exports it. */
+export type CivitasModule = typeof Civitas;
+
+export interface LoadedCivitas {
+  readonly civitas: CivitasModule;
+  /** How `src` was turned into JavaScript, for the report header. */
+  readonly mode: string;
+}
+
+type Transpile = (source: string, file: string) => string;
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+
+export async function loadCivitas(fromSource: boolean): Promise<LoadedCivitas> {
+  if (fromSource) {
+    return { civitas: await import("../src/index.js"), mode: "src/ through tsx (esbuild with keepNames: slower, more heap per closure)" };
+  }
+  const started = process.hrtime.bigint();
+  const config = readBuildConfig();
+  let transpile: Transpile;
+  let tool: string;
+  let target: string;
+  let files: readonly string[];
+  try {
+    if (config === undefined) throw new Error("tsconfig needs TypeScript to read");
+    const esbuild = await import("esbuild");
+    const esTarget = config.target;
+    transpile = (source, file) => esbuild.transformSync(source, { loader: "ts", format: "esm", target: esTarget, sourcefile: file, keepNames: false }).code;
+    tool = `esbuild ${esbuild.version}`;
+    target = esTarget;
+    files = config.files;
+  } catch {
+    const ts = (await import("typescript")).default;
+    const configPath = join(ROOT, "tsconfig.build.json");
+    const read = ts.readConfigFile(configPath, (path) => ts.sys.readFile(path));
+    if (read.error !== undefined) throw new Error(ts.flattenDiagnosticMessageText(read.error.messageText, "\n"));
+    const parsed = ts.parseJsonConfigFileContent(read.config, ts.sys, ROOT, undefined, configPath);
+    const compilerOptions = { ...parsed.options, declaration: false, declarationMap: false, sourceMap: false, inlineSourceMap: false, noEmit: false };
+    // The package is "type": "module": a .mts name tells the isolated transpiler to emit ES modules.
+    transpile = (source, file) => ts.transpileModule(source, { compilerOptions, fileName: file.replace(/\.ts$/, ".mts") }).outputText;
+    tool = `TypeScript ${ts.version}`;
+    target = ts.ScriptTarget[parsed.options.target ?? ts.ScriptTarget.ES2022].toLowerCase();
+    files = parsed.fileNames;
+  }
+
+  const index = emit(files, transpile);
+  const civitas = (await import(pathToFileURL(index).href)) as CivitasModule;
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  return { civitas, mode: `src/ transpiled by ${tool} to ${target} ES modules as the build emits them, no keepNames (${ms.toFixed(0)} ms)` };
+}
+
+interface BuildConfig {
+  readonly target: string;
+  readonly files: readonly string[];
+}
+
+/**
+ * The build's target and sources, when tsconfig.build.json (and what it
+ * extends) is plain JSON that includes only "src"; `undefined` when it takes
+ * TypeScript to read it.
+ */
+function readBuildConfig(): BuildConfig | undefined {
+  try {
+    let target: unknown;
+    let include: unknown;
+    for (let path: string | undefined = join(ROOT, "tsconfig.build.json"); path !== undefined; ) {
+      const config = JSON.parse(readFileSync(path, "utf8")) as { extends?: unknown; include?: unknown; compilerOptions?: { target?: unknown } };
+      target ??= config.compilerOptions?.target;
+      include ??= config.include;
+      path = typeof config.extends === "string" ? resolve(dirname(path), config.extends) : undefined;
+    }
+    if (typeof target !== "string" || JSON.stringify(include) !== JSON.stringify(["src"])) return undefined;
+    const srcDir = join(ROOT, "src");
+    const files = (readdirSync(srcDir, { recursive: true }) as string[])
+      .filter((file) => file.endsWith(".ts") && !file.endsWith(".d.ts"))
+      .map((file) => join(srcDir, file));
+    return { target: target.toLowerCase(), files };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes every source file, transpiled, into a temporary directory removed on exit; returns the path of its index.js. */
+function emit(files: readonly string[], transpile: Transpile): string {
+  const srcDir = join(ROOT, "src");
+  const outRoot = mkdtempSync(join(tmpdir(), "civitas-bench-"));
+  process.once("exit", () => rmSync(outRoot, { recursive: true, force: true }));
+  // Bare imports (eventemitter3, @opentelemetry/api …) resolve through the project's node_modules.
+  symlinkSync(join(ROOT, "node_modules"), join(outRoot, "node_modules"), "dir");
+  writeFileSync(join(outRoot, "package.json"), JSON.stringify({ type: "module" }));
+  for (const file of files) {
+    if (!file.endsWith(".ts") || file.endsWith(".d.ts")) continue;
+    const out = join(outRoot, "src", relative(srcDir, file)).replace(/\.ts$/, ".js");
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, transpile(readFileSync(file, "utf8"), file));
+  }
+  return join(outRoot, "src", "index.js");
+}

@@ -1,0 +1,95 @@
+/**
+ * Fan-in: 1,000 sender agents each `await this.send` M messages to one
+ * collector agent (default mailbox capacity 1000, so senders feel
+ * backpressure). Baseline: 1,000 async producers `await put` into one
+ * AsyncQueue of the same capacity, drained by one loop that yields every 128
+ * messages like the runtime's Scheduler. The runtime's figure also pays for
+ * the 1,000 kick-off messages that start the senders (2% more messages than
+ * it is credited with).
+ */
+import type { CivitasModule } from "./civitas.js";
+import { alternate, AsyncQueue, latch, timed, YieldScheduler, type Benchmark, type Latch, type Row } from "./harness.js";
+
+const SENDERS = 1000;
+const PER_SENDER = 50;
+const TOTAL = SENDERS * PER_SENDER;
+const CAPACITY = 1000;
+const ROUNDS = 7;
+
+async function producer(queue: AsyncQueue<{ i: number }>, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) await queue.put({ i });
+}
+
+async function consumer(queue: AsyncQueue<{ i: number }>, scheduler: YieldScheduler, total: number): Promise<void> {
+  for (let received = 0; received < total; received++) {
+    const pause = scheduler.tick();
+    if (pause !== undefined) await pause;
+    if (queue.poll() === undefined) await queue.get();
+  }
+}
+
+async function baselineRound(): Promise<number> {
+  const queue = new AsyncQueue<{ i: number }>(CAPACITY);
+  const scheduler = new YieldScheduler(128);
+  const seconds = await timed(async () => {
+    const draining = consumer(queue, scheduler, TOTAL);
+    const producers: Promise<void>[] = [];
+    for (let s = 0; s < SENDERS; s++) producers.push(producer(queue, PER_SENDER));
+    await Promise.all(producers);
+    await draining;
+  });
+  return TOTAL / seconds;
+}
+
+export const fanin: Benchmark = {
+  name: "fanin",
+  title: `Fan-in, ${SENDERS.toLocaleString("en")} senders x ${PER_SENDER} messages -> 1 collector`,
+  async run({ AgentProcess, InMemoryStateStore, Runtime, silentLogger }: CivitasModule): Promise<Row[]> {
+    class Sender extends AgentProcess {
+      count = 0;
+
+      override async handle(): Promise<void> {
+        for (let i = 0; i < this.count; i++) await this.send("collector", { i });
+      }
+    }
+
+    class Collector extends AgentProcess {
+      private received = 0;
+      private expected = 0;
+      private finished: Latch | undefined;
+
+      expect(expected: number): Promise<void> {
+        this.received = 0;
+        this.expected = expected;
+        this.finished = latch();
+        return this.finished.promise;
+      }
+
+      override async handle(): Promise<void> {
+        if (++this.received === this.expected) this.finished?.resolve();
+      }
+    }
+
+    const senders = Array.from({ length: SENDERS }, (_, i) => new Sender(`sender-${i}`));
+    const collector = new Collector("collector", { mailboxSize: CAPACITY });
+    const runtime = new Runtime({ root: [collector, ...senders], logger: silentLogger, store: new InMemoryStateStore() });
+
+    const runtimeRound = async (): Promise<number> => {
+      const done = collector.expect(TOTAL);
+      for (const sender of senders) sender.count = PER_SENDER;
+      const seconds = await timed(async () => {
+        await Promise.all(senders.map((sender) => runtime.send(sender.name, {})));
+        await done;
+      });
+      return TOTAL / seconds;
+    };
+
+    await runtime.start();
+    try {
+      const pair = await alternate(ROUNDS, 1, runtimeRound, baselineRound);
+      return [{ bench: "fanin", metric: "messages/s", unit: "msg/s", ...pair, target: { kind: "ratio>=", value: 0.5 } }];
+    } finally {
+      await runtime.stop();
+    }
+  },
+};

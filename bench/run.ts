@@ -1,0 +1,66 @@
+/**
+ * `npm run bench` runs every benchmark; `npm run bench -- pingpong ask` runs
+ * the named ones; `--source` measures `src/` as tsx transpiles it instead of
+ * as TypeScript emits it (see civitas.ts). Prints a table of civitas figures
+ * beside baselines measured in the same process, their ratio and the target.
+ * Never fails on speed.
+ */
+import { availableParallelism, loadavg } from "node:os";
+import { ask } from "./ask.js";
+import { loadCivitas } from "./civitas.js";
+import { fanin } from "./fanin.js";
+import { hasGc, printTable, type Benchmark, type Row } from "./harness.js";
+import { mailbox } from "./mailbox.js";
+import { memory } from "./memory.js";
+import { pingpong } from "./pingpong.js";
+
+const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory];
+
+function usage(problem: string): never {
+  console.error(`${problem}\nusage: npm run bench -- [--source] [${ALL.map((bench) => bench.name).join("|")} ...]`);
+  process.exit(2);
+}
+
+function parse(args: readonly string[]): { chosen: Benchmark[]; fromSource: boolean } {
+  let fromSource = false;
+  const names: string[] = [];
+  for (const arg of args) {
+    if (arg === "--") continue;
+    if (arg === "--source") fromSource = true;
+    else if (arg.startsWith("-")) usage(`unknown option: ${arg}`);
+    else if (ALL.some((bench) => bench.name === arg)) names.push(arg);
+    else usage(`unknown benchmark: ${arg}`);
+  }
+  return { chosen: names.length === 0 ? [...ALL] : ALL.filter((bench) => names.includes(bench.name)), fromSource };
+}
+
+function seconds(since: bigint): string {
+  return `${(Number(process.hrtime.bigint() - since) / 1e9).toFixed(1)} s`;
+}
+
+async function main(): Promise<void> {
+  const started = process.hrtime.bigint();
+  const { chosen, fromSource } = parse(process.argv.slice(2));
+  const { civitas, mode } = await loadCivitas(fromSource);
+  const cpus = availableParallelism();
+  const load = loadavg()[0] ?? 0;
+  console.log(`civitas-ts benchmarks: node ${process.version} ${process.platform}/${process.arch}, ${cpus} CPUs, load average ${load.toFixed(2)}`);
+  console.log(`code under test: ${mode}`);
+  if (load > cpus) console.log(`warning: the machine is busy (load ${load.toFixed(1)} > ${cpus} CPUs); wall-clock figures will be noisy`);
+  if (!hasGc()) console.log("warning: global.gc is not exposed (run with node --expose-gc); results are noisier");
+  const rows: Row[] = [];
+  for (const bench of chosen) {
+    const t0 = process.hrtime.bigint();
+    process.stdout.write(`  ${bench.name.padEnd(9)} ${bench.title} ... `);
+    rows.push(...(await bench.run(civitas)));
+    console.log(seconds(t0));
+  }
+  console.log("");
+  printTable(rows);
+  console.log("");
+  console.log("ratio = civitas / baseline (median of alternating rounds after a warm-up; ask: percentiles over all calls).");
+  console.log("Targets: ping-pong, fan-in and asks/s >= 0.50x of baseline; ask latency <= 2.00x; heap <= 1200 B per idle agent.");
+  console.log(`total ${seconds(started)}`);
+}
+
+await main();
