@@ -3,6 +3,9 @@ import { isExpired, type Message } from "../message/message.js";
 import { systemClock, type Clock } from "../time/clock.js";
 import { Deque } from "./deque.js";
 
+/** One settled promise for every put that found room: promises are immutable, so sharing one saves an allocation per message. */
+const RESOLVED: Promise<void> = Promise.resolve();
+
 /** Options of a {@link Mailbox}. */
 export interface MailboxOptions {
   /** Capacity of the business lane (priority 0). @defaultValue 1000 */
@@ -138,7 +141,7 @@ export class Mailbox {
     const signal = options?.signal;
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     try {
-      if (this.offer(message)) return Promise.resolve();
+      if (this.offer(message)) return RESOLVED;
     } catch (err) {
       // an onExpired callback that throws must not turn put() into a synchronous throw
       return rejection(err);

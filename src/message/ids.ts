@@ -32,30 +32,59 @@ function writeHex(pos: number, at: number, length: number): number {
   return pos;
 }
 
+const HEX3: string[] = Array.from({ length: 4096 }, (_, i) => i.toString(16).padStart(3, "0"));
+
+let lastMs = -1;
+let counter = 0;
+let prefix = "";
+let suffix = "";
+
 /**
- * A UUIDv7 (RFC 9562): 48 bits of epoch milliseconds, then randomness, so ids
- * sort by creation time.
+ * A UUIDv7 (RFC 9562): 48 bits of epoch milliseconds, a 12-bit counter that
+ * starts at a random value each millisecond (RFC 9562 §6.2, method 1), then
+ * 62 random bits drawn afresh each millisecond and whenever the counter wraps.
+ * Ids sort by creation time and are unique within a process without a random
+ * draw per id: ids are made for every message, so this is on the hot path.
  */
 export function uuidv7(nowMs: number = Date.now()): string {
-  const at = take(10);
   // Whole, non-negative milliseconds: a fractional or negative time would put
   // '.' or '-' into the hex timestamp field.
-  let ms = Number.isFinite(nowMs) ? Math.max(0, Math.floor(nowMs)) : Date.now();
+  const ms = Number.isFinite(nowMs) ? Math.max(0, Math.floor(nowMs)) : Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    prefix = millisecondPrefix(ms);
+    counter = (pool[take(1)] as number) << 3; // a random start leaves room to count up within the millisecond
+    suffix = randomSuffix();
+  } else if (++counter > 0xfff) {
+    counter = 0;
+    suffix = randomSuffix();
+  }
+  return prefix + (HEX3[counter] as string) + suffix;
+}
+
+/** `tttttttt-tttt-7`: the timestamp and version of every id minted in millisecond `ms`. */
+function millisecondPrefix(ms: number): string {
+  let rest = ms;
   for (let i = 12; i >= 0; i--) {
     if (i === 8) continue;
-    scratch[i] = HEX_DIGITS[ms % 16] as number;
-    ms = Math.floor(ms / 16);
+    scratch[i] = HEX_DIGITS[rest % 16] as number;
+    rest = Math.floor(rest / 16);
   }
   scratch[8] = 0x2d;
   scratch[13] = 0x2d;
-  pool[at] = 0x70 | ((pool[at] as number) & 0x0f);
-  let pos = writeHex(14, at, 2);
+  scratch[14] = 0x37;
+  return scratch.toString("latin1", 0, 15);
+}
+
+/** `-vrrr-rrrrrrrrrrrr`: variant bits and 62 random bits. */
+function randomSuffix(): string {
+  const at = take(8);
+  pool[at] = 0x80 | ((pool[at] as number) & 0x3f);
+  scratch[0] = 0x2d;
+  let pos = writeHex(1, at, 2);
   scratch[pos++] = 0x2d;
-  pool[at + 2] = 0x80 | ((pool[at + 2] as number) & 0x3f);
-  pos = writeHex(pos, at + 2, 2);
-  scratch[pos++] = 0x2d;
-  writeHex(pos, at + 4, 6);
-  return scratch.toString("latin1", 0, 36);
+  pos = writeHex(pos, at + 2, 6);
+  return scratch.toString("latin1", 0, pos);
 }
 
 /** A random 128-bit trace id as 32 lowercase hex characters (W3C trace context). */

@@ -66,6 +66,7 @@ export function findNonJson(value: unknown, path = "$", seen: unknown[] = []): [
  * @throws {@link PayloadNotSerializableError} naming the first offending path.
  */
 export function assertJsonObject(value: unknown, what: string): asserts value is JsonObject {
+  if (isJsonObject(value)) return;
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw new PayloadNotSerializableError("$", `${what} must be a plain JSON object, got ${describeValue(value)}`);
   }
@@ -75,5 +76,39 @@ export function assertJsonObject(value: unknown, what: string): asserts value is
       bad[0],
       `${what} is not JSON-serializable at ${bad[0]}: ${bad[1]}; convert it to strings, numbers, booleans, null, arrays or plain objects`,
     );
+  }
+}
+
+/**
+ * Whether `value` is a plain JSON object, checked without allocating: the
+ * common, valid case on the hot path. Very deep values (or cycles) answer
+ * `false` here and are left to {@link findNonJson} to judge.
+ */
+export function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && isPlainJson(value, 0);
+}
+
+function isPlainJson(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(value);
+    case "object": {
+      if (value === null) return true;
+      if (depth > 64) return false;
+      if (Array.isArray(value)) {
+        for (let i = 0; i < value.length; i++) if (!isPlainJson(value[i], depth + 1)) return false;
+        return true;
+      }
+      const proto: unknown = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) return false;
+      if (Object.getOwnPropertySymbols(value).length > 0) return false;
+      for (const key in value) if (!isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+      return true;
+    }
+    default:
+      return false;
   }
 }

@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from "../errors/errors.js";
 import { newSpanId, newTraceId, uuidv7 } from "./ids.js";
-import { assertJsonObject, type JsonObject } from "./json.js";
+import { assertJsonObject, isJsonObject, type JsonObject } from "./json.js";
 import { DEFAULT_MESSAGE_TYPE, priorityOf } from "./system-types.js";
 
 /**
@@ -67,7 +67,7 @@ export interface MessageInit<P extends JsonObject = JsonObject> {
  * ```
  */
 export function createMessage<P extends JsonObject>(init: MessageInit<P>): Message<P> {
-  assertJsonObject(init.payload, `payload of a message to '${init.recipient}'`);
+  if (!isJsonObject(init.payload)) assertJsonObject(init.payload, `payload of a message to '${init.recipient}'`);
   return buildMessage(init);
 }
 

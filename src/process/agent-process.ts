@@ -16,7 +16,7 @@ import {
 import { assertValidName } from "../bus/registry.js";
 import { uuidv7 } from "../message/ids.js";
 import { isoTime } from "../time/clock.js";
-import { assertJsonObject, type JsonObject } from "../message/json.js";
+import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
 import { nextAttempt, type Message } from "../message/message.js";
 import { isReservedType } from "../message/system-types.js";
 import { Mailbox, type MailboxConsumer } from "../mailbox/mailbox.js";
@@ -177,10 +177,16 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * Sends `payload` to the agent named `recipient`, waiting while its mailbox is full.
    * Rejects with `AGENT_NOT_FOUND`, `RESERVED_MESSAGE_TYPE`, `PAYLOAD_NOT_SERIALIZABLE` or `MAILBOX_CLOSED`.
    */
-  async send(recipient: string, payload: JsonObject, options?: SendOptions): Promise<void> {
-    const message = composeOutgoing(this.#envelope(), { recipient, payload, type: options?.type, ttlMs: options?.ttlMs });
-    await this.#requireServices().bus.deliver(message, options?.signal);
+  send(recipient: string, payload: JsonObject, options?: SendOptions): Promise<void> {
+    // Not async: this is the hot path, and an async wrapper costs an extra promise per message.
+    try {
+      const message = composeOutgoing(this.#envelope(), { recipient, payload, type: options?.type, ttlMs: options?.ttlMs });
+      return this.#requireServices().bus.deliver(message, options?.signal);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
   }
+
 
   /**
    * Sends a request and resolves with the reply message.
@@ -508,11 +514,13 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
           this.#driving = false;
           return true;
       }
-      await this.#dispatch(message, generation);
+      if (isReservedType(message.type) || message.type === "civitas.eval.halt") await this.#control(message);
+      else await this.#invoke(message, generation);
     }
   }
 
-  async #dispatch(message: Message, generation: number): Promise<void> {
+  /** Acts on a runtime control message (and `civitas.eval.halt`); unknown reserved types are ignored. */
+  async #control(message: Message): Promise<void> {
     switch (message.type) {
       case "_agency.shutdown":
         this.#beginSelfStop("shutdown");
@@ -532,9 +540,6 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
       case "_agency.resume":
         await this.#resumeFrom(message);
         return;
-      default:
-        if (isReservedType(message.type)) return;
-        return this.#invoke(message, generation);
     }
   }
 
@@ -690,7 +695,15 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
       } else {
         if (suspensionId !== undefined && suspensionId !== marker.suspensionId) throw new StaleApprovalError(this.name, suspensionId, marker.suspensionId);
         await this.#authorize(approver, marker);
+        // A stop that began while the approval was being decided wins: no receipt, the pause is kept.
+        if (this.#currentStatus !== ProcessStatus.SUSPENDED) {
+          throw new MailboxClosedError(`'${this.name}' began stopping before the resume took effect; it stays paused (its marker is kept)`);
+        }
         await this.#leaveSuspended(approver, marker);
+        this.#answer(request);
+        // Let runtime.resume() resolve before the first business message after the pause is taken.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        return;
       }
       this.#answer(request);
     } catch (error) {
@@ -774,7 +787,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   /** Refuses a reserved type or a non-JSON payload before any target is chosen. */
   #checkOutgoing(payload: JsonObject, options: SendOptions | undefined): void {
     if (options?.type !== undefined && isReservedType(options.type)) throw new ReservedMessageTypeError(options.type);
-    assertJsonObject(payload, `payload from '${this.name}'`);
+    if (!isJsonObject(payload)) assertJsonObject(payload, `payload from '${this.name}'`);
   }
 
   #envelope(): EnvelopeContext {

@@ -1,7 +1,7 @@
 import type { Span } from "@opentelemetry/api";
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, ReservedMessageTypeError } from "../errors/errors.js";
-import { assertJsonObject, type JsonObject } from "../message/json.js";
+import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
 import { buildMessage, type Message } from "../message/message.js";
 import { DEFAULT_MESSAGE_TYPE, isReservedType, REPLY_MESSAGE_TYPE } from "../message/system-types.js";
 
@@ -36,7 +36,8 @@ export function composeOutgoing(ctx: EnvelopeContext, init: OutgoingInit): Messa
   if (typeof init.recipient !== "string" || init.recipient.length === 0) {
     throw new InvalidArgumentError("recipient", `'${ctx.sender}' tried to send to ${describeValue(init.recipient)}; pass the recipient agent's name`);
   }
-  assertJsonObject(init.payload, `payload from '${ctx.sender}' to '${init.recipient}'`);
+  // the message text is built only when the check fails: this is the hot path
+  if (!isJsonObject(init.payload)) assertJsonObject(init.payload, `payload from '${ctx.sender}' to '${init.recipient}'`);
   const span = ctx.span?.spanContext();
   return buildMessage({
     sender: ctx.sender,
@@ -46,9 +47,10 @@ export function composeOutgoing(ctx: EnvelopeContext, init: OutgoingInit): Messa
     correlationId: init.correlationId,
     replyTo: init.replyTo,
     timestamp: ctx.nowMs,
+    // Untraced, a message simply carries on the context of the one being handled: no ids to mint.
     traceId: span?.traceId ?? ctx.current?.traceId,
-    spanId: span?.spanId,
-    parentSpanId: ctx.current?.spanId,
+    spanId: span?.spanId ?? ctx.current?.spanId,
+    parentSpanId: span === undefined ? ctx.current?.parentSpanId : ctx.current?.spanId,
     ttlMs: init.ttlMs,
   });
 }
@@ -59,7 +61,7 @@ export function composeOutgoing(ctx: EnvelopeContext, init: OutgoingInit): Messa
  * @internal
  */
 export function composeReply(ctx: EnvelopeContext, request: Message, payload: JsonObject, type = REPLY_MESSAGE_TYPE): Message {
-  assertJsonObject(payload, `reply payload of '${ctx.sender}'`);
+  if (!isJsonObject(payload)) assertJsonObject(payload, `reply payload of '${ctx.sender}'`);
   const span = ctx.span?.spanContext();
   return buildMessage({
     sender: ctx.sender,

@@ -7,7 +7,7 @@ import { describeValue } from "../errors/civitas-error.js";
 import { AgentSuspendedError, InvalidArgumentError, ReservedMessageTypeError, RuntimeStateError } from "../errors/errors.js";
 import { stderrLogger, type Logger } from "../logging/logger.js";
 import { uuidv7 } from "../message/ids.js";
-import { assertJsonObject, type JsonObject } from "../message/json.js";
+import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
 import { buildMessage, type Message } from "../message/message.js";
 import { DEFAULT_MESSAGE_TYPE, isReservedType } from "../message/system-types.js";
 import { Telemetry } from "../observability/telemetry.js";
@@ -308,7 +308,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     const type = options?.type ?? DEFAULT_MESSAGE_TYPE;
     if (isReservedType(type)) throw new ReservedMessageTypeError(type);
     if (this.services.registry.get(name) === undefined) throw notFound(name);
-    assertJsonObject(payload, `payload to '${name}'`);
+    if (!isJsonObject(payload)) assertJsonObject(payload, `payload to '${name}'`);
     // A send from inside the caller's own span (an HTTP request, say) continues its trace.
     const caller = this.services.telemetry.tracing ? trace.getSpan(context.active())?.spanContext() : undefined;
     return buildMessage({
