@@ -41,6 +41,12 @@ export interface RuntimeOptions {
   logger?: Logger;
   /** Time source. @defaultValue the system clock */
   clock?: Clock;
+  /**
+   * Keep the Node process alive from `start()` until `stop()`, as a server's
+   * open socket does: restarts, backoff and ask timeouts run on timers that
+   * do not hold the process open by themselves. @defaultValue true
+   */
+  keepAlive?: boolean;
   /** Lets a governance layer refuse a resume (`RESUME_REFUSED`); called only while the agent is SUSPENDED. */
   authorizeResume?: AuthorizeResume;
 }
@@ -112,6 +118,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   private readonly services: RuntimeServices;
   private starting: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
+  private readonly keepAlive: boolean;
+  private aliveHandle: NodeJS.Timeout | undefined;
 
   /**
    * Builds the runtime and registers every name in the tree.
@@ -124,6 +132,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       throw new InvalidArgumentError("options", `new Runtime() needs an options object with a root, got ${describeValue(options)}`);
     }
     this.root = rootOf(options.root);
+    this.keepAlive = options.keepAlive ?? true;
     const clock = options.clock ?? systemClock;
     const logger = options.logger ?? stderrLogger;
     const registry = new Registry();
@@ -167,7 +176,13 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     if (this.stopping !== undefined) {
       return Promise.reject(new RuntimeStateError("RUNTIME_STOPPED", "this runtime was stopped; create a new Runtime to start again"));
     }
-    this.starting ??= this.root.startChild();
+    if (this.starting === undefined) {
+      if (this.keepAlive) this.aliveHandle = setInterval(() => undefined, 2 ** 30);
+      this.starting = this.root.startChild().catch((error: unknown) => {
+        clearInterval(this.aliveHandle);
+        throw error;
+      });
+    }
     return this.starting;
   }
 
@@ -285,6 +300,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       await this.root.stopChild();
     } finally {
       this.root.close();
+      clearInterval(this.aliveHandle);
     }
   }
 
