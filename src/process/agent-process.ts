@@ -328,9 +328,11 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * @internal
    */
   async clearSuspension(): Promise<void> {
-    if (this.#marker === undefined) return;
     this.#setMarker(undefined);
-    await this.#persist();
+    // The store may hold a marker memory no longer does (a resume whose persist failed): clear it there.
+    const store = this.#requireServices().store;
+    const stored = await store.get(this.name);
+    if (stored !== undefined && SUSPENSION_KEY in stored) await store.set(this.name, persistableState(stored, undefined));
   }
 
   /** @internal */
@@ -460,7 +462,12 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
       // Only a bug in the runtime lands here; never leave the agent half-running.
       if (generation === this.#generation) {
         this.#driving = false;
-        if (this.#currentStatus === ProcessStatus.RUNNING || this.#currentStatus === ProcessStatus.SUSPENDED) this.#crash(error);
+        if (this.#currentStatus === ProcessStatus.RUNNING) this.#crash(error);
+        else if (this.#currentStatus === ProcessStatus.SUSPENDED) {
+          // SUSPENDED cannot crash (it runs no user code that may fail): stop it, keeping its marker.
+          this.#requireServices().logger.error(`'${this.name}' hit an internal error while SUSPENDED; stopping it`, { error });
+          this.#beginSelfStop("error");
+        }
       }
       exited = true;
     }
@@ -734,6 +741,11 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     await services.telemetry.audit("agent.resume", this.name, { approver, suspensionId: marker.suspensionId, reason: marker.reason });
     this.#setMarker(undefined);
     await this.#persistMarker("resume", span);
+    if (this.#currentStatus !== ProcessStatus.SUSPENDED) {
+      // A stop began while the receipt or the marker was being written: it wins; the agent does not run again.
+      services.telemetry.endSpan(span);
+      throw new MailboxClosedError(`'${this.name}' began stopping while it was being resumed; the resume is recorded but the agent will not run until restarted`);
+    }
     this.#transition(ProcessStatus.RUNNING);
     await this.#runHook("onResume", () => this.onResume(approver), this.#options.shutdownTimeoutMs);
     services.telemetry.endSpan(span);

@@ -1,0 +1,343 @@
+/**
+ * Shared rig for the durable-suspension tests: a runtime on a TestClock, a
+ * recording state store, a capturing logger, an audit sink, optional tracing,
+ * and a journal of every `agent.status` change (checked for legality after
+ * each test by {@link teardown}).
+ */
+import { expect } from "vitest";
+import {
+  AgentProcess,
+  InMemoryStateStore,
+  isLegalTransition,
+  MemoryAuditSink,
+  ProcessStatus,
+  Runtime,
+  SUSPENSION_KEY,
+  type AuditEvent,
+  type AuthorizeResume,
+  type JsonObject,
+  type JsonValue,
+  type LogFields,
+  type Logger,
+  type Message,
+  type RuntimeOptions,
+  type StateStore,
+} from "../../src/index.js";
+import type { TracerProvider } from "@opentelemetry/api";
+import { TestClock, settle } from "../../src/testing/test-clock.js";
+import { testTracing, type TestTracing } from "../support/tracing.js";
+
+export { gate, type Gate } from "../support/agents.js";
+import type { Gate } from "../support/agents.js";
+
+/** Lets `count` turns of the event loop run. */
+export async function turns(count = 10): Promise<void> {
+  for (let i = 0; i < count; i++) await settle();
+}
+
+/** Waits (turn by turn of the event loop) until `predicate()` holds. */
+export async function waitUntil(predicate: () => boolean, what: string, maxTurns = 5000): Promise<void> {
+  for (let i = 0; i < maxTurns; i++) {
+    if (predicate()) return;
+    await settle();
+  }
+  throw new Error(`gave up waiting for ${what}`);
+}
+
+// ---- store ------------------------------------------------------------------
+
+/** One call of `store.set`, with a deep copy of what was passed. */
+export interface SetCall {
+  readonly name: string;
+  readonly state: JsonObject;
+}
+
+/**
+ * An {@link InMemoryStateStore} that records every `set` (deep copy, in call
+ * order), can be told to fail its sets, and can hold a set on a gate.
+ */
+export class RecordingStore implements StateStore {
+  readonly durable = false;
+  readonly inner = new InMemoryStateStore();
+  readonly sets: SetCall[] = [];
+  /** While true, every `set` rejects (and stores nothing). */
+  failSets = false;
+  /** When set, each `set` waits for it before storing. */
+  setGate: Gate | undefined;
+  /** Called synchronously at the start of every `set`. */
+  onSet: ((name: string, state: JsonObject) => void) | undefined;
+
+  async get(name: string): Promise<JsonObject | undefined> {
+    return this.inner.get(name);
+  }
+
+  async set(name: string, state: JsonObject): Promise<void> {
+    this.sets.push({ name, state: structuredClone(state) });
+    this.onSet?.(name, state);
+    if (this.setGate !== undefined) await this.setGate.promise;
+    if (this.failSets) throw new Error("disk full");
+    await this.inner.set(name, state);
+  }
+
+  async delete(name: string): Promise<void> {
+    await this.inner.delete(name);
+  }
+
+  async list(): Promise<string[]> {
+    return this.inner.list();
+  }
+
+  async close(): Promise<void> {
+    await this.inner.close();
+  }
+
+  /** The sets for `name`. */
+  setsOf(name: string): SetCall[] {
+    return this.sets.filter((s) => s.name === name);
+  }
+
+  /** The stored marker of `name` (or `undefined`), read through the real store. */
+  async marker(name: string): Promise<JsonValue | undefined> {
+    return (await this.inner.get(name))?.[SUSPENSION_KEY];
+  }
+}
+
+// ---- logger -----------------------------------------------------------------
+
+export interface LogLine {
+  readonly level: "debug" | "info" | "warn" | "error";
+  readonly message: string;
+  readonly fields: LogFields | undefined;
+}
+
+export function capturingLogger(lines: LogLine[]): Logger {
+  return {
+    debug: (message, fields) => lines.push({ level: "debug", message, fields }),
+    info: (message, fields) => lines.push({ level: "info", message, fields }),
+    warn: (message, fields) => lines.push({ level: "warn", message, fields }),
+    error: (message, fields) => lines.push({ level: "error", message, fields }),
+  };
+}
+
+// ---- audit ------------------------------------------------------------------
+
+/** A MemoryAuditSink that also writes `audit:<event>` into a timeline. */
+export class TimelineAudit extends MemoryAuditSink {
+  constructor(private readonly timeline: string[]) {
+    super();
+  }
+
+  override emit(event: AuditEvent): void {
+    this.timeline.push(`audit:${event.event}`);
+    super.emit(event);
+  }
+}
+
+// ---- statuses ---------------------------------------------------------------
+
+export interface StatusChange {
+  readonly agent: string;
+  readonly from: ProcessStatus;
+  readonly to: ProcessStatus;
+}
+
+/** Asserts every recorded status change is legal, and that SUSPENDED → CRASHED never happened. */
+export function expectLegal(changes: readonly StatusChange[]): void {
+  for (const { agent, from, to } of changes) {
+    expect(isLegalTransition(from, to), `${agent}: ${from} -> ${to} is not a legal transition`).toBe(true);
+    expect(from === ProcessStatus.SUSPENDED && to === ProcessStatus.CRASHED, `${agent}: SUSPENDED -> CRASHED`).toBe(false);
+  }
+}
+
+/** The status changes of one agent, as `FROM>TO` strings. */
+export function pathOf(changes: readonly StatusChange[], agent: string): string[] {
+  return changes.filter((c) => c.agent === agent).map((c) => `${c.from}>${c.to}`);
+}
+
+// ---- rig --------------------------------------------------------------------
+
+export interface Rig {
+  readonly runtime: Runtime;
+  readonly clock: TestClock;
+  readonly audit: MemoryAuditSink;
+  readonly store: RecordingStore;
+  readonly statuses: StatusChange[];
+  readonly logs: LogLine[];
+  readonly tracing: TestTracing | undefined;
+}
+
+export interface RigOptions {
+  store?: RecordingStore;
+  clock?: TestClock;
+  audit?: MemoryAuditSink;
+  tracing?: boolean;
+  /** A tracer provider of the test's own (instead of `tracing`). */
+  tracerProvider?: TracerProvider;
+  authorizeResume?: AuthorizeResume;
+  /** Extra listeners run when a status changes (after it is recorded). */
+  onStatus?: (change: StatusChange) => void;
+}
+
+const live: Rig[] = [];
+
+/** Builds (does not start) a runtime for `root`. {@link teardown} stops it and checks its transitions. */
+export function rig(root: RuntimeOptions["root"], options: RigOptions = {}): Rig {
+  const clock = options.clock ?? new TestClock();
+  const audit = options.audit ?? new MemoryAuditSink();
+  const store = options.store ?? new RecordingStore();
+  const logs: LogLine[] = [];
+  const tracing = options.tracing === true ? testTracing() : undefined;
+  const runtime = new Runtime({
+    root,
+    clock,
+    store,
+    auditSink: audit,
+    logger: capturingLogger(logs),
+    ...(tracing === undefined ? {} : { tracerProvider: tracing.provider }),
+    ...(options.tracerProvider === undefined ? {} : { tracerProvider: options.tracerProvider }),
+    ...(options.authorizeResume === undefined ? {} : { authorizeResume: options.authorizeResume }),
+  });
+  const statuses: StatusChange[] = [];
+  runtime.on("agent.status", (agent, from, to) => {
+    const change = { agent, from, to };
+    statuses.push(change);
+    options.onStatus?.(change);
+  });
+  const r: Rig = { runtime, clock, audit, store, statuses, logs, tracing };
+  live.push(r);
+  return r;
+}
+
+/** Stops every rig built since the last teardown (moving its clock on so no hang holds the stop) and checks its transitions. */
+export async function teardown(): Promise<void> {
+  const rigs = live.splice(0);
+  await Promise.all(
+    rigs.map(async (r) => {
+      let done = false;
+      const stopping = r.runtime.stop().then(
+        () => (done = true),
+        () => (done = true),
+      );
+      for (let i = 0; i < 50 && !done; i++) await r.clock.advance(60_000);
+      await stopping;
+      await r.tracing?.close();
+    }),
+  );
+  for (const r of rigs) expectLegal(r.statuses);
+}
+
+// ---- errors -----------------------------------------------------------------
+
+/** Awaits `promise`, expecting a rejection; returns the reason. */
+export async function rejection(promise: Promise<unknown>): Promise<Error & { code?: string }> {
+  return promise.then(
+    () => {
+      throw new Error("expected the promise to reject, but it resolved");
+    },
+    (error: unknown) => error as Error & { code?: string },
+  );
+}
+
+/** Expects `promise` to reject with a CivitasError of `code`; returns the error. */
+export async function rejectsWithCode(promise: Promise<unknown>, code: string): Promise<Error & { code?: string }> {
+  const error = await rejection(promise);
+  expect(error).toBeInstanceOf(Error);
+  expect(error.code, `expected ${code}, got ${String(error.code)}: ${error.message}`).toBe(code);
+  return error;
+}
+
+/** Observes a promise without awaiting it. */
+export interface Tracked<T> {
+  readonly promise: Promise<T>;
+  state: "pending" | "resolved" | "rejected";
+  reason?: unknown;
+}
+
+export function track<T>(promise: Promise<T>): Tracked<T> {
+  const tracked: Tracked<T> = { promise, state: "pending" };
+  promise.then(
+    () => (tracked.state = "resolved"),
+    (reason: unknown) => {
+      tracked.state = "rejected";
+      tracked.reason = reason;
+    },
+  );
+  return tracked;
+}
+
+// ---- agents -----------------------------------------------------------------
+
+const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+/** Asserts `value` is an ISO-8601 UTC time with milliseconds. */
+export function expectIsoMs(value: unknown): void {
+  expect(typeof value).toBe("string");
+  expect(value as string).toMatch(ISO_MS);
+}
+
+/**
+ * An agent driven by `payload.op`:
+ * - `{ seq }` (no op) records `seq` in `handled`;
+ * - `{ op: "suspend", reason?, seq? }` calls `this.suspend(reason)` and keeps going (records `seq`);
+ * - `{ op: "block", seq? }` waits for `blocker` (if set) before recording;
+ * - `{ op: "echo", seq? }` replies `{ seq }`.
+ * `civitas.eval.correction` messages are recorded in `corrections`.
+ * Every handle / hook is written into `timeline`.
+ */
+export class Pausable extends AgentProcess {
+  readonly handled: number[] = [];
+  readonly corrections: number[] = [];
+  readonly suspends: string[] = [];
+  readonly resumes: string[] = [];
+  startCalls = 0;
+  stopCalls = 0;
+  entered = 0;
+  active = 0;
+  overlaps = 0;
+  throwOnSuspend = false;
+  blocker: Gate | undefined;
+  timeline: string[] = [];
+
+  override async onStart(): Promise<void> {
+    this.startCalls++;
+    this.timeline.push(`onStart:${this.name}`);
+  }
+
+  override async onStop(): Promise<void> {
+    this.stopCalls++;
+    this.timeline.push(`onStop:${this.name}`);
+  }
+
+  override async handle(message: Message): Promise<Message | void> {
+    this.entered++;
+    if (this.active > 0) this.overlaps++;
+    this.active++;
+    try {
+      const { op, seq, reason } = message.payload;
+      this.timeline.push(`handle:${String(seq ?? op)}`);
+      if (op === "suspend") this.suspend(typeof reason === "string" ? reason : "self");
+      if (op === "block" && this.blocker !== undefined) await this.blocker.promise;
+      if (typeof seq === "number") this.handled.push(seq);
+      if (op === "echo") return this.reply({ seq: seq ?? null });
+    } finally {
+      this.active--;
+    }
+  }
+
+  override async onCorrection(message: Message): Promise<void> {
+    const seq = message.payload.seq;
+    this.timeline.push(`correction:${String(seq)}`);
+    if (typeof seq === "number") this.corrections.push(seq);
+  }
+
+  override async onSuspend(reason: string): Promise<void> {
+    this.suspends.push(reason);
+    this.timeline.push(`onSuspend:${reason}`);
+    if (this.throwOnSuspend) throw new Error("onSuspend failed");
+  }
+
+  override async onResume(approver: string): Promise<void> {
+    this.resumes.push(approver);
+    this.timeline.push(`onResume:${approver}`);
+  }
+}
