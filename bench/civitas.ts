@@ -17,6 +17,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync,
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import type * as SqliteEntry from "../src/entries/sqlite.js";
 import type * as Civitas from "../src/index.js";
 
 /** The public API of civitas-ts, as `src/index.ts` exports it. */
@@ -32,8 +33,25 @@ type Transpile = (source: string, file: string) => string;
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
+/** The `civitas-ts/sqlite` entry point, as `src/entries/sqlite.ts` exports it. */
+export type SqliteModule = typeof SqliteEntry;
+
+/** Where {@link loadCivitas} emitted `src/`; `undefined` when it imported `src/` through tsx. */
+let emittedSrc: string | undefined;
+
+/**
+ * The `civitas-ts/sqlite` entry, loaded the same way as the last
+ * {@link loadCivitas} call loaded the core (so both share one copy of the
+ * runtime's modules). Needs better-sqlite3.
+ */
+export async function loadSqlite(): Promise<SqliteModule> {
+  if (emittedSrc === undefined) return await import("../src/entries/sqlite.js");
+  return (await import(pathToFileURL(join(emittedSrc, "entries", "sqlite.js")).href)) as SqliteModule;
+}
+
 export async function loadCivitas(fromSource: boolean): Promise<LoadedCivitas> {
   if (fromSource) {
+    emittedSrc = undefined;
     return { civitas: await import("../src/index.js"), mode: "src/ through tsx (esbuild with keepNames: slower, more heap per closure)" };
   }
   const started = process.hrtime.bigint();
@@ -65,6 +83,7 @@ export async function loadCivitas(fromSource: boolean): Promise<LoadedCivitas> {
   }
 
   const index = emit(files, transpile);
+  emittedSrc = dirname(index);
   const civitas = (await import(pathToFileURL(index).href)) as CivitasModule;
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   return { civitas, mode: `src/ transpiled by ${tool} to ${target} ES modules as the build emits them, no keepNames (${ms.toFixed(0)} ms)` };

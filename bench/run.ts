@@ -13,8 +13,9 @@ import { hasGc, printTable, type Benchmark, type Row } from "./harness.js";
 import { mailbox } from "./mailbox.js";
 import { memory } from "./memory.js";
 import { pingpong } from "./pingpong.js";
+import { suspend } from "./suspend.js";
 
-const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory];
+const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend];
 
 function usage(problem: string): never {
   console.error(`${problem}\nusage: npm run bench -- [--source] [${ALL.map((bench) => bench.name).join("|")} ...]`);
@@ -60,6 +61,9 @@ async function main(): Promise<void> {
   console.log("");
   console.log("ratio = civitas / baseline (median of alternating rounds after a warm-up; ask: percentiles over all calls).");
   console.log("Targets: ping-pong, fan-in and asks/s >= 0.50x of baseline; ask latency <= 2.00x; heap <= 1200 B per idle agent.");
+  if (chosen.includes(suspend)) {
+    console.log("suspend: pair <= 5 us (Erlang sys:suspend+sys:resume: 2.9 us here); ping-pong after a cycle >= 0.95x of before; flag check < 2% of a message; <= 1 wake-up per flood.");
+  }
   console.log(`total ${seconds(started)}`);
 }
 
