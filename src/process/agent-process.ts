@@ -56,6 +56,12 @@ export interface AskOptions extends SendOptions {
 interface SuspendRequest {
   reason: string;
   readonly waiting: Message[];
+  /**
+   * The marker the pause will have, minted when it is asked for while RUNNING:
+   * a checkpoint taken before the loop boundary already carries it, so
+   * "store the pending action, suspend(), checkpoint()" is one atomic write.
+   */
+  marker: SuspensionMarker | undefined;
 }
 
 /**
@@ -636,9 +642,13 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
 
   /** Records the intent to suspend; the loop acts on it at its next boundary. */
   #requestSuspend(reason: string, request: Message | undefined): void {
-    const pending = (this.#suspendRequest ??= { reason, waiting: [] });
+    const pending = (this.#suspendRequest ??= { reason, waiting: [], marker: undefined });
     pending.reason = reason;
     if (request !== undefined) pending.waiting.push(request);
+    if (this.#currentStatus === ProcessStatus.RUNNING && this.#services !== undefined) {
+      const now = this.#services.clock.now();
+      pending.marker = { reason, since: pending.marker?.since ?? isoTime(now), approver: null, suspensionId: pending.marker?.suspensionId ?? uuidv7(now) };
+    }
     // An idle agent has no loop running to see the flag: start one.
     if (!this.#driving && (this.#currentStatus === ProcessStatus.RUNNING || this.#currentStatus === ProcessStatus.SUSPENDED)) {
       this.#box?.unpark();
@@ -651,7 +661,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     if (request === undefined) return;
     if (this.#currentStatus === ProcessStatus.RUNNING) {
       this.#suspendRequest = undefined;
-      await this.#enterSuspended(request.reason);
+      await this.#enterSuspended(request.reason, request.marker);
     } else if (this.#currentStatus === ProcessStatus.SUSPENDED) {
       this.#suspendRequest = undefined;
       await this.#updateReason(request.reason);
@@ -662,10 +672,10 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   }
 
   /** S5: stop dispatching in memory first, then persist; a failed persist never un-suspends. */
-  async #enterSuspended(reason: string): Promise<void> {
+  async #enterSuspended(reason: string, prepared: SuspensionMarker | undefined): Promise<void> {
     const services = this.#requireServices();
     const now = services.clock.now();
-    const marker: SuspensionMarker = { reason, since: isoTime(now), approver: null, suspensionId: uuidv7(now) };
+    const marker: SuspensionMarker = prepared ?? { reason, since: isoTime(now), approver: null, suspensionId: uuidv7(now) };
     const span = services.telemetry.startSpan("civitas.agent.suspend", {
       "civitas.agent.name": this.name,
       "civitas.suspend.reason": reason,
@@ -742,9 +752,11 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     this.#setMarker(undefined);
     await this.#persistMarker("resume", span);
     if (this.#currentStatus !== ProcessStatus.SUSPENDED) {
-      // A stop began while the receipt or the marker was being written: it wins; the agent does not run again.
+      // A stop began while the receipt and the cleared marker were being written. The resume took
+      // effect (its receipt is on record, its marker is gone), so it is reported as done; the stop
+      // still wins, so this incarnation neither runs nor calls onResume.
       services.telemetry.endSpan(span);
-      throw new MailboxClosedError(`'${this.name}' began stopping while it was being resumed; the resume is recorded but the agent will not run until restarted`);
+      return;
     }
     this.#transition(ProcessStatus.RUNNING);
     await this.#runHook("onResume", () => this.onResume(approver), this.#options.shutdownTimeoutMs);
@@ -786,7 +798,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
 
   /** The single path every persist takes. */
   async #persist(): Promise<void> {
-    await this.#requireServices().store.set(this.name, persistableState(this.state, this.#marker));
+    await this.#requireServices().store.set(this.name, persistableState(this.state, this.#marker ?? this.#suspendRequest?.marker));
   }
 
   #transition(to: ProcessStatus): void {

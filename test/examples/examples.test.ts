@@ -83,6 +83,37 @@ const expectedLines: Record<string, RegExp[]> = {
     /agent\.crash back signer=example-runtime/,
     /agent\.restart back signer=example-runtime \{"supervisor":"root"/,
   ],
+  "approval-workflow.ts": [
+    /^civitas-ts demo: an approval workflow across a SIGKILL \(state in SQLite at .*payments\.db\)$/,
+    /\[process 1\] pay INV-1 40\.00 to acme: paid \(within policy\)/,
+    /\[process 1\] pay INV-2 12500\.00 to globex: awaiting-approval \(handle\(\) checkpointed it as pending, called this\.suspend\(\) and returned\)/,
+    /\[process 1\] payments is SUSPENDED; nothing was paid for INV-2; ledger: INV-1 40\.00$/,
+    /^process 1 reports payments SUSPENDED under suspension [0-9a-f-]{36}, durably$/,
+    /^killing process 1 with SIGKILL while payments is suspended$/,
+    /^process 1 was killed \(signal SIGKILL\)/,
+    /\[process 2\] payments restarted SUSPENDED from the marker in SQLite/,
+    /\[process 2\] listSuspended\(\): payments since \S+, reason "approve payment INV-2: 12500\.00 to globex", suspensionId [0-9a-f-]{36}$/,
+    /\[process 2\] ledger after the restart: INV-1 40\.00; pending: INV-2$/,
+    /\[process 2\] asked to pay INV-3 25\.00 to initech: the ask waits \(1 message queued\); ledger still: INV-1 40\.00$/,
+    /\[process 2\] an ask with failIfSuspended fails fast: AGENT_SUSPENDED$/,
+    /\[process 2\] a resume without a real approver is refused: INVALID_APPROVER$/,
+    /^alice@finance reviews "approve payment INV-2: 12500\.00 to globex" and approves suspension [0-9a-f-]{36}$/,
+    /\[process 2\] onResume\(alice@finance\): paid INV-2 12500\.00 to globex$/,
+    /\[process 2\] runtime\.resume\("payments", "alice@finance", \{ suspensionId \}\) resolved: payments is RUNNING$/,
+    /\[process 2\] the waiting ask for INV-3 is answered: paid$/,
+    /\[process 2\] the same approval again: STALE_APPROVAL/,
+    /\[process 2\] INV-2 sent again: duplicate$/,
+    /^process 2 exited with code 0$/,
+    /^ +INV-1 +40\.00 to acme +approved by policy$/,
+    /^ +INV-2 +12500\.00 to globex +approved by alice@finance \(suspension [0-9a-f-]{36}\)$/,
+    /^ +INV-3 +25\.00 to initech +approved by policy$/,
+    /^each payment exactly once: yes; INV-2 approved by alice@finance; pending: none$/,
+    /agent\.suspend payments +\{"reason":"approve payment INV-2: 12500\.00 to globex","suspensionId":"[0-9a-f-]{36}","since":"[^"]+","durable":true\}$/,
+    /agent\.start +payments +\{"incarnation":1,"suspensionId":"[0-9a-f-]{36}"\}$/,
+    /agent\.resume +payments +\{"approver":"alice@finance","suspensionId":"[0-9a-f-]{36}"/,
+    /^one suspend, one resume by alice@finance: yes$/,
+    /^done$/,
+  ],
   "topology.ts": [
     /root \(Supervisor, ONE_FOR_ALL\)/,
     /workers \(DynamicSupervisor, maxChildren 10\)/,
@@ -94,6 +125,17 @@ const expectedLines: Record<string, RegExp[]> = {
     /a duplicate name: TOPOLOGY_INVALID at topology\.supervisor\.children\[0\]\.agent\.name/,
     /a bad option value: TOPOLOGY_INVALID at topology\.supervisor\.children\[0\]\.agent/,
   ],
+};
+
+/** Checks beyond "these lines, in this order". */
+const extraChecks: Record<string, (stdout: string) => void> = {
+  // One pause from start to end: the id process 1 was killed under is the one
+  // process 2 restored, the one approved, the one the payment and the audit record.
+  "approval-workflow.ts": (stdout) => {
+    const ids = stdout.match(/[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}/g) ?? [];
+    expect(ids.length).toBeGreaterThanOrEqual(7);
+    expect(new Set(ids).size, `more than one suspension id in:\n${stdout}`).toBe(1);
+  },
 };
 
 // Files whose name starts with "_" are scratch files, not examples.
@@ -117,5 +159,6 @@ describe("examples", () => {
       expect(found, `expected a line matching ${String(pattern)} (in order) in:\n${run.stdout}`).toBeGreaterThanOrEqual(0);
       at = found + 1;
     }
+    extraChecks[file]?.(run.stdout);
   });
 });
