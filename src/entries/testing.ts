@@ -1,3 +1,32 @@
+/**
+ * `civitas-ts/testing`: helpers to test agents built on civitas-ts —
+ * deterministic time, status waits, fast-check arbitraries, a reference
+ * model of the suspension lifecycle and a driver that runs the same
+ * scenarios against a real runtime. Needs the optional peer dependency
+ * `fast-check` (^4).
+ */
 export { TestClock, settle } from "../testing/test-clock.js";
 export { waitForStatus, WaitTimeoutError } from "../testing/wait-for-status.js";
-export type { WaitForStatusOptions } from "../testing/wait-for-status.js";
+export type { StatusSource, WaitForStatusOptions } from "../testing/wait-for-status.js";
+export { recordTransitions, transitionProblems } from "../testing/transitions.js";
+export type { RecordedTransition, TransitionRecorder } from "../testing/transitions.js";
+export { agentNameArbitrary, jsonValueArbitrary, messageArbitrary, messageTypeArbitrary, payloadArbitrary } from "../testing/arbitraries.js";
+export type { MessageArbitraryOptions, PayloadArbitraryOptions } from "../testing/arbitraries.js";
+export { lifecycleCommandsArbitrary } from "../testing/lifecycle-arbitrary.js";
+export type { LifecycleCommandsOptions } from "../testing/lifecycle-arbitrary.js";
+export { APPROVER_KINDS, LIFECYCLE_COMMAND_KINDS, formatCommand, isMessageCommand } from "../testing/lifecycle-command.js";
+export type {
+  ApproverKind,
+  AskOutcome,
+  LifecycleCommand,
+  LifecycleCommandKind,
+  LifecycleOutcome,
+  LifecycleStep,
+  MessageCommand,
+  StepResult,
+  TransitionText,
+} from "../testing/lifecycle-command.js";
+export { SuspensionModel } from "../testing/suspension-model.js";
+export { LifecycleDriver, runLifecycleCommands } from "../testing/lifecycle-driver.js";
+export type { HandledRecord, LifecycleDriverOptions, LifecycleObservation, ObservedAuditEvent, ObservedTransition } from "../testing/lifecycle-observation.js";
+export { CRASH_MESSAGE_TYPE, InjectedCrash, LIFECYCLE_ID_KEY, SELF_SUSPEND_MESSAGE_TYPE } from "../testing/instrument.js";

@@ -189,7 +189,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
       const message = composeOutgoing(this.#envelope(), { recipient, payload, type: options?.type, ttlMs: options?.ttlMs });
       return this.#requireServices().bus.deliver(message, options?.signal);
     } catch (error) {
-      return Promise.reject(error as Error);
+      return Promise.reject(error);
     }
   }
 
