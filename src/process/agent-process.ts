@@ -189,6 +189,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
       const message = composeOutgoing(this.#envelope(), { recipient, payload, type: options?.type, ttlMs: options?.ttlMs });
       return this.#requireServices().bus.deliver(message, options?.signal);
     } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what composing threw, a CivitasError
       return Promise.reject(error);
     }
   }
