@@ -53,7 +53,7 @@ export { backoffDelay } from "./supervision/backoff.js";
 export type { BackoffPolicy } from "./supervision/backoff.js";
 
 export { Runtime } from "./runtime/runtime.js";
-export type { FromTopologyOptions, ResumeOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions, SuspendedAgent } from "./runtime/runtime.js";
+export type { ControlOptions, FromTopologyOptions, ResumeOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions, SuspendedAgent } from "./runtime/runtime.js";
 export type { AuthorizeResume } from "./runtime/services.js";
 export type { RuntimeEvents } from "./runtime/runtime-events.js";
 export type { AgentClasses } from "./runtime/topology.js";

@@ -51,8 +51,19 @@ export interface RuntimeOptions {
   authorizeResume?: AuthorizeResume;
 }
 
+/** Options of {@link Runtime.suspend} and {@link Runtime.resume}: how long to wait for the agent to act. */
+export interface ControlOptions {
+  /**
+   * Give up waiting after this long (`ASK_TIMEOUT`). The request stays queued:
+   * the agent still acts on it when it gets to it. @defaultValue no limit
+   */
+  timeoutMs?: number;
+  /** Stop waiting when aborted (rejects with `signal.reason`); the request stays queued. */
+  signal?: AbortSignal;
+}
+
 /** Options of {@link Runtime.resume}. */
-export interface ResumeOptions {
+export interface ResumeOptions extends ControlOptions {
   /**
    * The suspension this approval was given for. When the agent is no longer
    * suspended under it (resumed already, or suspended again since), the
@@ -246,11 +257,11 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * finished. Suspending a suspended agent keeps its `since` and
    * `suspensionId` and updates the reason. Rejects with `AGENT_NOT_FOUND`.
    */
-  async suspend(name: string, reason = ""): Promise<void> {
+  async suspend(name: string, reason = "", options: ControlOptions = {}): Promise<void> {
     if (typeof reason !== "string") {
       throw new InvalidArgumentError("reason", `suspend('${name}') needs a string reason, got ${describeValue(reason)}`);
     }
-    await this.control(name, "_agency.suspend", { reason });
+    await this.control(name, "_agency.suspend", { reason }, options);
   }
 
   /**
@@ -267,7 +278,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
       throw new InvalidArgumentError("suspensionId", `resume('${name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
     }
-    await this.control(name, "_agency.resume", suspensionId === undefined ? { approver } : { approver, suspensionId });
+    await this.control(name, "_agency.resume", suspensionId === undefined ? { approver } : { approver, suspensionId }, options);
   }
 
   /** Every SUSPENDED agent of this runtime, with its reason, since and suspension id. */
@@ -306,7 +317,11 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
 
 
   /** Sends a runtime control request on the priority lane and waits until the agent has acted on it. */
-  private async control(name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject): Promise<void> {
+  private async control(name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject, options: ControlOptions): Promise<void> {
+    const timeoutMs = options.timeoutMs;
+    if (timeoutMs !== undefined && (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
+      throw new InvalidArgumentError("timeoutMs", `${type.slice(8)}('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
+    }
     if (this.services.registry.get(name) === undefined) throw notFound(name);
     const request = buildMessage({
       sender: OUTSIDE_SENDER,
@@ -317,7 +332,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       replyTo: OUTSIDE_SENDER,
       timestamp: this.services.clock.now(),
     });
-    await this.services.bus.request(request, {});
+    await this.services.bus.request(request, { timeoutMs, signal: options.signal });
   }
 
   private outgoing(name: string, payload: JsonObject, options: RuntimeSendOptions | undefined, correlationId?: string): Message {

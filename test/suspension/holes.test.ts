@@ -238,3 +238,35 @@ describe("checkpoint-and-return", () => {
     expect(await store.get("payer")).toEqual({ paid: 5 });
   });
 });
+
+describe("waiting on suspend and resume is bounded", () => {
+  it("runtime.suspend with timeoutMs rejects with ASK_TIMEOUT while the agent is busy, and the pause still lands afterwards", async () => {
+    const { AgentProcess, Runtime, silentLogger, ProcessStatus } = await import("../../src/index.js");
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    class Busy extends AgentProcess {
+      override async handle(): Promise<void> {
+        await gate;
+      }
+    }
+    const busy = new Busy("busy");
+    const runtime = new Runtime({ root: [busy], logger: silentLogger });
+    await runtime.start();
+    try {
+      await runtime.send("busy", {});
+      await expect(runtime.suspend("busy", "later", { timeoutMs: 30 })).rejects.toMatchObject({ code: "ASK_TIMEOUT" });
+      const controller = new AbortController();
+      const aborted = runtime.suspend("busy", "later", { signal: controller.signal });
+      controller.abort(new Error("gave up"));
+      await expect(aborted).rejects.toThrow("gave up");
+      await expect(runtime.suspend("busy", "x", { timeoutMs: -1 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+      release();
+      const deadline = Date.now() + 2000;
+      while (busy.status !== ProcessStatus.SUSPENDED && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
+      expect(busy.status).toBe(ProcessStatus.SUSPENDED);
+      expect(busy.suspension?.reason).toBe("later");
+    } finally {
+      await runtime.stop();
+    }
+  });
+});
