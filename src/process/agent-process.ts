@@ -88,7 +88,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
 
   /** The marker of the current suspension, or `undefined` when the agent is not SUSPENDED. */
   get suspension(): SuspensionMarker | undefined {
-    return this.#runner.marker;
+    return this.#runner.suspension.marker;
   }
 
   /** How many times this agent has been started (1 after the first start, 2 after a restart …). */
@@ -217,7 +217,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     if (typeof reason !== "string") {
       throw new InvalidArgumentError("reason", `'${this.name}'.suspend(reason) needs a string reason, got ${describeValue(reason)}`);
     }
-    this.#runner.requestSuspend(reason, undefined);
+    this.#runner.suspension.requestSuspend(reason, undefined);
   }
 
   // ---- dynamic children --------------------------------------------------
@@ -274,7 +274,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * @internal
    */
   clearSuspension(): Promise<void> {
-    return this.#runner.clearSuspension();
+    return this.#runner.suspension.clearSuspension();
   }
 
   /** @internal Called by the mailbox when a message lands while the loop is parked. */

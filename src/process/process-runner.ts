@@ -6,13 +6,9 @@ import {
   MailboxClosedError,
   NoDynamicSupervisorError,
   ReservedMessageTypeError,
-  ResumeRefusedError,
   RuntimeStateError,
-  StaleApprovalError,
   StartFailedError,
 } from "../errors/errors.js";
-import { uuidv7 } from "../message/ids.js";
-import { isoTime } from "../time/clock.js";
 import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
 import { nextAttempt, type Message } from "../message/message.js";
 import { isReservedType } from "../message/system-types.js";
@@ -24,21 +20,11 @@ import { settlesWithin } from "../time/deadline.js";
 import { nonNegativeInteger, type ResolvedAgentOptions } from "./agent-options.js";
 import { composeReply, isMessage, type EnvelopeContext } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
-import { assertApprover, persistableState, readMarker, SUSPENSION_KEY, type SuspensionMarker } from "./suspension.js";
+import { persistableState, readMarker } from "./suspension.js";
 import { isLegalTransition, ProcessStatus } from "./process-status.js";
 import type { AgentProcess, SendOptions } from "./agent-process.js";
+import { SuspensionControl } from "./suspension-control.js";
 
-/** A suspend asked for and not yet applied, with the runtime requests waiting on it. */
-interface SuspendRequest {
-  reason: string;
-  readonly waiting: Message[];
-  /**
-   * The marker the pause will have, minted when it is asked for while RUNNING:
-   * a checkpoint taken before the loop boundary already carries it, so
-   * "store the pending action, suspend(), checkpoint()" is one atomic write.
-   */
-  marker: SuspensionMarker | undefined;
-}
 
 /**
  * An agent: a named process with a mailbox, lifecycle hooks and a
@@ -81,14 +67,17 @@ export class ProcessRunner implements MailboxConsumer {
   drainAll = false;
   current: Message | undefined;
   currentSpan: Span | undefined;
-  marker: SuspensionMarker | undefined;
-  suspendRequest: SuspendRequest | undefined;
 
+
+  /** The agent's pause: its marker, a pending request to suspend, resume. */
+  readonly suspension: SuspensionControl;
 
   constructor(
     readonly agent: AgentProcess,
     readonly options: ResolvedAgentOptions,
-  ) {}
+  ) {
+    this.suspension = new SuspensionControl(this);
+  }
 
   /** The agent's mailbox; it exists once the agent belongs to a runtime. */
   get mailbox(): Mailbox {
@@ -127,28 +116,17 @@ export class ProcessRunner implements MailboxConsumer {
     if (box === undefined || box.closed) return;
     box.close();
     // Nobody will answer control requests still waiting here: fail them rather than leave callers hanging.
-    const pending = [...(this.suspendRequest?.waiting ?? [])];
+    const pending = [...(this.suspension.request?.waiting ?? [])];
     for (let m = box.pollPriority(); m !== undefined; m = box.pollPriority()) {
       if (m.type === "_agency.suspend" || m.type === "_agency.resume") pending.push(m);
     }
-    this.suspendRequest = undefined;
+    this.suspension.request = undefined;
     for (const request of pending) {
       this.answer(request, new MailboxClosedError(`'${this.agent.name}' stopped for good before it handled ${request.type}`));
     }
   }
 
-  /**
-   * Forgets the suspension for good (permanent removal), so a future agent
-   * of the same name does not come back paused.
-   * @internal
-   */
-  async clearSuspension(): Promise<void> {
-    this.setMarker(undefined);
-    // The store may hold a marker memory no longer does (a resume whose persist failed): clear it there.
-    const store = this.requireServices().store;
-    const stored = await store.get(this.agent.name);
-    if (stored !== undefined && SUSPENSION_KEY in stored) await store.set(this.agent.name, persistableState(stored, undefined));
-  }
+
 
   /** @internal */
   startChild(): Promise<void> {
@@ -204,9 +182,9 @@ export class ProcessRunner implements MailboxConsumer {
       }
       const stored = await services.store.get(this.agent.name);
       // The same instance restarting knows its pause at least as well as the store does.
-      this.marker ??= stored === undefined ? undefined : readMarker(this.agent.name, stored);
+      this.suspension.marker ??= stored === undefined ? undefined : readMarker(this.agent.name, stored);
       this.agent.state = (stored ?? JSON.parse(this.initialState)) as JsonObject;
-      this.setMarker(this.marker);
+      this.suspension.setMarker(this.suspension.marker);
       await this.agent.onStart();
     } catch (error) {
       this.transition(ProcessStatus.CRASHED);
@@ -216,11 +194,11 @@ export class ProcessRunner implements MailboxConsumer {
       await this.finishing;
       throw new StartFailedError(this.agent.name, { cause: error });
     }
-    this.transition(this.marker === undefined ? ProcessStatus.RUNNING : ProcessStatus.SUSPENDED);
+    this.transition(this.suspension.marker === undefined ? ProcessStatus.RUNNING : ProcessStatus.SUSPENDED);
     services.telemetry.endSpan(span);
     void services.telemetry.audit("agent.start", this.agent.name, {
       incarnation: this.starts,
-      ...(this.marker === undefined ? {} : { suspensionId: this.marker.suspensionId }),
+      ...(this.suspension.marker === undefined ? {} : { suspensionId: this.suspension.marker.suspensionId }),
     });
     this.drive();
   }
@@ -306,7 +284,7 @@ export class ProcessRunner implements MailboxConsumer {
       const pause = scheduler.tick();
       if (pause !== undefined) await pause;
       if (generation !== this.generation) return true;
-      if (this.suspendRequest !== undefined) await this.applySuspendRequest();
+      if (this.suspension.request !== undefined) await this.suspension.applySuspendRequest();
       let message: Message | undefined;
       switch (this.currentStatus) {
         case ProcessStatus.SUSPENDED:
@@ -357,10 +335,10 @@ export class ProcessRunner implements MailboxConsumer {
         await this.notifyChildTerminated(message);
         return;
       case "_agency.suspend":
-        this.requestSuspend(typeof message.payload.reason === "string" ? message.payload.reason : "", message);
+        this.suspension.requestSuspend(typeof message.payload.reason === "string" ? message.payload.reason : "", message);
         return;
       case "_agency.resume":
-        await this.resumeFrom(message);
+        await this.suspension.resumeFrom(message);
         return;
     }
   }
@@ -447,153 +425,7 @@ export class ProcessRunner implements MailboxConsumer {
     await this.runHook("onChildTerminated", () => this.agent.onChildTerminated(name as string, reason as ChildTerminationReason), this.options.shutdownTimeoutMs);
   }
 
-  // ---- suspension ----------------------------------------------------------
-
-  /** Records the intent to suspend; the loop acts on it at its next boundary. */
-  requestSuspend(reason: string, request: Message | undefined): void {
-    const pending = (this.suspendRequest ??= { reason, waiting: [], marker: undefined });
-    pending.reason = reason;
-    if (request !== undefined) pending.waiting.push(request);
-    if (this.currentStatus === ProcessStatus.RUNNING && this.services !== undefined) {
-      const now = this.services.clock.now();
-      pending.marker = { reason, since: pending.marker?.since ?? isoTime(now), approver: null, suspensionId: pending.marker?.suspensionId ?? uuidv7(now) };
-    }
-    // An idle agent has no loop running to see the flag: start one.
-    if (!this.driving && (this.currentStatus === ProcessStatus.RUNNING || this.currentStatus === ProcessStatus.SUSPENDED)) {
-      this.box?.unpark();
-      this.drive();
-    }
-  }
-
-  async applySuspendRequest(): Promise<void> {
-    const request = this.suspendRequest;
-    if (request === undefined) return;
-    if (this.currentStatus === ProcessStatus.RUNNING) {
-      this.suspendRequest = undefined;
-      await this.enterSuspended(request.reason, request.marker);
-    } else if (this.currentStatus === ProcessStatus.SUSPENDED) {
-      this.suspendRequest = undefined;
-      await this.updateReason(request.reason);
-    } else {
-      return;
-    }
-    for (const waiting of request.waiting) this.answer(waiting);
-  }
-
-  /** S5: stop dispatching in memory first, then persist; a failed persist never un-suspends. */
-  async enterSuspended(reason: string, prepared: SuspensionMarker | undefined): Promise<void> {
-    const services = this.requireServices();
-    const now = services.clock.now();
-    const marker: SuspensionMarker = prepared ?? { reason, since: isoTime(now), approver: null, suspensionId: uuidv7(now) };
-    const span = services.telemetry.startSpan("civitas.agent.suspend", {
-      "civitas.agent.name": this.agent.name,
-      "civitas.suspend.reason": reason,
-      "civitas.suspend.id": marker.suspensionId,
-    });
-    this.transition(ProcessStatus.SUSPENDED);
-    this.setMarker(marker);
-    const durable = await this.persistMarker("suspend", span);
-    await this.runHook("onSuspend", () => this.agent.onSuspend(reason), this.options.shutdownTimeoutMs);
-    await services.telemetry.audit("agent.suspend", this.agent.name, { reason, suspensionId: marker.suspensionId, since: marker.since, durable });
-    span?.setAttribute("civitas.suspend.durable", durable);
-    services.telemetry.endSpan(span);
-  }
-
-  /** S10: suspending a suspended agent keeps `since` and `suspensionId`, updates the reason. */
-  async updateReason(reason: string): Promise<void> {
-    const marker = this.marker;
-    if (marker === undefined || marker.reason === reason) return;
-    this.setMarker({ ...marker, reason });
-    await this.persistMarker("suspend", undefined);
-    await this.requireServices().telemetry.audit("agent.suspend.update", this.agent.name, { reason, suspensionId: marker.suspensionId });
-  }
-
-  async resumeFrom(request: Message): Promise<void> {
-    const { approver, suspensionId } = request.payload;
-    try {
-      assertApprover(this.agent.name, approver);
-      if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
-        throw new InvalidArgumentError("suspensionId", `resume('${this.agent.name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
-      }
-      const marker = this.marker;
-      if (this.currentStatus !== ProcessStatus.SUSPENDED || marker === undefined) {
-        if (suspensionId !== undefined) throw new StaleApprovalError(this.agent.name, suspensionId, undefined);
-      } else {
-        if (suspensionId !== undefined && suspensionId !== marker.suspensionId) throw new StaleApprovalError(this.agent.name, suspensionId, marker.suspensionId);
-        await this.authorize(approver, marker);
-        // A stop that began while the approval was being decided wins: no receipt, the pause is kept.
-        if (this.currentStatus !== ProcessStatus.SUSPENDED) {
-          throw new MailboxClosedError(`'${this.agent.name}' began stopping before the resume took effect; it stays paused (its marker is kept)`);
-        }
-        await this.leaveSuspended(approver, marker);
-        this.answer(request);
-        // Let runtime.resume() resolve before the first business message after the pause is taken.
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        return;
-      }
-      this.answer(request);
-    } catch (error) {
-      this.answer(request, error as Error);
-    }
-  }
-
-  async authorize(approver: string, marker: SuspensionMarker): Promise<void> {
-    const hook = this.requireServices().authorizeResume;
-    if (hook === undefined) return;
-    let allowed: boolean;
-    try {
-      allowed = await hook(this.agent.name, approver, { ...marker });
-    } catch (cause) {
-      throw new ResumeRefusedError(this.agent.name, approver, { cause });
-    }
-    if (allowed !== true) throw new ResumeRefusedError(this.agent.name, approver);
-  }
-
-  /** The receipt comes before the effect: audit, then clear and persist, then RUNNING, then `onResume`. */
-  async leaveSuspended(approver: string, marker: SuspensionMarker): Promise<void> {
-    const services = this.requireServices();
-    const span = services.telemetry.startSpan("civitas.agent.resume", {
-      "civitas.agent.name": this.agent.name,
-      "civitas.suspend.id": marker.suspensionId,
-      "civitas.resume.approver": approver,
-    });
-    await services.telemetry.audit("agent.resume", this.agent.name, { approver, suspensionId: marker.suspensionId, reason: marker.reason });
-    this.setMarker(undefined);
-    await this.persistMarker("resume", span);
-    if (this.currentStatus !== ProcessStatus.SUSPENDED) {
-      // A stop began while the receipt and the cleared marker were being written. The resume took
-      // effect (its receipt is on record, its marker is gone), so it is reported as done; the stop
-      // still wins, so this incarnation neither runs nor calls onResume.
-      services.telemetry.endSpan(span);
-      return;
-    }
-    this.transition(ProcessStatus.RUNNING);
-    await this.runHook("onResume", () => this.agent.onResume(approver), this.options.shutdownTimeoutMs);
-    services.telemetry.endSpan(span);
-  }
-
-  /** Persists the marker change; on failure logs and records degraded durability instead of throwing. */
-  async persistMarker(change: "suspend" | "resume", span: Span | undefined): Promise<boolean> {
-    try {
-      await this.persist();
-      return true;
-    } catch (error) {
-      const consequence =
-        change === "suspend"
-          ? "it stays SUSPENDED in memory, but a crash now would restart it without the pause"
-          : "it runs again, but a crash now would restart it SUSPENDED";
-      this.requireServices().logger.warn(`degraded durability: '${this.agent.name}' could not persist its ${change}; ${consequence}`, { error });
-      span?.addEvent("civitas.durability.degraded", { "exception.message": error instanceof Error ? error.message : describeValue(error) });
-      return false;
-    }
-  }
-
-  setMarker(marker: SuspensionMarker | undefined): void {
-    this.marker = marker;
-    const state = this.agent.state;
-    if (marker === undefined) delete state[SUSPENSION_KEY];
-    else state[SUSPENSION_KEY] = { ...marker };
-  }
+  // ---- helpers -----------------------------------------------------------
 
   /** Settles a runtime control request: resolves it, or rejects it with `error`. */
   answer(request: Message, error?: Error): void {
@@ -603,11 +435,10 @@ export class ProcessRunner implements MailboxConsumer {
     else void bus.deliver(composeReply(this.envelope(), request, {})).catch(() => undefined);
   }
 
-  // ---- helpers -----------------------------------------------------------
 
   /** The single path every persist takes. */
   async persist(): Promise<void> {
-    await this.requireServices().store.set(this.agent.name, persistableState(this.agent.state, this.marker ?? this.suspendRequest?.marker));
+    await this.requireServices().store.set(this.agent.name, persistableState(this.agent.state, this.suspension.marker ?? this.suspension.request?.marker));
   }
 
   transition(to: ProcessStatus): void {

@@ -1,0 +1,197 @@
+import type { Span } from "@opentelemetry/api";
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidArgumentError, MailboxClosedError, ResumeRefusedError, StaleApprovalError } from "../errors/errors.js";
+import { uuidv7 } from "../message/ids.js";
+import type { Message } from "../message/message.js";
+import { isoTime } from "../time/clock.js";
+import type { ProcessRunner } from "./process-runner.js";
+import { ProcessStatus } from "./process-status.js";
+import { assertApprover, persistableState, SUSPENSION_KEY, type SuspensionMarker } from "./suspension.js";
+
+/** A suspend asked for and not yet applied, with the runtime requests waiting on it. */
+interface SuspendRequest {
+  reason: string;
+  readonly waiting: Message[];
+  /**
+   * The marker the pause will have, minted when it is asked for while RUNNING:
+   * a checkpoint taken before the loop boundary already carries it, so
+   * "store the pending action, suspend(), checkpoint()" is one atomic write.
+   */
+  marker: SuspensionMarker | undefined;
+}
+
+/**
+ * Durable suspension for one agent (SPEC §5): the suspend flag seen at the
+ * loop boundary, the marker inside the checkpointed state, write-ahead
+ * safety, and the approver-gated, receipt-first resume.
+ * @internal
+ */
+export class SuspensionControl {
+  /** The marker of the current pause, or `undefined`. */
+  marker: SuspensionMarker | undefined;
+  /** A suspend asked for and not yet applied. */
+  request: SuspendRequest | undefined;
+
+  constructor(private readonly runner: ProcessRunner) {}
+
+  /** Records the intent to suspend; the loop acts on it at its next boundary. */
+  requestSuspend(reason: string, request: Message | undefined): void {
+    const pending = (this.request ??= { reason, waiting: [], marker: undefined });
+    pending.reason = reason;
+    if (request !== undefined) pending.waiting.push(request);
+    if (this.runner.currentStatus === ProcessStatus.RUNNING && this.runner.services !== undefined) {
+      const now = this.runner.services.clock.now();
+      pending.marker = { reason, since: pending.marker?.since ?? isoTime(now), approver: null, suspensionId: pending.marker?.suspensionId ?? uuidv7(now) };
+    }
+    // An idle agent has no loop running to see the flag: start one.
+    if (!this.runner.driving && (this.runner.currentStatus === ProcessStatus.RUNNING || this.runner.currentStatus === ProcessStatus.SUSPENDED)) {
+      this.runner.box?.unpark();
+      this.runner.drive();
+    }
+  }
+
+  async applySuspendRequest(): Promise<void> {
+    const request = this.request;
+    if (request === undefined) return;
+    if (this.runner.currentStatus === ProcessStatus.RUNNING) {
+      this.request = undefined;
+      await this.enterSuspended(request.reason, request.marker);
+    } else if (this.runner.currentStatus === ProcessStatus.SUSPENDED) {
+      this.request = undefined;
+      await this.updateReason(request.reason);
+    } else {
+      return;
+    }
+    for (const waiting of request.waiting) this.runner.answer(waiting);
+  }
+
+  /** S5: stop dispatching in memory first, then persist; a failed persist never un-suspends. */
+  async enterSuspended(reason: string, prepared: SuspensionMarker | undefined): Promise<void> {
+    const services = this.runner.requireServices();
+    const now = services.clock.now();
+    const marker: SuspensionMarker = prepared ?? { reason, since: isoTime(now), approver: null, suspensionId: uuidv7(now) };
+    const span = services.telemetry.startSpan("civitas.agent.suspend", {
+      "civitas.agent.name": this.runner.agent.name,
+      "civitas.suspend.reason": reason,
+      "civitas.suspend.id": marker.suspensionId,
+    });
+    this.runner.transition(ProcessStatus.SUSPENDED);
+    this.setMarker(marker);
+    const durable = await this.persistMarker("suspend", span);
+    await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(reason), this.runner.options.shutdownTimeoutMs);
+    await services.telemetry.audit("agent.suspend", this.runner.agent.name, { reason, suspensionId: marker.suspensionId, since: marker.since, durable });
+    span?.setAttribute("civitas.suspend.durable", durable);
+    services.telemetry.endSpan(span);
+  }
+
+  /** S10: suspending a suspended agent keeps `since` and `suspensionId`, updates the reason. */
+  async updateReason(reason: string): Promise<void> {
+    const marker = this.marker;
+    if (marker === undefined || marker.reason === reason) return;
+    this.setMarker({ ...marker, reason });
+    await this.persistMarker("suspend", undefined);
+    await this.runner.requireServices().telemetry.audit("agent.suspend.update", this.runner.agent.name, { reason, suspensionId: marker.suspensionId });
+  }
+
+  async resumeFrom(request: Message): Promise<void> {
+    const { approver, suspensionId } = request.payload;
+    try {
+      assertApprover(this.runner.agent.name, approver);
+      if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
+        throw new InvalidArgumentError("suspensionId", `resume('${this.runner.agent.name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
+      }
+      const marker = this.marker;
+      if (this.runner.currentStatus !== ProcessStatus.SUSPENDED || marker === undefined) {
+        if (suspensionId !== undefined) throw new StaleApprovalError(this.runner.agent.name, suspensionId, undefined);
+      } else {
+        if (suspensionId !== undefined && suspensionId !== marker.suspensionId) throw new StaleApprovalError(this.runner.agent.name, suspensionId, marker.suspensionId);
+        await this.authorize(approver, marker);
+        // A stop that began while the approval was being decided wins: no receipt, the pause is kept.
+        if (this.runner.currentStatus !== ProcessStatus.SUSPENDED) {
+          throw new MailboxClosedError(`'${this.runner.agent.name}' began stopping before the resume took effect; it stays paused (its marker is kept)`);
+        }
+        await this.leaveSuspended(approver, marker);
+        this.runner.answer(request);
+        // Let runtime.resume() resolve before the first business message after the pause is taken.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        return;
+      }
+      this.runner.answer(request);
+    } catch (error) {
+      this.runner.answer(request, error as Error);
+    }
+  }
+
+  async authorize(approver: string, marker: SuspensionMarker): Promise<void> {
+    const hook = this.runner.requireServices().authorizeResume;
+    if (hook === undefined) return;
+    let allowed: boolean;
+    try {
+      allowed = await hook(this.runner.agent.name, approver, { ...marker });
+    } catch (cause) {
+      throw new ResumeRefusedError(this.runner.agent.name, approver, { cause });
+    }
+    if (allowed !== true) throw new ResumeRefusedError(this.runner.agent.name, approver);
+  }
+
+  /** The receipt comes before the effect: audit, then clear and persist, then RUNNING, then `onResume`. */
+  async leaveSuspended(approver: string, marker: SuspensionMarker): Promise<void> {
+    const services = this.runner.requireServices();
+    const span = services.telemetry.startSpan("civitas.agent.resume", {
+      "civitas.agent.name": this.runner.agent.name,
+      "civitas.suspend.id": marker.suspensionId,
+      "civitas.resume.approver": approver,
+    });
+    await services.telemetry.audit("agent.resume", this.runner.agent.name, { approver, suspensionId: marker.suspensionId, reason: marker.reason });
+    this.setMarker(undefined);
+    await this.persistMarker("resume", span);
+    if (this.runner.currentStatus !== ProcessStatus.SUSPENDED) {
+      // A stop began while the receipt and the cleared marker were being written. The resume took
+      // effect (its receipt is on record, its marker is gone), so it is reported as done; the stop
+      // still wins, so this incarnation neither runs nor calls onResume.
+      services.telemetry.endSpan(span);
+      return;
+    }
+    this.runner.transition(ProcessStatus.RUNNING);
+    await this.runner.runHook("onResume", () => this.runner.agent.onResume(approver), this.runner.options.shutdownTimeoutMs);
+    services.telemetry.endSpan(span);
+  }
+
+  /** Persists the marker change; on failure logs and records degraded durability instead of throwing. */
+  async persistMarker(change: "suspend" | "resume", span: Span | undefined): Promise<boolean> {
+    try {
+      await this.runner.persist();
+      return true;
+    } catch (error) {
+      const consequence =
+        change === "suspend"
+          ? "it stays SUSPENDED in memory, but a crash now would restart it without the pause"
+          : "it runs again, but a crash now would restart it SUSPENDED";
+      this.runner.requireServices().logger.warn(`degraded durability: '${this.runner.agent.name}' could not persist its ${change}; ${consequence}`, { error });
+      span?.addEvent("civitas.durability.degraded", { "exception.message": error instanceof Error ? error.message : describeValue(error) });
+      return false;
+    }
+  }
+
+  setMarker(marker: SuspensionMarker | undefined): void {
+    this.marker = marker;
+    const state = this.runner.agent.state;
+    if (marker === undefined) delete state[SUSPENSION_KEY];
+    else state[SUSPENSION_KEY] = { ...marker };
+  }
+
+
+
+  /**
+   * Forgets the suspension for good (permanent removal), so a future agent
+   * of the same name does not come back paused.
+   * @internal
+   */
+  async clearSuspension(): Promise<void> {
+    this.setMarker(undefined);
+    // The store may hold a marker memory no longer does (a resume whose persist failed): clear it there.
+    const store = this.runner.requireServices().store;
+    const stored = await store.get(this.runner.agent.name);
+    if (stored !== undefined && SUSPENSION_KEY in stored) await store.set(this.runner.agent.name, persistableState(stored, undefined));
+  }
+}
