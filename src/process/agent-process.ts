@@ -123,8 +123,12 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   /** Runs when the agent enters SUSPENDED. */
   async onSuspend(_reason: string): Promise<void> {}
 
-  /** Runs when the agent is resumed by `approver`. */
-  async onResume(_approver: string): Promise<void> {}
+  /**
+   * Runs when `approver` has resumed the agent from the pause `marker`
+   * (its reason and `suspensionId`), after the resume's audit receipt and
+   * the cleared marker were written; carry out the approved action here.
+   */
+  async onResume(_approver: string, _marker: SuspensionMarker): Promise<void> {}
 
   /** Handles a `civitas.eval.correction` message (instead of `handle`). */
   async onCorrection(_message: Message): Promise<void> {}

@@ -153,7 +153,7 @@ export class SuspensionControl {
       return;
     }
     this.runner.transition(ProcessStatus.RUNNING);
-    await this.runner.runHook("onResume", () => this.runner.agent.onResume(approver), this.runner.options.shutdownTimeoutMs);
+    await this.runner.runHook("onResume", () => this.runner.agent.onResume(approver, { ...marker }), this.runner.options.shutdownTimeoutMs);
     services.telemetry.endSpan(span);
   }
 

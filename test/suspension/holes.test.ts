@@ -270,3 +270,27 @@ describe("waiting on suspend and resume is bounded", () => {
     }
   });
 });
+
+describe("onResume learns which pause it settles", () => {
+  it("receives the approver and the marker of the pause being lifted", async () => {
+    const { AgentProcess, Runtime, silentLogger } = await import("../../src/index.js");
+    const seen: Array<{ approver: string; reason: string; suspensionId: string }> = [];
+    class Recorder extends AgentProcess {
+      override async onResume(approver: string, marker: { reason: string; suspensionId: string }): Promise<void> {
+        seen.push({ approver, reason: marker.reason, suspensionId: marker.suspensionId });
+      }
+    }
+    const agent = new Recorder("recorder");
+    const runtime = new Runtime({ root: [agent], logger: silentLogger });
+    await runtime.start();
+    try {
+      await runtime.suspend("recorder", "check the invoice");
+      const suspensionId = agent.suspension?.suspensionId;
+      expect(suspensionId).toBeDefined();
+      await runtime.resume("recorder", "alice");
+      expect(seen).toEqual([{ approver: "alice", reason: "check the invoice", suspensionId }]);
+    } finally {
+      await runtime.stop();
+    }
+  });
+});
