@@ -106,9 +106,13 @@ export class SuspensionControl {
       } else {
         if (suspensionId !== undefined && suspensionId !== marker.suspensionId) throw new StaleApprovalError(this.runner.agent.name, suspensionId, marker.suspensionId);
         await this.authorize(approver, marker);
-        // A stop that began while the approval was being decided wins: no receipt, the pause is kept.
+        // A stop that began while the approval was being decided wins: no receipt, the pause is kept,
+        // and the request waits for the next incarnation (a restart comes back SUSPENDED and takes it;
+        // a stop for good answers it with MAILBOX_CLOSED when the mailbox closes).
         if (this.runner.currentStatus !== ProcessStatus.SUSPENDED) {
-          throw new MailboxClosedError(`'${this.runner.agent.name}' began stopping before the resume took effect; it stays paused (its marker is kept)`);
+          if (this.runner.mailbox.closed) throw new MailboxClosedError(`'${this.runner.agent.name}' stopped before the resume took effect; it stays paused (its marker is kept)`);
+          this.runner.mailbox.force(request);
+          return;
         }
         await this.leaveSuspended(approver, marker);
         this.runner.answer(request);

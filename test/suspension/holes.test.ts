@@ -294,3 +294,44 @@ describe("onResume learns which pause it settles", () => {
     }
   });
 });
+
+describe("a resume overtaken by a sibling restart", () => {
+  it("waits for the restarted incarnation, which comes back SUSPENDED, and then takes effect", async () => {
+    const { AgentProcess, Runtime, silentLogger, Supervisor, ProcessStatus, MemoryAuditSink } = await import("../../src/index.js");
+    class Crasher extends AgentProcess {
+      override async handle(): Promise<void> {
+        throw new Error("boom");
+      }
+    }
+    let decide!: (allowed: boolean) => void;
+    let asked = 0;
+    const audit = new MemoryAuditSink();
+    const subject = new AgentProcess("subject");
+    const runtime = new Runtime({
+      root: new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [subject, new Crasher("sibling")] }),
+      logger: silentLogger,
+      auditSink: audit,
+      authorizeResume: () => {
+        asked++;
+        return asked === 1 ? new Promise<boolean>((resolve) => (decide = resolve)) : true;
+      },
+    });
+    await runtime.start();
+    try {
+      await runtime.suspend("subject", "review");
+      const suspensionId = subject.suspension?.suspensionId;
+      const resuming = runtime.resume("subject", "alice");
+      while (asked === 0) await new Promise((r) => setTimeout(r, 1));
+      await runtime.send("sibling", {}); // ONE_FOR_ALL stops the subject while its approval is being decided
+      while (subject.status !== ProcessStatus.STOPPING) await new Promise((r) => setTimeout(r, 1));
+      decide(true);
+      await resuming;
+      expect(subject.status).toBe(ProcessStatus.RUNNING);
+      expect(subject.incarnation).toBe(2);
+      expect(asked).toBe(2); // authorized again by the incarnation that applied it
+      expect(audit.ofType("agent.resume", "subject").map((e) => e.details.suspensionId)).toEqual([suspensionId]);
+    } finally {
+      await runtime.stop();
+    }
+  });
+});
