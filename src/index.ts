@@ -2,8 +2,10 @@ export { CivitasError } from "./errors/civitas-error.js";
 export {
   AgentNotFoundError,
   AgentSuspendedError,
+  AuditUnavailableError,
   AskTimeoutError,
   DuplicateNameError,
+  IdentityChangedError,
   IllegalTransitionError,
   InvalidApproverError,
   InvalidArgumentError,
@@ -40,7 +42,7 @@ export type { AgentProcessOptions } from "./process/agent-options.js";
 export { ProcessStatus, LEGAL_TRANSITIONS, isLegalTransition } from "./process/process-status.js";
 export { ErrorAction } from "./process/error-action.js";
 export { SUSPENSION_KEY } from "./process/suspension.js";
-export type { SuspensionMarker } from "./process/suspension.js";
+export type { AgentIdentity, SuspensionMarker } from "./process/suspension.js";
 
 export { Supervisor, RESTART_STRATEGIES } from "./supervision/supervisor.js";
 export type { RestartStrategy, SupervisorOptions } from "./supervision/supervisor.js";

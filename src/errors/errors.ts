@@ -231,3 +231,26 @@ export class AgentSuspendedError extends CivitasError {
     this.agent = agent;
   }
 }
+
+/** A resume was refused because its `agent.resume` receipt could not be recorded: no approved action without its receipt. */
+export class AuditUnavailableError extends CivitasError {
+  /** The agent that stays SUSPENDED. */
+  readonly agent: string;
+  constructor(agent: string) {
+    super("AUDIT_UNAVAILABLE", `the audit sink could not record the resume receipt of '${agent}', so the resume was refused and the agent stays SUSPENDED; fix the sink and resume again`);
+    this.agent = agent;
+  }
+}
+
+/** The agent's code identity (its class `version` or capabilities) changed while it was suspended. */
+export class IdentityChangedError extends CivitasError {
+  /** The agent concerned. */
+  readonly agent: string;
+  constructor(agent: string, from: string, to: string) {
+    super(
+      "IDENTITY_CHANGED",
+      `'${agent}' was suspended as ${from} but is now ${to}; the approval was given to the former. Ask for a fresh approval, or resume with { acceptIdentityChange: true } to record that the approver accepts the change`,
+    );
+    this.agent = agent;
+  }
+}

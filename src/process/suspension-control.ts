@@ -1,12 +1,29 @@
 import type { Span } from "@opentelemetry/api";
 import { describeValue } from "../errors/civitas-error.js";
-import { InvalidArgumentError, MailboxClosedError, ResumeRefusedError, StaleApprovalError } from "../errors/errors.js";
+import {
+  AuditUnavailableError,
+  IdentityChangedError,
+  InvalidArgumentError,
+  MailboxClosedError,
+  ResumeRefusedError,
+  StaleApprovalError,
+} from "../errors/errors.js";
+import type { JsonObject } from "../message/json.js";
 import { uuidv7 } from "../message/ids.js";
 import type { Message } from "../message/message.js";
 import { isoTime } from "../time/clock.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { ProcessStatus } from "./process-status.js";
-import { assertApprover, persistableState, SUSPENSION_KEY, type SuspensionMarker } from "./suspension.js";
+import {
+  assertApprover,
+  describeIdentity,
+  markerJson,
+  persistableState,
+  sameIdentity,
+  SUSPENSION_KEY,
+  type AgentIdentity,
+  type SuspensionMarker,
+} from "./suspension.js";
 
 /** A suspend asked for and not yet applied, with the runtime requests waiting on it. */
 interface SuspendRequest {
@@ -41,7 +58,13 @@ export class SuspensionControl {
     if (request !== undefined) pending.waiting.push(request);
     if (this.runner.currentStatus === ProcessStatus.RUNNING && this.runner.services !== undefined) {
       const now = this.runner.services.clock.now();
-      pending.marker = { reason, since: pending.marker?.since ?? isoTime(now), approver: null, suspensionId: pending.marker?.suspensionId ?? uuidv7(now) };
+      pending.marker = {
+        reason,
+        since: pending.marker?.since ?? isoTime(now),
+        approver: null,
+        suspensionId: pending.marker?.suspensionId ?? uuidv7(now),
+        identity: this.identity(),
+      };
     }
     // An idle agent has no loop running to see the flag: start one.
     if (!this.runner.driving && (this.runner.currentStatus === ProcessStatus.RUNNING || this.runner.currentStatus === ProcessStatus.SUSPENDED)) {
@@ -69,7 +92,7 @@ export class SuspensionControl {
   async enterSuspended(reason: string, prepared: SuspensionMarker | undefined): Promise<void> {
     const services = this.runner.requireServices();
     const now = services.clock.now();
-    const marker: SuspensionMarker = prepared ?? { reason, since: isoTime(now), approver: null, suspensionId: uuidv7(now) };
+    const marker: SuspensionMarker = prepared ?? { reason, since: isoTime(now), approver: null, suspensionId: uuidv7(now), identity: this.identity() };
     const span = services.telemetry.startSpan("civitas.agent.suspend", {
       "civitas.agent.name": this.runner.agent.name,
       "civitas.suspend.reason": reason,
@@ -94,7 +117,7 @@ export class SuspensionControl {
   }
 
   async resumeFrom(request: Message): Promise<void> {
-    const { approver, suspensionId } = request.payload;
+    const { approver, suspensionId, acceptIdentityChange } = request.payload;
     try {
       assertApprover(this.runner.agent.name, approver);
       if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
@@ -105,6 +128,7 @@ export class SuspensionControl {
         if (suspensionId !== undefined) throw new StaleApprovalError(this.runner.agent.name, suspensionId, undefined);
       } else {
         if (suspensionId !== undefined && suspensionId !== marker.suspensionId) throw new StaleApprovalError(this.runner.agent.name, suspensionId, marker.suspensionId);
+        const identityChange = this.identityChange(marker, acceptIdentityChange === true);
         await this.authorize(approver, marker);
         // A stop that began while the approval was being decided wins: no receipt, the pause is kept,
         // and the request waits for the next incarnation (a restart comes back SUSPENDED and takes it;
@@ -114,7 +138,7 @@ export class SuspensionControl {
           this.runner.mailbox.force(request);
           return;
         }
-        await this.leaveSuspended(approver, marker);
+        await this.leaveSuspended(approver, marker, identityChange);
         this.runner.answer(request);
         // Let runtime.resume() resolve before the first business message after the pause is taken.
         await new Promise<void>((resolve) => setImmediate(resolve));
@@ -124,6 +148,28 @@ export class SuspensionControl {
     } catch (error) {
       this.runner.answer(request, error as Error);
     }
+  }
+
+  /** What this agent is now: the identity a pause records and a resume compares. */
+  identity(): AgentIdentity {
+    const version = (this.runner.agent.constructor as { version?: unknown }).version;
+    return { version: typeof version === "string" ? version : null, capabilities: [...this.runner.agent.capabilities].sort() };
+  }
+
+  /**
+   * Compares the identity the pause recorded with the agent's now. A change
+   * refuses the resume (`IDENTITY_CHANGED`) unless the caller accepts it;
+   * then it is returned, to be recorded in the resume's receipt.
+   */
+  identityChange(marker: SuspensionMarker, accept: boolean): JsonObject | undefined {
+    const recorded = marker.identity;
+    const now = this.identity();
+    if (recorded === undefined || sameIdentity(recorded, now)) return undefined;
+    if (!accept) throw new IdentityChangedError(this.runner.agent.name, describeIdentity(recorded), describeIdentity(now));
+    return {
+      from: { version: recorded.version, capabilities: [...recorded.capabilities] },
+      to: { version: now.version, capabilities: [...now.capabilities] },
+    };
   }
 
   async authorize(approver: string, marker: SuspensionMarker): Promise<void> {
@@ -139,14 +185,21 @@ export class SuspensionControl {
   }
 
   /** The receipt comes before the effect: audit, then clear and persist, then RUNNING, then `onResume`. */
-  async leaveSuspended(approver: string, marker: SuspensionMarker): Promise<void> {
+  async leaveSuspended(approver: string, marker: SuspensionMarker, identityChange: JsonObject | undefined): Promise<void> {
     const services = this.runner.requireServices();
     const span = services.telemetry.startSpan("civitas.agent.resume", {
       "civitas.agent.name": this.runner.agent.name,
       "civitas.suspend.id": marker.suspensionId,
       "civitas.resume.approver": approver,
     });
-    await services.telemetry.audit("agent.resume", this.runner.agent.name, { approver, suspensionId: marker.suspensionId, reason: marker.reason });
+    const receipt: JsonObject = { approver, suspensionId: marker.suspensionId, reason: marker.reason };
+    if (identityChange !== undefined) receipt.identityChange = identityChange;
+    if (!(await services.telemetry.audit("agent.resume", this.runner.agent.name, receipt))) {
+      // No approved action without its receipt: the pause stays, nothing has changed yet.
+      const error = new AuditUnavailableError(this.runner.agent.name);
+      services.telemetry.endSpan(span, error);
+      throw error;
+    }
     this.setMarker(undefined);
     await this.persistMarker("resume", span);
     if (this.runner.currentStatus !== ProcessStatus.SUSPENDED) {
@@ -181,10 +234,8 @@ export class SuspensionControl {
     this.marker = marker;
     const state = this.runner.agent.state;
     if (marker === undefined) delete state[SUSPENSION_KEY];
-    else state[SUSPENSION_KEY] = { ...marker };
+    else state[SUSPENSION_KEY] = markerJson(marker);
   }
-
-
 
   /**
    * Forgets the suspension for good (permanent removal), so a future agent

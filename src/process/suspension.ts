@@ -19,6 +19,27 @@ export interface SuspensionMarker {
   readonly approver: null;
   /** Identifies this pause; an approval names it (`runtime.resume(name, approver, { suspensionId })`). */
   readonly suspensionId: string;
+  /** What the agent was when it paused; a resume refuses a changed identity unless told to accept it. */
+  readonly identity?: AgentIdentity;
+}
+
+/** An agent's code identity: its class's static `version` and its capability set. */
+export interface AgentIdentity {
+  /** The agent class's `static version`, or `null` when it declares none. */
+  readonly version: string | null;
+  /** Its capabilities, sorted. */
+  readonly capabilities: readonly string[];
+}
+
+/** `version@1.2.0 [pay, refund]`: an identity in words, for messages and audit rows. */
+export function describeIdentity(identity: AgentIdentity | undefined): string {
+  if (identity === undefined) return "an unrecorded identity";
+  return `version ${identity.version ?? "(none)"} with capabilities [${identity.capabilities.join(", ")}]`;
+}
+
+/** Whether two identities are the same. @internal */
+export function sameIdentity(a: AgentIdentity, b: AgentIdentity): boolean {
+  return a.version === b.version && a.capabilities.length === b.capabilities.length && a.capabilities.every((c, i) => c === b.capabilities[i]);
 }
 
 /**
@@ -46,7 +67,19 @@ export function readMarker(agent: string, state: JsonObject): SuspensionMarker |
       `stored state of '${agent}' has a malformed suspension marker under '${SUSPENSION_KEY}' (${describeValue(value)}); it must be { reason, since, approver: null, suspensionId } — restore the record from a backup rather than guess whether the agent was paused`,
     );
   }
-  return { reason: m.reason as string, since: m.since as string, approver: null, suspensionId: m.suspensionId as string };
+  const marker = { reason: m.reason as string, since: m.since as string, approver: null, suspensionId: m.suspensionId as string };
+  if (m.identity === undefined) return marker;
+  const identity = m.identity as Record<string, unknown> | null;
+  const validIdentity =
+    typeof identity === "object" &&
+    identity !== null &&
+    (identity.version === null || typeof identity.version === "string") &&
+    Array.isArray(identity.capabilities) &&
+    identity.capabilities.every((c) => typeof c === "string");
+  if (!validIdentity) {
+    throw new StateSchemaError(agent, `stored state of '${agent}' has a suspension marker with a malformed identity (${describeValue(m.identity)}); restore the record from a backup`);
+  }
+  return { ...marker, identity: { version: identity.version as string | null, capabilities: [...(identity.capabilities as string[])] } };
 }
 
 /**
@@ -58,7 +91,7 @@ export function readMarker(agent: string, state: JsonObject): SuspensionMarker |
 export function persistableState(state: JsonObject, marker: SuspensionMarker | undefined): JsonObject {
   const copy: JsonObject = { ...state };
   if (marker === undefined) delete copy[SUSPENSION_KEY];
-  else copy[SUSPENSION_KEY] = { ...marker };
+  else copy[SUSPENSION_KEY] = markerJson(marker);
   return copy;
 }
 
@@ -69,4 +102,11 @@ export function persistableState(state: JsonObject, marker: SuspensionMarker | u
  */
 export function assertApprover(agent: string, approver: unknown): asserts approver is string {
   if (typeof approver !== "string" || approver.trim().length === 0) throw new InvalidApproverError(agent, approver);
+}
+
+/** The marker as a plain JSON object (what is stored and shown in `state`). @internal */
+export function markerJson(marker: SuspensionMarker): JsonObject {
+  const json: JsonObject = { reason: marker.reason, since: marker.since, approver: null, suspensionId: marker.suspensionId };
+  if (marker.identity !== undefined) json.identity = { version: marker.identity.version, capabilities: [...marker.identity.capabilities] };
+  return json;
 }

@@ -65,6 +65,13 @@ export interface ControlOptions {
 /** Options of {@link Runtime.resume}. */
 export interface ResumeOptions extends ControlOptions {
   /**
+   * Resume even though the agent's code identity (its class's static
+   * `version`, its capabilities) changed while it was suspended; the resume's
+   * receipt records the change. Without it such a resume rejects with
+   * `IDENTITY_CHANGED`. @defaultValue false
+   */
+  acceptIdentityChange?: boolean;
+  /**
    * The suspension this approval was given for. When the agent is no longer
    * suspended under it (resumed already, or suspended again since), the
    * resume rejects with `STALE_APPROVAL` and changes nothing.
@@ -278,7 +285,10 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
       throw new InvalidArgumentError("suspensionId", `resume('${name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
     }
-    await this.control(name, "_agency.resume", suspensionId === undefined ? { approver } : { approver, suspensionId }, options);
+    const payload: JsonObject = { approver };
+    if (suspensionId !== undefined) payload.suspensionId = suspensionId;
+    if (options.acceptIdentityChange === true) payload.acceptIdentityChange = true;
+    await this.control(name, "_agency.resume", payload, options);
   }
 
   /** Every SUSPENDED agent of this runtime, with its reason, since and suspension id. */

@@ -146,7 +146,7 @@ describe("durable suspension under SIGKILL, on a SQLite file", () => {
 
     // On disk the pending payment and its pause are one record.
     const onDisk = await readRecord(file);
-    expect(onDisk?.marker).toEqual({ reason: "pay 1", since: expect.any(String) as string, approver: null, suspensionId: id });
+    expect(onDisk?.marker).toEqual({ reason: "pay 1", since: expect.any(String) as string, approver: null, suspensionId: id, identity: { version: null, capabilities: [] } });
     expect(onDisk?.pending).toEqual(payment);
     expect(onDisk?.ledger).toEqual([]);
 

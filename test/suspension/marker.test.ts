@@ -29,7 +29,7 @@ describe("the marker (S4)", () => {
     expect(SUSPENSION_KEY).toBe("_civitas.suspended");
   });
 
-  it("is { reason, since (ISO ms), approver: null, suspensionId }, in state, in the store and on agent.suspension", async () => {
+  it("is { reason, since (ISO ms), approver: null, suspensionId, identity }, in state, in the store and on agent.suspension", async () => {
     const agent = new Pausable("a");
     const r = rig([agent]);
     await r.runtime.start();
@@ -37,7 +37,8 @@ describe("the marker (S4)", () => {
     await r.clock.advance(1234);
     await r.runtime.suspend("a", "needs a human");
     const marker = agent.suspension!;
-    expect(Object.keys(marker).sort()).toEqual(["approver", "reason", "since", "suspensionId"]);
+    expect(Object.keys(marker).sort()).toEqual(["approver", "identity", "reason", "since", "suspensionId"]);
+    expect(marker.identity).toEqual({ version: null, capabilities: [] });
     expect(marker.reason).toBe("needs a human");
     expect(marker.approver).toBeNull();
     expectIsoMs(marker.since);

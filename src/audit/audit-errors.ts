@@ -1,0 +1,49 @@
+import { CivitasError } from "../errors/civitas-error.js";
+
+/**
+ * No HMAC key was given to a {@link JsonlAuditSink} (or a verifier): neither
+ * the `key` option nor the `CIVITAS_AUDIT_KEY` environment variable is set.
+ */
+export class AuditKeyMissingError extends CivitasError {
+  /** What needed the key: the log file, or the verification call. */
+  readonly path: string;
+  constructor(path: string, message?: string) {
+    super(
+      "AUDIT_KEY_MISSING",
+      message ??
+        `the audit log '${path}' needs an HMAC key, got none; pass { key } (a non-empty string or Uint8Array) or set the CIVITAS_AUDIT_KEY environment variable`,
+    );
+    this.path = path;
+  }
+}
+
+/**
+ * An audit log is damaged: a row that does not parse, does not chain, or does
+ * not match its hash, or a final fragment that is not a torn row. Also thrown
+ * when a sink is asked to append to a log that ends in a torn line (run
+ * `repairAuditLog(path)` first).
+ */
+export class AuditCorruptError extends CivitasError {
+  /** The log file. */
+  readonly path: string;
+  /** The 0-based index of the first damaged line, when known. */
+  readonly index: number | undefined;
+  /** `true` when the only damage is a torn final line that `repairAuditLog` can remove. */
+  readonly tornTail: boolean;
+  constructor(path: string, message: string, details: { index?: number; tornTail?: boolean } = {}, options?: ErrorOptions) {
+    super("AUDIT_CORRUPT", message, options);
+    this.path = path;
+    this.index = details.index;
+    this.tornTail = details.tornTail ?? false;
+  }
+}
+
+/** `emit` was called on a {@link JsonlAuditSink} after `close()`. */
+export class AuditSinkClosedError extends CivitasError {
+  /** The log file of the closed sink. */
+  readonly path: string;
+  constructor(path: string) {
+    super("AUDIT_SINK_CLOSED", `the audit sink for '${path}' is closed and takes no more events; create a new JsonlAuditSink to continue the log`);
+    this.path = path;
+  }
+}

@@ -1,0 +1,135 @@
+import { readFile } from "node:fs/promises";
+import type { AuditRow } from "./audit-row.js";
+import { keyResolver, walkAuditLog, type VerifyOptions } from "./verify-audit-log.js";
+
+/**
+ * `verified`: settled by exactly one resume naming it. `pending`: not resumed
+ * yet (a live suspension, never a failure). `failed`: a real break.
+ */
+export type SuspensionStatus = "verified" | "pending" | "failed";
+
+/** One suspension of an agent, as the audit log records it. */
+export interface SuspensionRecord {
+  /** The id the `agent.suspend` row gave it. */
+  suspensionId: string;
+  /** Why the agent was suspended. */
+  reason: string;
+  /** When it was suspended (the row's `details.since`, else its `ts`). */
+  since: string;
+  /** Its status. */
+  status: SuspensionStatus;
+  /** Who approved the resume that settled it. */
+  approver?: string;
+  /** When that resume was recorded (its row's `ts`). */
+  resumedAt?: string;
+}
+
+/** The outcome of {@link verifySuspension}. */
+export interface SuspensionVerification {
+  /** `failed` if any suspension failed or the chain is broken, else `pending` if any is unsettled, else `verified`. */
+  status: SuspensionStatus;
+  /** Every suspension of the agent, oldest first. */
+  suspensions: SuspensionRecord[];
+  /** One sentence per break found. */
+  failures: string[];
+}
+
+function text(value: unknown): string | undefined {
+  return typeof value === "string" ? value : undefined;
+}
+
+/**
+ * Answers offline, from the log alone, whether each suspension of `agent` was
+ * settled by exactly one `agent.resume` naming its `suspensionId`.
+ *
+ * A suspension fails when it is settled twice, or when a resume of another
+ * agent names it; the verification also fails for a resume of `agent` naming a
+ * suspension the log does not hold (before that resume) or one of another
+ * agent, for suspend or resume rows without a `suspensionId`, and for a broken
+ * chain (see `verifyAuditLog`; rows after the break are not read). A torn final
+ * line is ignored.
+ *
+ * @example
+ * ```ts
+ * const { status, suspensions } = await verifySuspension("./audit.jsonl", "payer", { key });
+ * if (status === "failed") process.exitCode = 1;
+ * ```
+ * @throws (rejects) when the file cannot be read, or `AUDIT_KEY_MISSING` when no key is given.
+ */
+export async function verifySuspension(path: string, agent: string, options: VerifyOptions): Promise<SuspensionVerification> {
+  const keyFor = keyResolver(path, options);
+  const walk = walkAuditLog(await readFile(path), keyFor);
+  const failures: string[] = [];
+  const suspensions = settle(walk.rows, agent, failures);
+  if (walk.brokenAt !== undefined) failures.push(`the audit chain is broken at row ${walk.brokenAt}: ${walk.reason ?? "unknown"}`);
+  let status: SuspensionStatus = "verified";
+  if (failures.length > 0 || suspensions.some((s) => s.status === "failed")) status = "failed";
+  else if (suspensions.some((s) => s.status === "pending")) status = "pending";
+  return { status, suspensions, failures };
+}
+
+function settle(rows: readonly AuditRow[], agent: string, failures: string[]): SuspensionRecord[] {
+  const mine = new Map<string, SuspensionRecord>();
+  /** suspensionId → owning agent, for every suspension seen so far. */
+  const owners = new Map<string, string>();
+  for (const row of rows) {
+    if (row.event === "agent.suspend") {
+      const id = text(row.details.suspensionId);
+      if (row.agent !== agent) {
+        if (id !== undefined) owners.set(id, row.agent);
+        continue;
+      }
+      if (id === undefined) {
+        failures.push(`row ${row.seq}: agent.suspend of '${agent}' names no suspensionId`);
+        continue;
+      }
+      if (owners.has(id)) {
+        failures.push(`row ${row.seq}: suspension '${id}' of '${agent}' reuses an id already recorded for '${owners.get(id) ?? ""}'`);
+        const earlier = mine.get(id);
+        if (earlier !== undefined) earlier.status = "failed";
+        continue;
+      }
+      owners.set(id, agent);
+      mine.set(id, {
+        suspensionId: id,
+        reason: text(row.details.reason) ?? "",
+        since: text(row.details.since) ?? row.ts,
+        status: "pending",
+      });
+    } else if (row.event === "agent.resume") {
+      const id = text(row.details.suspensionId);
+      if (row.agent !== agent) {
+        if (id !== undefined && mine.has(id)) {
+          const record = mine.get(id);
+          if (record !== undefined) record.status = "failed";
+          failures.push(`row ${row.seq}: a resume of '${row.agent}' names suspension '${id}' of '${agent}'`);
+        }
+        continue;
+      }
+      if (id === undefined) {
+        failures.push(`row ${row.seq}: agent.resume of '${agent}' names no suspensionId`);
+        continue;
+      }
+      const record = mine.get(id);
+      if (record === undefined) {
+        const owner = owners.get(id);
+        failures.push(
+          owner === undefined
+            ? `row ${row.seq}: a resume of '${agent}' names suspension '${id}', which the log does not hold before it`
+            : `row ${row.seq}: a resume of '${agent}' names suspension '${id}' of another agent, '${owner}'`,
+        );
+        continue;
+      }
+      if (record.resumedAt !== undefined) {
+        record.status = "failed";
+        failures.push(`row ${row.seq}: suspension '${id}' of '${agent}' is settled a second time`);
+        continue;
+      }
+      if (record.status === "pending") record.status = "verified";
+      const approver = text(row.details.approver);
+      if (approver !== undefined) record.approver = approver;
+      record.resumedAt = row.ts;
+    }
+  }
+  return [...mine.values()];
+}

@@ -1,0 +1,85 @@
+/**
+ * `civitas audit verify | verify-suspension | repair`: thin wrappers over
+ * the offline audit functions that turn their answers into exit codes,
+ * readable text and `--json` objects.
+ * @module
+ */
+import { CivitasError } from "../errors/civitas-error.js";
+import { repairAuditLog } from "../audit/repair-audit-log.js";
+import { verifyAuditLog } from "../audit/verify-audit-log.js";
+import { verifySuspension } from "../audit/verify-suspension.js";
+import { cell, ExitCode, table, type CommandResult } from "./output.js";
+
+/**
+ * `civitas audit verify <file>`: checks the hash chain and the HMAC of every
+ * row. Exit 0 when intact (a torn final line is ignored and reported), 1 when
+ * broken; an unreadable file rejects (exit 3).
+ */
+export async function auditVerify(file: string, key: string): Promise<CommandResult> {
+  const v = await verifyAuditLog(file, { key });
+  const torn = v.tornTail
+    ? `\nnote: a torn final line (an interrupted append) was ignored; 'civitas audit repair ${file}' removes it`
+    : "";
+  const text = v.ok
+    ? `OK: ${file}: ${v.rows} row${v.rows === 1 ? "" : "s"} verified, chain and signatures intact${torn}`
+    : `FAILED: ${file}: the chain is broken at row ${String(v.brokenAt)}: ${v.reason ?? "no reason given"}${torn}`;
+  return { exitCode: v.ok ? ExitCode.OK : ExitCode.FAILED, text, json: { file, ...v } };
+}
+
+/**
+ * `civitas audit verify-suspension <file> <agent>`: a table of the agent's
+ * suspensions and whether each was settled by exactly one resume. Exit 0 for
+ * `verified` or `pending`, 1 for `failed`.
+ */
+export async function auditVerifySuspension(file: string, agent: string, key: string): Promise<CommandResult> {
+  const v = await verifySuspension(file, agent, { key });
+  const lines: string[] = [];
+  if (v.suspensions.length === 0) {
+    lines.push(`no suspensions of '${agent}' are recorded in ${file}`);
+  } else {
+    lines.push(
+      table(
+        ["SUSPENSION", "REASON", "SINCE", "STATUS", "APPROVER", "RESUMED AT"],
+        v.suspensions.map((s) => [s.suspensionId, s.reason, s.since, s.status, cell(s.approver), cell(s.resumedAt)]),
+      ),
+    );
+  }
+  if (v.failures.length > 0) lines.push("", "failures:", ...v.failures.map((f) => `  - ${f}`));
+  const live = v.suspensions.filter((s) => s.status === "pending").length;
+  lines.push(
+    "",
+    v.status === "verified"
+      ? `VERIFIED: every suspension of '${agent}' was settled by exactly one resume`
+      : v.status === "pending"
+        ? `PENDING: ${live} suspension${live === 1 ? " of '" + agent + "' is" : "s of '" + agent + "' are"} still live (not resumed yet); this is not a failure`
+        : `FAILED: the audit trail of '${agent}' does not verify (${v.failures.length} failure${v.failures.length === 1 ? "" : "s"})`,
+  );
+  return {
+    exitCode: v.status === "failed" ? ExitCode.FAILED : ExitCode.OK,
+    text: lines.join("\n"),
+    json: { file, agent, ...v },
+  };
+}
+
+/**
+ * `civitas audit repair <file>`: truncates a torn final line, and nothing
+ * else. Exit 0 when repaired or when there was nothing to repair; exit 3 when
+ * refused because the damage is not only at the tail (`AUDIT_CORRUPT`).
+ */
+export async function auditRepair(file: string): Promise<CommandResult> {
+  try {
+    const r = await repairAuditLog(file);
+    const text = r.repaired
+      ? `repaired ${file}: removed a torn final line of ${r.removedBytes} byte${r.removedBytes === 1 ? "" : "s"}`
+      : `nothing to repair: ${file} has no torn final line`;
+    return { exitCode: ExitCode.OK, text, json: { file, ...r } };
+  } catch (err) {
+    if (!(err instanceof CivitasError) || err.code !== "AUDIT_CORRUPT") throw err;
+    return {
+      exitCode: ExitCode.CORRUPT,
+      toStderr: true,
+      text: `REFUSED: ${file} is damaged elsewhere than its final line, so it was left untouched: ${err.message}`,
+      json: { file, repaired: false, removedBytes: 0, refused: true, error: { code: err.code, message: err.message } },
+    };
+  }
+}

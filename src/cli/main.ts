@@ -1,0 +1,180 @@
+#!/usr/bin/env node
+/**
+ * The `civitas` command line: `civitas <group> <command> [arguments] [options]`.
+ * Parses the arguments with `node:util` `parseArgs`, runs one command, prints
+ * its text (or, with `--json`, one JSON object) on stdout and exits with a
+ * documented code (docs/cli.md). Command groups are loaded on demand, so
+ * `civitas state …` works without the audit module and vice versa.
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { errorResult, ExitCode, usageError, type CommandResult } from "./output.js";
+
+type Values = Record<string, string | boolean | undefined>;
+
+interface Command {
+  /** Arguments and options, after `civitas <group> <command>`. */
+  usage: string;
+  summary: string;
+  positionals: readonly string[];
+  options: Record<string, { type: "string" | "boolean"; short?: string }>;
+  run(args: readonly string[], values: Values): Promise<CommandResult>;
+}
+
+const KEY_OPTION = { key: { type: "string" } } as const;
+const STORE_OPTIONS = { store: { type: "string" }, table: { type: "string" } } as const;
+const KEY_HELP = "  --key K        the HMAC key of the log (default: the CIVITAS_AUDIT_KEY environment variable)";
+const STORE_HELP =
+  "  --store URI    the state store: sqlite:<path> (opened read-only)\n  --table NAME   the SQLite table (default: civitas_state)";
+
+function auditKey(values: Values): string {
+  const key = typeof values.key === "string" ? values.key : process.env.CIVITAS_AUDIT_KEY;
+  if (key === undefined || key === "") throw usageError("no audit key: pass --key K or set CIVITAS_AUDIT_KEY");
+  return key;
+}
+
+function storeOptions(values: Values): { store: string | undefined; table: string | undefined } {
+  return {
+    store: typeof values.store === "string" ? values.store : undefined,
+    table: typeof values.table === "string" ? values.table : undefined,
+  };
+}
+
+const audit = (): Promise<typeof import("./audit-commands.js")> => import("./audit-commands.js");
+const state = (): Promise<typeof import("./state-commands.js")> => import("./state-commands.js");
+
+const COMMANDS: Record<string, Record<string, Command>> = {
+  audit: {
+    verify: {
+      usage: "<file> [--key K] [--json]",
+      summary: "check the hash chain and signatures of a JSONL audit log (exit 0 intact, 1 broken, 3 unreadable)",
+      positionals: ["file"],
+      options: KEY_OPTION,
+      run: async ([file], v) => (await audit()).auditVerify(file!, auditKey(v)),
+    },
+    "verify-suspension": {
+      usage: "<file> <agent> [--key K] [--json]",
+      summary: "show each suspension of <agent> and whether one resume settled it (exit 0 verified or pending, 1 failed)",
+      positionals: ["file", "agent"],
+      options: KEY_OPTION,
+      run: async ([file, agent], v) => (await audit()).auditVerifySuspension(file!, agent!, auditKey(v)),
+    },
+    repair: {
+      usage: "<file> [--json]",
+      summary: "remove a torn final line left by a crash, and nothing else (exit 0, or 3 when refused)",
+      positionals: ["file"],
+      options: {},
+      run: async ([file]) => (await audit()).auditRepair(file!),
+    },
+  },
+  state: {
+    list: {
+      usage: "--store sqlite:<path> [--json]",
+      summary: "list the names that have stored state",
+      positionals: [],
+      options: STORE_OPTIONS,
+      run: async (_args, v) => (await state()).stateList(storeOptions(v)),
+    },
+    show: {
+      usage: "<name> --store sqlite:<path> [--json]",
+      summary: "print the stored state of <name> as JSON (exit 4 when unknown)",
+      positionals: ["name"],
+      options: STORE_OPTIONS,
+      run: async ([name], v) => (await state()).stateShow(name!, storeOptions(v)),
+    },
+    suspended: {
+      usage: "--store sqlite:<path> [--json]",
+      summary: "list the agents whose stored state holds a suspension marker",
+      positionals: [],
+      options: STORE_OPTIONS,
+      run: async (_args, v) => (await state()).stateSuspended(storeOptions(v)),
+    },
+  },
+};
+
+const EXIT_HELP = `exit codes:
+  0  ok (a pending suspension included)
+  1  verification failed
+  2  usage error
+  3  corrupt or unreadable input (repair refused included)
+  4  not found`;
+
+function commandHelp(group: string, name: string, c: Command): string {
+  const options = [group === "audit" && name !== "repair" ? KEY_HELP : "", group === "state" ? STORE_HELP : ""];
+  return [
+    `usage: civitas ${group} ${name} ${c.usage}`,
+    "",
+    c.summary,
+    "",
+    "options:",
+    ...options.filter((o) => o !== ""),
+    "  --json         print one JSON object on stdout instead of text",
+    "  -h, --help     show this help",
+    "",
+    EXIT_HELP,
+  ].join("\n");
+}
+
+function overview(groups: readonly string[] = Object.keys(COMMANDS)): string {
+  const lines = ["usage: civitas <group> <command> [arguments] [options]", "", "commands:"];
+  for (const group of groups) {
+    for (const [name, c] of Object.entries(COMMANDS[group] ?? {})) {
+      lines.push(`  civitas ${group} ${name} ${c.usage}`, `      ${c.summary}`);
+    }
+  }
+  lines.push("", "Every command takes --json and --help. See docs/cli.md.", "", EXIT_HELP);
+  return lines.join("\n");
+}
+
+const isHelp = (arg: string | undefined): boolean => arg === "--help" || arg === "-h" || arg === "help";
+
+/** Runs one command line and returns what to print; never throws. */
+async function run(argv: readonly string[]): Promise<CommandResult> {
+  const [group, name, ...rest] = argv;
+  const help = (text: string): CommandResult => ({ exitCode: ExitCode.OK, text, json: { help: text } });
+  try {
+    if (group === undefined) throw usageError(`a command is required\n\n${overview()}`);
+    if (isHelp(group)) return help(overview());
+    const commands = COMMANDS[group];
+    if (commands === undefined) throw usageError(`unknown command group '${group}'\n\n${overview()}`);
+    if (name === undefined || name.startsWith("-")) {
+      if (isHelp(name)) return help(overview([group]));
+      throw usageError(`'civitas ${group}' needs a command\n\n${overview([group])}`);
+    }
+    const command = commands[name];
+    if (command === undefined) throw usageError(`unknown command 'civitas ${group} ${name}'\n\n${overview([group])}`);
+    let parsed: { values: Values; positionals: string[] };
+    try {
+      parsed = parseArgs({
+        args: [...rest],
+        allowPositionals: true,
+        strict: true,
+        options: { ...command.options, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
+      }) as { values: Values; positionals: string[] };
+    } catch (err) {
+      throw usageError(`${(err as Error).message}\nusage: civitas ${group} ${name} ${command.usage}`);
+    }
+    if (parsed.values.help === true) return help(commandHelp(group, name, command));
+    if (parsed.positionals.length !== command.positionals.length) {
+      const expected = command.positionals.map((p) => `<${p}>`).join(" ") || "no arguments";
+      throw usageError(
+        `'civitas ${group} ${name}' takes ${expected}, got ${parsed.positionals.length} argument${parsed.positionals.length === 1 ? "" : "s"}\nusage: civitas ${group} ${name} ${command.usage}`,
+      );
+    }
+    return await command.run(parsed.positionals, parsed.values);
+  } catch (err) {
+    return errorResult(err);
+  }
+}
+
+const argv = process.argv.slice(2);
+const result = await run(argv);
+const json = argv.includes("--json");
+if (json) {
+  process.stdout.write(`${JSON.stringify({ ok: result.exitCode === ExitCode.OK, ...result.json, exitCode: result.exitCode })}\n`);
+} else if (result.toStderr === true) {
+  process.stderr.write(`${result.text}\n`);
+} else {
+  process.stdout.write(`${result.text}\n`);
+}
+process.exitCode = result.exitCode;
