@@ -478,7 +478,8 @@ export class ProcessRunner implements MailboxConsumer {
   }
 
   /** Runs a hook with a deadline; its failure or hang is logged, never thrown. */
-  async runHook(hook: string, fn: () => Promise<unknown>, timeoutMs: number): Promise<void> {
+  async runHook(hook: "onStop" | "onSuspend" | "onResume" | "onChildTerminated", fn: () => Promise<unknown>, timeoutMs: number): Promise<void> {
+    if (!this.overrides(hook)) return; // the base class's hooks do nothing: no call, no deadline timer
     const services = this.requireServices();
     const run = (async () => fn())().catch((error: unknown) => {
       services.logger.error(`'${this.agent.name}'.${hook} threw`, { error });
@@ -486,6 +487,13 @@ export class ProcessRunner implements MailboxConsumer {
     if (!(await settlesWithin(run, services.clock, timeoutMs))) {
       services.logger.warn(`'${this.agent.name}'.${hook} did not finish within ${timeoutMs} ms; moving on`);
     }
+  }
+
+  /** Whether the agent's class overrides `hook` of the base class (whose hooks are no-ops). */
+  private overrides(hook: keyof AgentProcess): boolean {
+    let base: object = Object.getPrototypeOf(this.agent) as object;
+    for (let up = Object.getPrototypeOf(base) as object | null; up !== null && up !== Object.prototype; up = Object.getPrototypeOf(up) as object | null) base = up;
+    return (this.agent as unknown as Record<string, unknown>)[hook] !== (base as Record<string, unknown>)[hook];
   }
 
   requireServices(): RuntimeServices {

@@ -135,7 +135,7 @@ describe("resume bound to what was approved", () => {
   it("reads markers written before identities were recorded, and resumes them", async () => {
     const store = new InMemoryStateStore();
     const legacy: SuspensionMarker = { reason: "old", since: "2026-01-01T00:00:00.000Z", approver: null, suspensionId: "legacy-1" };
-    await store.set("v", { [SUSPENSION_KEY]: { ...legacy } });
+    await store.set("v", { [SUSPENSION_KEY]: { reason: "old", since: "2026-01-01T00:00:00.000Z", approver: null, suspensionId: "legacy-1" } });
     const agent = new Versioned("v");
     const runtime = new Runtime({ root: [agent], logger: silentLogger, store });
     await runtime.start();
