@@ -1,6 +1,7 @@
 import { closeSync, fstatSync, mkdirSync, openSync, readSync } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
+import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import type { AuditEvent, AuditSink } from "./audit-event.js";
 import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError } from "./audit-errors.js";
@@ -123,6 +124,14 @@ export class JsonlAuditSink implements AuditSink {
    */
   emit(event: AuditEvent): Promise<void> {
     if (this.#closing !== undefined) return Promise.reject(new AuditSinkClosedError(this.path));
+    for (const field of ["event", "ts", "agent", "signerId"] as const) {
+      if (typeof event?.[field] !== "string") {
+        return Promise.reject(new InvalidArgumentError(field, `an audit event needs a string ${field}, got ${describeValue(event?.[field])}`));
+      }
+    }
+    if (typeof event.details !== "object" || event.details === null || Array.isArray(event.details)) {
+      return Promise.reject(new InvalidArgumentError("details", `audit event '${event.event}' for '${event.agent}' needs details that are a JSON object, got ${describeValue(event.details)}`));
+    }
     const bad = nonJsonDetails(event.details);
     if (bad !== undefined) {
       return Promise.reject(new InvalidArgumentError("details", `audit event '${event.event}' for '${event.agent}' has details that are not plain JSON at ${bad}`));
@@ -159,7 +168,13 @@ export class JsonlAuditSink implements AuditSink {
     );
     const bytes = encodeRow(row);
     this.#handle ??= openForAppend(this.path);
-    const handle = await this.#handle;
+    let handle: FileHandle;
+    try {
+      handle = await this.#handle;
+    } catch (error) {
+      this.#handle = undefined; // try again on the next emit
+      throw error;
+    }
     try {
       let written = 0;
       while (written < bytes.length) {

@@ -22,7 +22,7 @@ export async function auditVerify(file: string, key: string): Promise<CommandRes
     : "";
   const text = v.ok
     ? `OK: ${file}: ${v.rows} row${v.rows === 1 ? "" : "s"} verified, chain and signatures intact${torn}`
-    : `FAILED: ${file}: the chain is broken at row ${String(v.brokenAt)}: ${v.reason ?? "no reason given"}${torn}`;
+    : `FAILED: ${file}: the chain is broken at row ${String(v.brokenAt)} (0-based; line ${String((v.brokenAt ?? 0) + 1)}): ${v.reason ?? "no reason given"}\n${v.rows} row${v.rows === 1 ? "" : "s"} before it verified${torn}`;
   return { exitCode: v.ok ? ExitCode.OK : ExitCode.FAILED, text, json: { file, ...v } };
 }
 

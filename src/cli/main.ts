@@ -40,8 +40,8 @@ function storeOptions(values: Values): { store: string | undefined; table: strin
   };
 }
 
-const audit = (): Promise<typeof import("./audit-commands.js")> => import("./audit-commands.js");
-const state = (): Promise<typeof import("./state-commands.js")> => import("./state-commands.js");
+const audit = () => import("./audit-commands.js");
+const state = () => import("./state-commands.js");
 
 const COMMANDS: Record<string, Record<string, Command>> = {
   audit: {
@@ -145,12 +145,13 @@ async function run(argv: readonly string[]): Promise<CommandResult> {
     if (command === undefined) throw usageError(`unknown command 'civitas ${group} ${name}'\n\n${overview([group])}`);
     let parsed: { values: Values; positionals: string[] };
     try {
-      parsed = parseArgs({
+      const result = parseArgs({
         args: [...rest],
         allowPositionals: true,
         strict: true,
         options: { ...command.options, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
-      }) as { values: Values; positionals: string[] };
+      });
+      parsed = { values: result.values, positionals: result.positionals };
     } catch (err) {
       throw usageError(`${(err as Error).message}\nusage: civitas ${group} ${name} ${command.usage}`);
     }

@@ -4,6 +4,7 @@
  * `fileMustExist`), so the CLI never creates, migrates or modifies a store.
  * @module
  */
+import type BetterSqlite3 from "better-sqlite3";
 import { CivitasError } from "../errors/civitas-error.js";
 import type { JsonObject } from "../message/json.js";
 import { readMarker, SUSPENSION_KEY } from "../process/suspension.js";
@@ -51,7 +52,7 @@ async function openStore(options: StoreOptions): Promise<StoreReader> {
   const tableName = options.table ?? DEFAULT_TABLE;
   if (!SQL_IDENTIFIER.test(tableName)) throw usageError(`--table must be a plain SQL identifier, got '${tableName}'`);
 
-  let Database: typeof import("better-sqlite3");
+  let Database: typeof BetterSqlite3;
   try {
     Database = (await import("better-sqlite3")).default;
   } catch (err) {
@@ -62,7 +63,7 @@ async function openStore(options: StoreOptions): Promise<StoreReader> {
       { cause: err },
     );
   }
-  let db: import("better-sqlite3").Database;
+  let db: BetterSqlite3.Database;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true });
   } catch (err) {

@@ -8,7 +8,7 @@ import { civitas, civitasJson, tempDir } from "./fixtures/run-cli.js";
 
 const marker = { reason: "budget exceeded", since: "2030-01-02T03:04:05.678Z", approver: null, suspensionId: "susp-1" };
 
-describe("civitas state", () => {
+describe("civitas state", { timeout: 60_000 }, () => {
   let dir: string;
   let db: string;
   let store: string;

@@ -1,0 +1,31 @@
+import { describe, expect, it } from "vitest";
+import * as audit from "civitas-ts/audit";
+import { CivitasError } from "../../src/errors/civitas-error.js";
+
+describe("civitas-ts/audit entry", () => {
+  it("exports exactly the public API", () => {
+    expect(Object.keys(audit).sort()).toEqual([
+      "AuditCorruptError",
+      "AuditKeyMissingError",
+      "AuditSinkClosedError",
+      "JsonlAuditSink",
+      "repairAuditLog",
+      "verifyAuditLog",
+      "verifySuspension",
+    ]);
+  });
+
+  it("each audit error is a CivitasError with its class name and a stable code", () => {
+    const cases: [Error & { code: string }, string, string][] = [
+      [new audit.AuditKeyMissingError("a.jsonl"), "AuditKeyMissingError", "AUDIT_KEY_MISSING"],
+      [new audit.AuditCorruptError("a.jsonl", "the audit log 'a.jsonl' is broken", { index: 3 }), "AuditCorruptError", "AUDIT_CORRUPT"],
+      [new audit.AuditSinkClosedError("a.jsonl"), "AuditSinkClosedError", "AUDIT_SINK_CLOSED"],
+    ];
+    for (const [error, name, code] of cases) {
+      expect(error).toBeInstanceOf(CivitasError);
+      expect(error.name).toBe(name);
+      expect(error.code).toBe(code);
+      expect(error.message).toContain("a.jsonl");
+    }
+  });
+});

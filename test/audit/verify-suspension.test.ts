@@ -1,0 +1,106 @@
+import fs from "node:fs";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { verifySuspension } from "../../src/audit/verify-suspension.js";
+import { event, KEY, resume, suspend, tempDir, writeLog } from "./fixtures/log.js";
+
+describe("verifySuspension", () => {
+  let dir: string;
+  let cleanup: () => void;
+  let file: string;
+
+  beforeEach(() => {
+    ({ dir, cleanup } = tempDir());
+    file = path.join(dir, "audit.jsonl");
+  });
+  afterEach(() => cleanup());
+
+  it("verified: each suspension settled by exactly one resume naming it", async () => {
+    await writeLog(file, [suspend("payer", "s-1", "big payment"), event("agent.start", "other"), resume("payer", "s-1", "alice"), suspend("payer", "s-2"), resume("payer", "s-2", "bob")]);
+    const result = await verifySuspension(file, "payer", { key: KEY });
+    expect(result.status).toBe("verified");
+    expect(result.failures).toEqual([]);
+    expect(result.suspensions).toHaveLength(2);
+    expect(result.suspensions[0]).toMatchObject({ suspensionId: "s-1", reason: "big payment", status: "verified", approver: "alice" });
+    expect(result.suspensions[0]?.since).toMatch(/^2030-/);
+    expect(result.suspensions[0]?.resumedAt).toMatch(/^2030-/);
+    expect(result.suspensions[1]).toMatchObject({ suspensionId: "s-2", approver: "bob", status: "verified" });
+  });
+
+  it("pending, never failed, for a live suspension (parked twice, only the first settled)", async () => {
+    await writeLog(file, [suspend("payer", "s-1"), resume("payer", "s-1"), suspend("payer", "s-2")]);
+    const result = await verifySuspension(file, "payer", { key: KEY });
+    expect(result.status).toBe("pending");
+    expect(result.failures).toEqual([]);
+    expect(result.suspensions.map((s) => s.status)).toEqual(["verified", "pending"]);
+    expect(result.suspensions[1]).not.toHaveProperty("approver");
+  });
+
+  it("verified with no suspensions at all; other agents' suspensions do not count", async () => {
+    await writeLog(file, [suspend("other", "o-1"), event("agent.start", "payer")]);
+    expect(await verifySuspension(file, "payer", { key: KEY })).toEqual({ status: "verified", suspensions: [], failures: [] });
+  });
+
+  it("failed: a suspension settled twice", async () => {
+    await writeLog(file, [suspend("payer", "s-1"), resume("payer", "s-1"), resume("payer", "s-1", "mallory")]);
+    const result = await verifySuspension(file, "payer", { key: KEY });
+    expect(result.status).toBe("failed");
+    expect(result.suspensions[0]).toMatchObject({ status: "failed", approver: "alice" });
+    expect(result.failures.join()).toMatch(/settled a second time/);
+  });
+
+  it("failed: a resume naming a suspension the log does not hold", async () => {
+    await writeLog(file, [suspend("payer", "s-1"), resume("payer", "s-9")]);
+    const result = await verifySuspension(file, "payer", { key: KEY });
+    expect(result.status).toBe("failed");
+    expect(result.suspensions[0]?.status).toBe("pending");
+    expect(result.failures.join()).toMatch(/'s-9', which the log does not hold/);
+  });
+
+  it("failed: a resume that comes before the suspension it names", async () => {
+    await writeLog(file, [resume("payer", "s-1"), suspend("payer", "s-1")]);
+    expect((await verifySuspension(file, "payer", { key: KEY })).status).toBe("failed");
+  });
+
+  it("failed: a resume naming a suspension of another agent (for both agents)", async () => {
+    await writeLog(file, [suspend("other", "o-1"), suspend("payer", "s-1"), resume("payer", "o-1"), resume("other", "s-1")]);
+    const payer = await verifySuspension(file, "payer", { key: KEY });
+    expect(payer.status).toBe("failed");
+    expect(payer.failures.join("\n")).toMatch(/'o-1' of another agent, 'other'/);
+    expect(payer.failures.join("\n")).toMatch(/a resume of 'other' names suspension 's-1' of 'payer'/);
+    expect(payer.suspensions[0]?.status).toBe("failed");
+    const other = await verifySuspension(file, "other", { key: KEY });
+    expect(other.status).toBe("failed");
+  });
+
+  it("failed: a broken chain, even when every suspension looks settled", async () => {
+    await writeLog(file, [suspend("payer", "s-1"), resume("payer", "s-1"), event("agent.stop", "payer")]);
+    const text = fs.readFileSync(file, "utf8").replace('"approver":"alice"', '"approver":"alicf"');
+    fs.writeFileSync(file, text);
+    const result = await verifySuspension(file, "payer", { key: KEY });
+    expect(result.status).toBe("failed");
+    expect(result.failures.join()).toMatch(/chain is broken at row 1: hash-mismatch/);
+  });
+
+  it("ignores a torn final line", async () => {
+    await writeLog(file, [suspend("payer", "s-1"), resume("payer", "s-1")]);
+    fs.appendFileSync(file, '{"agent":"payer","details":{"appr');
+    expect((await verifySuspension(file, "payer", { key: KEY })).status).toBe("verified");
+  });
+
+  it("failed: a resume row without a suspensionId", async () => {
+    await writeLog(file, [suspend("payer", "s-1"), event("agent.resume", "payer", { approver: "alice" })]);
+    expect((await verifySuspension(file, "payer", { key: KEY })).status).toBe("failed");
+  });
+
+  it("rejects with AUDIT_KEY_MISSING when no key is given", async () => {
+    await writeLog(file, [suspend("payer", "s-1")]);
+    const saved = process.env.CIVITAS_AUDIT_KEY;
+    delete process.env.CIVITAS_AUDIT_KEY;
+    try {
+      await expect(verifySuspension(file, "payer", {})).rejects.toMatchObject({ name: "AuditKeyMissingError", code: "AUDIT_KEY_MISSING" });
+    } finally {
+      if (saved !== undefined) process.env.CIVITAS_AUDIT_KEY = saved;
+    }
+  });
+});
