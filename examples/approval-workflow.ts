@@ -24,9 +24,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import type { AuditEvent, JsonObject } from "civitas-ts";
+import type { JsonObject } from "civitas-ts";
+import { verifyAuditLog, verifySuspension, type AuditRow } from "civitas-ts/audit";
 import { SqliteStateStore } from "civitas-ts/sqlite";
-import { money, runPaymentsNode, type Paid } from "./approval/payments.js";
+import { AUDIT_KEY, money, runPaymentsNode, type Paid } from "./approval/payments.js";
 
 const APPROVER = "alice@finance";
 const WAIT_MS = 10_000;
@@ -119,13 +120,25 @@ async function readLedger(dbFile: string): Promise<{ ledger: Paid[]; pending: un
   }
 }
 
-function printAuditTrail(auditFile: string): AuditEvent[] {
-  const events = readFileSync(auditFile, "utf8")
+function printAuditTrail(auditFile: string): AuditRow[] {
+  const rows = readFileSync(auditFile, "utf8")
     .split("\n")
     .filter((line) => line.length > 0)
-    .map((line) => JSON.parse(line) as AuditEvent);
-  for (const e of events) console.log(`  ${e.ts}  ${e.signerId}  ${e.event.padEnd(13)} ${e.agent}  ${JSON.stringify(e.details)}`);
-  return events;
+    .map((line) => JSON.parse(line) as AuditRow);
+  for (const r of rows) console.log(`  #${r.seq}  ${r.ts}  ${r.signerId}  ${r.event.padEnd(13)} ${r.agent}  ${JSON.stringify(r.details)}`);
+  return rows;
+}
+
+/** Proves the trail offline, as an auditor would: the chain and signatures, then each suspension's settlement. */
+async function verifyAuditTrail(auditFile: string): Promise<boolean> {
+  const log = await verifyAuditLog(auditFile, { key: AUDIT_KEY });
+  console.log(`verifyAuditLog: ${log.ok ? `intact, ${log.rows} signed rows in one hash chain` : `BROKEN at row ${String(log.brokenAt)}: ${String(log.reason)}`}`);
+  const suspension = await verifySuspension(auditFile, "payments", { key: AUDIT_KEY });
+  for (const s of suspension.suspensions) {
+    console.log(`verifySuspension: suspension ${s.suspensionId} ("${s.reason}") ${s.status}, settled by ${s.approver ?? "nobody"} at ${s.resumedAt ?? "-"}`);
+  }
+  console.log(`verifySuspension(payments): ${suspension.status}`);
+  return log.ok && suspension.status === "verified";
 }
 
 async function main(): Promise<void> {
@@ -178,8 +191,9 @@ async function main(): Promise<void> {
       throw new Error("the ledger is not what the approval workflow promises");
     }
 
-    console.log("audit trail (audit.jsonl, appended by both processes; signer = the process):");
+    console.log("audit trail (audit.jsonl, signed and hash-chained, appended by both processes; signer = the process):");
     const events = printAuditTrail(auditFile);
+    if (!(await verifyAuditTrail(auditFile))) throw new Error("the audit trail does not verify");
     const resumes = events.filter((e) => e.event === "agent.resume");
     console.log(`one suspend, one resume by ${String(resumes[0]?.details.approver)}: ${events.filter((e) => e.event === "agent.suspend").length === 1 && resumes.length === 1 ? "yes" : "NO"}`);
     console.log("done");

@@ -8,9 +8,9 @@
  * the parent waits for (`suspended`, `awaiting-approval`, `done`); on stdin
  * it reads the approval `{ "approve": { "approver", "suspensionId" } }`.
  */
-import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { AgentProcess, CivitasError, Runtime, type AuditEvent, type AuditSink, type JsonObject, type Message } from "civitas-ts";
+import { JsonlAuditSink } from "civitas-ts/audit";
 import { SqliteStateStore } from "civitas-ts/sqlite";
 
 /** Payments above this many cents need a human's approval. */
@@ -85,22 +85,30 @@ export class Payments extends AgentProcess<PaymentsState> {
   }
 }
 
+/** The demo's audit key; a real deployment takes it from a secret store (CIVITAS_AUDIT_KEY). */
+export const AUDIT_KEY = "demo-audit-key";
+
 /**
- * Appends each audit event to a JSONL file, one synchronous append per
- * event, so the events of a process that is SIGKILLed are on disk up to the
- * kill. (A plain log for this demo: it is neither hash-chained nor signed.)
+ * The signed, hash-chained JSONL audit log (`civitas-ts/audit`), observed so
+ * the node can report once a receipt is on disk: `emit` resolves only after
+ * the row is fsync'ed, so the receipts of a process that is SIGKILLed are on
+ * disk up to the kill.
  */
-class AuditFile implements AuditSink {
-  readonly #path: string;
+class ObservedAuditLog implements AuditSink {
+  readonly #log: JsonlAuditSink;
   readonly #listeners = new Set<(event: AuditEvent) => void>();
 
   constructor(path: string) {
-    this.#path = path;
+    this.#log = new JsonlAuditSink(path, { key: AUDIT_KEY, signerId: `payments-node-${process.pid}` });
   }
 
-  emit(event: AuditEvent): void {
-    appendFileSync(this.#path, `${JSON.stringify(event)}\n`);
+  async emit(event: AuditEvent): Promise<void> {
+    await this.#log.emit(event);
     for (const listener of this.#listeners) listener(event);
+  }
+
+  close(): Promise<void> {
+    return this.#log.close();
   }
 
   /** The next event named `event`, or a rejection after `timeoutMs`. */
@@ -165,7 +173,7 @@ function readApproval(timeoutMs: number): Promise<{ approver: string; suspension
  */
 export async function runPaymentsNode(step: string, dbFile: string, auditFile: string): Promise<void> {
   const store = new SqliteStateStore(dbFile);
-  const audit = new AuditFile(auditFile);
+  const audit = new ObservedAuditLog(auditFile);
   const payments = new Payments("payments", say);
   const runtime = new Runtime({ root: payments, store, auditSink: audit, signerId: `payments-node-${process.pid}` });
   await runtime.start();
@@ -214,6 +222,7 @@ export async function runPaymentsNode(step: string, dbFile: string, auditFile: s
 
   await runtime.stop();
   await store.close();
+  await audit.close();
   say("stopped cleanly");
   report({ kind: "done" });
 }
