@@ -17,6 +17,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync,
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import type * as AuditEntry from "../src/entries/audit.js";
 import type * as SqliteEntry from "../src/entries/sqlite.js";
 import type * as Civitas from "../src/index.js";
 
@@ -47,6 +48,19 @@ let emittedSrc: string | undefined;
 export async function loadSqlite(): Promise<SqliteModule> {
   if (emittedSrc === undefined) return await import("../src/entries/sqlite.js");
   return (await import(pathToFileURL(join(emittedSrc, "entries", "sqlite.js")).href)) as SqliteModule;
+}
+
+/** The `civitas-ts/audit` entry point, as `src/entries/audit.ts` exports it. */
+export type AuditModule = typeof AuditEntry;
+
+/**
+ * The `civitas-ts/audit` entry, loaded the same way as the last
+ * {@link loadCivitas} call loaded the core (so both share one copy of the
+ * runtime's modules).
+ */
+export async function loadAudit(): Promise<AuditModule> {
+  if (emittedSrc === undefined) return await import("../src/entries/audit.js");
+  return (await import(pathToFileURL(join(emittedSrc, "entries", "audit.js")).href)) as AuditModule;
 }
 
 export async function loadCivitas(fromSource: boolean): Promise<LoadedCivitas> {

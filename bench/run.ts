@@ -7,6 +7,7 @@
  */
 import { availableParallelism, loadavg } from "node:os";
 import { ask } from "./ask.js";
+import { audit } from "./audit.js";
 import { loadCivitas } from "./civitas.js";
 import { fanin } from "./fanin.js";
 import { hasGc, printTable, type Benchmark, type Row } from "./harness.js";
@@ -15,7 +16,7 @@ import { memory } from "./memory.js";
 import { pingpong } from "./pingpong.js";
 import { suspend } from "./suspend.js";
 
-const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend];
+const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend, audit];
 
 function usage(problem: string): never {
   console.error(`${problem}\nusage: npm run bench -- [--source] [${ALL.map((bench) => bench.name).join("|")} ...]`);
@@ -63,6 +64,9 @@ async function main(): Promise<void> {
   console.log("Targets: ping-pong, fan-in and asks/s >= 0.50x of baseline; ask latency <= 2.00x; heap <= 1200 B per idle agent.");
   if (chosen.includes(suspend)) {
     console.log("suspend: pair <= 5 us (Erlang sys:suspend+sys:resume: 2.9 us here); ping-pong after a cycle >= 0.95x of before; flag check < 2% of a message; <= 1 wake-up per flood.");
+  }
+  if (chosen.includes(audit)) {
+    console.log("audit: no targets (figures only); ratio = with the JsonlAuditSink / plain appendFile+fsync (rows/s), or with / without the sink (us per pair).");
   }
   console.log(`total ${seconds(started)}`);
 }
