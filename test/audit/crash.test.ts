@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -6,11 +5,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AuditRow } from "../../src/audit/audit-row.js";
 import { repairAuditLog } from "../../src/audit/repair-audit-log.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
+import { runTsChild } from "../support/child-process.js";
 import { KEY, tempDir } from "./fixtures/log.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const writer = path.join(here, "fixtures", "audit-crash-writer.ts");
-const repoRoot = path.resolve(here, "..", "..");
 
 interface CrashRun {
   startedFrom: number;
@@ -18,40 +17,21 @@ interface CrashRun {
 }
 
 /** Runs the writer on `file` and SIGKILLs it once it has acknowledged `killAfterAcks` emits. */
-function runAndKill(file: string, killAfterAcks: number): Promise<CrashRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", writer, file, KEY], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
-    let startedFrom: number | undefined;
-    const acked: number[] = [];
-    let pending = "";
-    let stderr = "";
-    const guard = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`the crash writer did not reach ${killAfterAcks} acks in time; stderr:\n${stderr}`));
-    }, 10_000);
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-      stderr += chunk;
-    });
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      pending += chunk;
-      const lines = pending.split("\n");
-      pending = lines.pop() ?? "";
-      for (const line of lines) {
-        if (line.startsWith("start ")) startedFrom = Number(line.slice("start ".length));
-        else acked.push(Number(line));
-        if (startedFrom !== undefined && acked.length >= killAfterAcks) child.kill("SIGKILL");
-      }
-    });
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      clearTimeout(guard);
-      if (signal !== "SIGKILL" || startedFrom === undefined) {
-        reject(new Error(`the crash writer ended with code ${String(code)}, signal ${String(signal)}; stderr:\n${stderr}`));
-        return;
-      }
-      resolve({ startedFrom, acked });
-    });
+async function runAndKill(file: string, killAfterAcks: number): Promise<CrashRun> {
+  let startedFrom: number | undefined;
+  const acked: number[] = [];
+  const run = await runTsChild(writer, [file, KEY], {
+    timeoutMs: 10_000,
+    onLine: (line, kill) => {
+      if (line.startsWith("start ")) startedFrom = Number(line.slice("start ".length));
+      else acked.push(Number(line));
+      if (startedFrom !== undefined && acked.length >= killAfterAcks) kill();
+    },
   });
+  if (run.signal !== "SIGKILL" || startedFrom === undefined) {
+    throw new Error(`the crash writer ended with code ${String(run.code)}, signal ${String(run.signal)}; stderr:\n${run.stderr}`);
+  }
+  return { startedFrom, acked };
 }
 
 describe("JsonlAuditSink under SIGKILL", () => {

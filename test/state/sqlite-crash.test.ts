@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -6,11 +5,11 @@ import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
+import { runTsChild } from "../support/child-process.js";
 import { blobFor } from "./fixtures/crash-blob.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const writer = path.join(here, "fixtures", "sqlite-crash-writer.ts");
-const repoRoot = path.resolve(here, "..", "..");
 
 interface CrashRun {
   /** The counter the child found when it started. */
@@ -24,49 +23,25 @@ interface CrashRun {
  * `killAfterAcks` sets (0: right after it printed "start"). Resolves once the
  * child is gone and all its output has been read.
  */
-function runAndKill(file: string, killAfterAcks: number): Promise<CrashRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", writer, file], {
-      cwd: repoRoot,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let startedFrom: number | undefined;
-    let lastAcked: number | undefined;
-    let acks = 0;
-    let pending = "";
-    let stderr = "";
-    const guard = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`the crash writer did not reach ${killAfterAcks} acks in time; stderr:\n${stderr}`));
-    }, 8_000);
-
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-      stderr += chunk;
-    });
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      pending += chunk;
-      const lines = pending.split("\n");
-      pending = lines.pop() ?? "";
-      for (const line of lines) {
-        if (line.startsWith("start ")) {
-          startedFrom = Number(line.slice("start ".length));
-        } else {
-          lastAcked = Number(line);
-          acks += 1;
-        }
-        if (startedFrom !== undefined && acks >= killAfterAcks) child.kill("SIGKILL");
+async function runAndKill(file: string, killAfterAcks: number): Promise<CrashRun> {
+  let startedFrom: number | undefined;
+  let lastAcked: number | undefined;
+  let acks = 0;
+  const run = await runTsChild(writer, [file], {
+    timeoutMs: 8_000,
+    onLine: (line, kill) => {
+      if (line.startsWith("start ")) startedFrom = Number(line.slice("start ".length));
+      else {
+        lastAcked = Number(line);
+        acks += 1;
       }
-    });
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      clearTimeout(guard);
-      if (signal !== "SIGKILL" || startedFrom === undefined) {
-        reject(new Error(`the crash writer ended with code ${String(code)}, signal ${String(signal)}; stderr:\n${stderr}`));
-        return;
-      }
-      resolve({ startedFrom, lastAcked });
-    });
+      if (startedFrom !== undefined && acks >= killAfterAcks) kill();
+    },
   });
+  if (run.signal !== "SIGKILL" || startedFrom === undefined) {
+    throw new Error(`the crash writer ended with code ${String(run.code)}, signal ${String(run.signal)}; stderr:\n${run.stderr}`);
+  }
+  return { startedFrom, lastAcked };
 }
 
 describe("SqliteStateStore under SIGKILL", () => {

@@ -6,7 +6,6 @@
  * written synchronously), which tells the test exactly which writes may have
  * reached the file when the kill landed.
  */
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -16,11 +15,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/message/json.js";
 import { SUSPENSION_KEY, type SuspensionMarker } from "../../src/process/suspension.js";
 import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
+import { runTsChild } from "../support/child-process.js";
 import { APPROVER, type LedgerEntry, type Payment } from "./fixtures/payments-agent.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const childScript = path.join(here, "fixtures", "suspension-crash-child.ts");
-const repoRoot = path.resolve(here, "..", "..");
 
 type Line = JsonObject & { ev: string };
 
@@ -36,44 +35,18 @@ interface ChildRun {
  * call `kill()` (SIGKILL). Resolves once the child is gone and all its output
  * has been read: lines written before the kill landed are all there.
  */
-function runChild(args: string[], onLine?: (line: Line, kill: () => void) => void): Promise<ChildRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", childScript, ...args], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
-    const lines: Line[] = [];
-    let pending = "";
-    let stderr = "";
-    const kill = (): void => {
-      child.kill("SIGKILL");
-    };
-    const guard = setTimeout(() => {
-      kill();
-      reject(new Error(`child ${args.join(" ")} did not finish in time; lines:\n${lines.map((l) => JSON.stringify(l)).join("\n")}\nstderr:\n${stderr}`));
-    }, 15_000);
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-      pending += chunk;
-      const complete = pending.split("\n");
-      pending = complete.pop() ?? "";
-      for (const text of complete) {
-        try {
-          const line = JSON.parse(text) as Line;
-          lines.push(line);
-          onLine?.(line, kill);
-        } catch (error) {
-          // A failed check: stop the child and fail the test with it.
-          kill();
-          clearTimeout(guard);
-          reject(error instanceof Error ? error : new Error(String(error)));
-        }
-      }
-    });
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      clearTimeout(guard);
-      if (pending.length > 0) lines.push({ ev: "torn", text: pending }); // a line cut by the kill
-      resolve({ lines, code, signal, stderr });
-    });
+async function runChild(args: string[], onLine?: (line: Line, kill: () => void) => void): Promise<ChildRun> {
+  const lines: Line[] = [];
+  const run = await runTsChild(childScript, args, {
+    timeoutMs: 15_000,
+    onLine: (text, kill) => {
+      const line = JSON.parse(text) as Line;
+      lines.push(line);
+      onLine?.(line, kill);
+    },
   });
+  if (run.torn.length > 0) lines.push({ ev: "torn", text: run.torn }); // a line cut by the kill
+  return { lines, code: run.code, signal: run.signal, stderr: run.stderr };
 }
 
 /** The payments agent's record, read straight from the file after an integrity check. */
