@@ -5,6 +5,7 @@ import { InvalidArgumentError, MailboxClosedError } from "../../src/errors/error
 import { Mailbox } from "../../src/mailbox/mailbox.js";
 import { buildMessage, type Message } from "../../src/message/message.js";
 import type { Clock, TimerHandle } from "../../src/time/clock.js";
+import { track } from "../runtime/fixtures.js";
 
 let counter = 0;
 
@@ -21,28 +22,6 @@ function msg(priority = 0, extra: { ttlMs?: number; timestamp?: number } = {}): 
   });
 }
 
-type Tracked<T> = {
-  readonly promise: Promise<T>;
-  state: "pending" | "resolved" | "rejected";
-  value?: T;
-  reason?: unknown;
-};
-
-/** Observes a promise without awaiting it, so tests can assert it is still pending. */
-function track<T>(promise: Promise<T>): Tracked<T> {
-  const tracked: Tracked<T> = { promise, state: "pending" };
-  promise.then(
-    (value) => {
-      tracked.state = "resolved";
-      tracked.value = value;
-    },
-    (reason: unknown) => {
-      tracked.state = "rejected";
-      tracked.reason = reason;
-    },
-  );
-  return tracked;
-}
 
 /** Lets every queued microtask (promise callback) run. */
 const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

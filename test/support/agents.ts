@@ -161,7 +161,7 @@ export class Spawner extends Probe {
 }
 
 /** Lets `turns` turns of the event loop run. */
-export async function turns(count: number): Promise<void> {
+export async function turns(count = 10): Promise<void> {
   for (let i = 0; i < count; i++) await settle();
 }
 

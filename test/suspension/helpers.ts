@@ -24,25 +24,12 @@ import {
   type StateStore,
 } from "../../src/index.js";
 import type { TracerProvider } from "@opentelemetry/api";
-import { TestClock, settle } from "../../src/testing/test-clock.js";
+import { TestClock } from "../../src/testing/test-clock.js";
 import { testTracing, type TestTracing } from "../support/tracing.js";
 
-export { gate, type Gate } from "../support/agents.js";
+export { gate, turns, waitUntil, type Gate } from "../support/agents.js";
 import type { Gate } from "../support/agents.js";
 
-/** Lets `count` turns of the event loop run. */
-export async function turns(count = 10): Promise<void> {
-  for (let i = 0; i < count; i++) await settle();
-}
-
-/** Waits (turn by turn of the event loop) until `predicate()` holds. */
-export async function waitUntil(predicate: () => boolean, what: string, maxTurns = 5000): Promise<void> {
-  for (let i = 0; i < maxTurns; i++) {
-    if (predicate()) return;
-    await settle();
-  }
-  throw new Error(`gave up waiting for ${what}`);
-}
 
 // ---- store ------------------------------------------------------------------
 
