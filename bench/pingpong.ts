@@ -51,40 +51,9 @@ async function baselineRound(): Promise<number> {
 export const pingpong: Benchmark = {
   name: "pingpong",
   title: `Ping-pong, ${ROUND_TRIPS.toLocaleString("en")} round trips (${MESSAGES.toLocaleString("en")} messages)`,
-  async run({ AgentProcess, InMemoryStateStore, Runtime, silentLogger }: CivitasModule): Promise<Row[]> {
-    class Player extends AgentProcess {
-      peer = "";
-      limit = 0;
-      finished: Latch | undefined;
-
-      override async handle(message: Message): Promise<void> {
-        const n = message.payload["n"] as number;
-        if (n >= this.limit) {
-          this.finished?.resolve();
-          return;
-        }
-        await this.send(this.peer, { n: n + 1 });
-      }
-    }
-
-    const ping = new Player("ping");
-    const pong = new Player("pong");
-    ping.peer = "pong";
-    pong.peer = "ping";
-    const runtime = new Runtime({ root: [ping, pong], logger: silentLogger, store: new InMemoryStateStore() });
-
-    const runtimeRound = async (): Promise<number> => {
-      const done = latch();
-      for (const player of [ping, pong]) {
-        player.limit = MESSAGES;
-        player.finished = done;
-      }
-      const seconds = await timed(async () => {
-        await runtime.send("ping", { n: 1 });
-        await done.promise;
-      });
-      return MESSAGES / seconds;
-    };
+  async run(civitas: CivitasModule): Promise<Row[]> {
+    const { runtime, round } = pingPongRig(civitas, MESSAGES);
+    const runtimeRound = round;
 
     await runtime.start();
     try {
@@ -95,3 +64,46 @@ export const pingpong: Benchmark = {
     }
   },
 };
+
+/** Two agents that bounce `{ n }` until it reaches a limit, under one runtime; shared by the ping-pong and suspend benchmarks. */
+export interface PingPongRig {
+  readonly runtime: InstanceType<CivitasModule["Runtime"]>;
+  /** One timed round of `messages` messages; resolves with messages per second. */
+  readonly round: () => Promise<number>;
+}
+
+/** Builds a {@link PingPongRig} from the code under test; start and stop its runtime yourself. */
+export function pingPongRig({ AgentProcess, InMemoryStateStore, Runtime, silentLogger }: CivitasModule, messages: number): PingPongRig {
+  class Player extends AgentProcess {
+    peer = "";
+    limit = 0;
+    finished: Latch | undefined;
+
+    override async handle(message: Message): Promise<void> {
+      const n = message.payload["n"] as number;
+      if (n >= this.limit) {
+        this.finished?.resolve();
+        return;
+      }
+      await this.send(this.peer, { n: n + 1 });
+    }
+  }
+  const ping = new Player("ping");
+  const pong = new Player("pong");
+  ping.peer = "pong";
+  pong.peer = "ping";
+  const runtime = new Runtime({ root: [ping, pong], logger: silentLogger, store: new InMemoryStateStore() });
+  const round = async (): Promise<number> => {
+    const done = latch();
+    for (const player of [ping, pong]) {
+      player.limit = messages;
+      player.finished = done;
+    }
+    const seconds = await timed(async () => {
+      await runtime.send("ping", { n: 1 });
+      await done.promise;
+    });
+    return messages / seconds;
+  };
+  return { runtime, round };
+}

@@ -29,6 +29,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AgentProcess as AgentProcessType, Message, Runtime as RuntimeType } from "../src/index.js";
 import { loadSqlite, type CivitasModule } from "./civitas.js";
+import { pingPongRig } from "./pingpong.js";
 import { AsyncQueue, collect, latch, median, percentile, settle, timed, YieldScheduler, type Benchmark, type Latch, type Row } from "./harness.js";
 
 const BENCH = "suspend";
@@ -172,27 +173,14 @@ async function baselineDrain(): Promise<number> {
 export const suspend: Benchmark = {
   name: "suspend",
   title: `Suspend/resume: round trip, cost to ping-pong, ${FLOOD.toLocaleString("en")}-message flood while suspended`,
-  async run({ AgentProcess, InMemoryStateStore, Runtime, silentLogger }: CivitasModule): Promise<Row[]> {
+  async run(civitas: CivitasModule): Promise<Row[]> {
+    const { AgentProcess, InMemoryStateStore, Runtime, silentLogger } = civitas;
     class Idle extends AgentProcess {
       override async handle(): Promise<void> {}
     }
     class Echo extends AgentProcess {
       override async handle(message: Message): Promise<Message> {
         return this.reply(message.payload);
-      }
-    }
-    class Player extends AgentProcess {
-      peer = "";
-      limit = 0;
-      finished: Latch | undefined;
-
-      override async handle(message: Message): Promise<void> {
-        const n = message.payload["n"] as number;
-        if (n >= this.limit) {
-          this.finished?.resolve();
-          return;
-        }
-        await this.send(this.peer, { n: n + 1 });
       }
     }
     class Sink extends AgentProcess {
@@ -252,23 +240,7 @@ export const suspend: Benchmark = {
 
     // 2. ping-pong before vs after a suspend/resume cycle of one player, and the flag check's estimated cost
     {
-      const ping = new Player("ping");
-      const pong = new Player("pong");
-      ping.peer = "pong";
-      pong.peer = "ping";
-      const runtime = new Runtime({ root: [ping, pong], logger: silentLogger, store: new InMemoryStateStore() });
-      const round = async (): Promise<number> => {
-        const done = latch();
-        for (const player of [ping, pong]) {
-          player.limit = PINGPONG_MESSAGES;
-          player.finished = done;
-        }
-        const seconds = await timed(async () => {
-          await runtime.send("ping", { n: 1 });
-          await done.promise;
-        });
-        return PINGPONG_MESSAGES / seconds;
-      };
+      const { runtime, round } = pingPongRig(civitas, PINGPONG_MESSAGES);
       const afterCycle = async (): Promise<number> => {
         await runtime.suspend("pong", "bench");
         await runtime.resume("pong", "approver");

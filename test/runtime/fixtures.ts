@@ -18,18 +18,7 @@ export class Silent extends AgentProcess {
   }
 }
 
-/** A promise with its resolve exposed. */
-export interface Gate {
-  readonly promise: Promise<void>;
-  open(): void;
-}
-
-/** Creates a {@link Gate}. */
-export function gate(): Gate {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => (open = resolve));
-  return { promise, open };
-}
+export { gate, type Gate } from "../support/agents.js";
 
 /** Polls `condition` on real timers until it holds; fails the test after `timeoutMs`. */
 export async function eventually(condition: () => boolean, what = "condition", timeoutMs = 5_000): Promise<void> {
