@@ -2,22 +2,33 @@ import type { EventEmitter } from "eventemitter3";
 import { AgentNotFoundError, AskTimeoutError, RuntimeStateError } from "../errors/errors.js";
 import { isReply, type Message } from "../message/message.js";
 import type { RuntimeEvents } from "../runtime/runtime-events.js";
-import type { Clock, TimerHandle } from "../time/clock.js";
+import type { Clock } from "../time/clock.js";
+import { TimeoutLists, type Expiring } from "../time/timeout-lists.js";
 import type { Registry } from "./registry.js";
 
-interface PendingAsk {
+interface PendingAsk extends Expiring {
   readonly recipient: string;
+  readonly correlationId: string;
+  readonly timeoutMs: number;
   resolve: (reply: Message) => void;
   reject: (error: unknown) => void;
-  timer: TimerHandle | undefined;
   release: (() => void) | undefined;
 }
 
-/** Options of {@link MessageBus.request}. */
-export interface RequestOptions {
-  /** How long to wait for the reply; without it the request waits until answered, failed or the bus closes. */
-  timeoutMs?: number | undefined;
-  signal?: AbortSignal | undefined;
+/** What a timed-out request is rejected with inside the bus; {@link asTimeoutError} turns it into the public error. */
+class TimedOut {
+  constructor(readonly entry: PendingAsk) {}
+}
+
+/**
+ * Turns a timeout into an {@link AskTimeoutError}. It runs as a reaction of
+ * the promise the caller awaits, so V8's async stack traces put every async
+ * function awaiting the ask into the error's stack, at no cost to asks that
+ * do not time out (capturing a stack when the ask starts costs microseconds).
+ */
+function asTimeoutError(error: unknown): never {
+  if (error instanceof TimedOut) throw new AskTimeoutError(error.entry.recipient, error.entry.timeoutMs);
+  throw error;
 }
 
 /**
@@ -28,14 +39,17 @@ export interface RequestOptions {
  */
 export class MessageBus {
   private readonly pending = new Map<string, PendingAsk>();
+  private readonly timeouts: TimeoutLists<PendingAsk>;
   private late = 0;
   private closedReason: Error | undefined;
 
   constructor(
     private readonly registry: Registry,
-    private readonly clock: Clock,
+    clock: Clock,
     private readonly events: EventEmitter<RuntimeEvents>,
-  ) {}
+  ) {
+    this.timeouts = new TimeoutLists<PendingAsk>(clock, (entry) => this.fail(entry.correlationId, new TimedOut(entry)));
+  }
 
   /** Replies dropped because no ask was waiting for them. */
   get lateReplies(): number {
@@ -66,24 +80,29 @@ export class MessageBus {
 
   /**
    * Delivers a request and resolves with its reply. `message` must carry a
-   * `correlationId` and a `replyTo`. The timeout error is created here, before
-   * its timer is armed, so its stack points at the caller.
+   * `correlationId` and a `replyTo`; its timeout counts from its `timestamp`
+   * (without `timeoutMs` it waits until answered, failed or the bus closes).
+   * A timeout rejects with an {@link AskTimeoutError} whose stack shows the
+   * async functions awaiting the request.
    */
-  request(message: Message, options: RequestOptions): Promise<Message> {
+  request(message: Message, timeoutMs: number | undefined, signal?: AbortSignal): Promise<Message> {
     if (this.closedReason !== undefined) return Promise.reject(this.closedReason);
-    const timeoutMs = options.timeoutMs;
-    const timeoutError = timeoutMs === undefined ? undefined : new AskTimeoutError(message.recipient, timeoutMs);
-    const correlationId = message.correlationId as string;
-    const signal = options.signal;
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
-    return new Promise<Message>((resolve, reject) => {
+    const correlationId = message.correlationId as string;
+    const waiting = new Promise<Message>((resolve, reject) => {
       const entry: PendingAsk = {
         recipient: message.recipient,
+        correlationId,
+        timeoutMs: timeoutMs ?? 0,
         resolve,
         reject,
-        timer: timeoutMs === undefined ? undefined : this.clock.setTimeout(() => this.fail(correlationId, timeoutError), timeoutMs),
         release: undefined,
+        deadlineMs: 0,
+        list: undefined,
+        prev: undefined,
+        next: undefined,
       };
+      if (timeoutMs !== undefined) this.timeouts.add(entry, timeoutMs, message.timestamp);
       if (signal !== undefined) {
         const onAbort = (): void => this.fail(correlationId, signal.reason);
         signal.addEventListener("abort", onAbort, { once: true });
@@ -92,6 +111,7 @@ export class MessageBus {
       this.pending.set(correlationId, entry);
       this.deliver(message, signal).catch((error: unknown) => this.fail(correlationId, error));
     });
+    return timeoutMs === undefined ? waiting : waiting.then(undefined, asTimeoutError);
   }
 
   /** Rejects every waiting ask with `reason` and refuses new ones. */
@@ -105,7 +125,8 @@ export class MessageBus {
     this.fail(correlationId, error);
   }
 
-  private settleReply(reply: Message): void {
+  /** Settles the ask `reply` answers; a reply no ask waits for is dropped and counted (a throwing "reply.late" listener throws here). */
+  settleReply(reply: Message): void {
     const entry = this.pending.get(reply.correlationId as string);
     if (entry === undefined) {
       this.late++;
@@ -113,7 +134,7 @@ export class MessageBus {
       return;
     }
     this.pending.delete(reply.correlationId as string);
-    entry.timer?.cancel();
+    this.timeouts.remove(entry);
     entry.release?.();
     entry.resolve(reply);
   }
@@ -122,7 +143,7 @@ export class MessageBus {
     const entry = this.pending.get(correlationId);
     if (entry === undefined) return;
     this.pending.delete(correlationId);
-    entry.timer?.cancel();
+    this.timeouts.remove(entry);
     entry.release?.();
     entry.reject(error);
   }

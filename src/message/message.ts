@@ -105,7 +105,8 @@ export function buildMessage<P extends JsonObject>(init: MessageInit<P>): Messag
   return message;
 }
 
-function checkNonNegative(name: string, value: number | undefined): void {
+/** @internal Throws `INVALID_ARGUMENT` unless `value` is undefined or a non-negative integer. */
+export function checkNonNegative(name: string, value: number | undefined): void {
   if (value !== undefined && !(Number.isInteger(value) && value >= 0)) {
     throw new InvalidArgumentError(name, `message ${name} must be a non-negative integer, got ${String(value)}`);
   }

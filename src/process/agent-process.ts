@@ -145,7 +145,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   send(recipient: string, payload: JsonObject, options?: SendOptions): Promise<void> {
     // Not async: this is the hot path, and an async wrapper costs an extra promise per message.
     try {
-      const message = composeOutgoing(this.#runner.envelope(), { recipient, payload, type: options?.type, ttlMs: options?.ttlMs });
+      const message = composeOutgoing(this.#runner, recipient, payload, options?.type, options?.ttlMs);
       return this.#runner.requireServices().bus.deliver(message, options?.signal);
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what composing threw, a CivitasError
@@ -156,16 +156,23 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
 
   /**
    * Sends a request and resolves with the reply message.
-   * Rejects with `ASK_TIMEOUT` after `timeoutMs` (30 s by default). Asking an
-   * agent that is itself waiting on an ask to this one deadlocks until the timeout.
+   * Rejects with `ASK_TIMEOUT` after `timeoutMs` (30 s by default); its stack
+   * shows the async functions that were awaiting the ask. Asking an agent
+   * that is itself waiting on an ask to this one deadlocks until the timeout.
    */
-  async ask(recipient: string, payload: JsonObject, options?: AskOptions): Promise<Message> {
-    const timeoutMs = durationMs("timeoutMs", options?.timeoutMs ?? 30_000);
-    if (options?.failIfSuspended === true && this.#runner.requireServices().registry.get(recipient)?.status === ProcessStatus.SUSPENDED) {
-      throw new AgentSuspendedError(recipient);
+  ask(recipient: string, payload: JsonObject, options?: AskOptions): Promise<Message> {
+    try {
+      const timeoutMs = durationMs("timeoutMs", options?.timeoutMs ?? 30_000);
+      const services = this.#runner.requireServices();
+      if (options?.failIfSuspended === true && services.registry.get(recipient)?.status === ProcessStatus.SUSPENDED) {
+        throw new AgentSuspendedError(recipient);
+      }
+      const request = composeOutgoing(this.#runner, recipient, payload, options?.type, options?.ttlMs, this.name);
+      return services.bus.request(request, timeoutMs, options?.signal);
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checking and composing threw, a CivitasError
+      return Promise.reject(error);
     }
-    const request = composeOutgoing(this.#runner.envelope(), { recipient, payload, type: options?.type, ttlMs: options?.ttlMs, correlationId: uuidv7(), replyTo: this.name });
-    return this.#runner.requireServices().bus.request(request, { timeoutMs, signal: options?.signal });
   }
 
   /**
@@ -201,7 +208,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     if (request === undefined) {
       throw new InvalidArgumentError("reply", `'${this.name}' called reply() outside handle(); reply only to the message being handled`);
     }
-    return composeReply(this.#runner.envelope(), request, payload);
+    return composeReply(this.#runner, request, payload);
   }
 
   /** Persists `state` to the runtime's store in one atomic write. */

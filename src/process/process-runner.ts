@@ -10,7 +10,7 @@ import {
   StartFailedError,
 } from "../errors/errors.js";
 import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
-import { nextAttempt, type Message } from "../message/message.js";
+import { isReply, nextAttempt, type Message } from "../message/message.js";
 import { isReservedType } from "../message/system-types.js";
 import { Mailbox, type MailboxConsumer } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../runtime/services.js";
@@ -49,7 +49,7 @@ import { SuspensionControl } from "./suspension-control.js";
  * subclass's own fields and methods can never collide with the runtime's.
  * @internal
  */
-export class ProcessRunner implements MailboxConsumer {
+export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   currentStatus = ProcessStatus.INITIALIZING;
   services: RuntimeServices | undefined;
   parent: ChildParent | undefined;
@@ -66,7 +66,8 @@ export class ProcessRunner implements MailboxConsumer {
   stopRequested = false;
   drainAll = false;
   current: Message | undefined;
-  currentSpan: Span | undefined;
+  /** The span of the message being handled, when tracing. */
+  span: Span | undefined;
 
 
   /** The agent's pause: its marker, a pending request to suspend, resume. */
@@ -246,11 +247,88 @@ export class ProcessRunner implements MailboxConsumer {
     this.loopDone = this.run(this.generation);
   }
 
+  /**
+   * The message loop of incarnation `generation`: dispatches messages until
+   * the mailbox is empty — then it parks (the mailbox nudges it when work
+   * arrives, so an idle agent holds no pending promise) — or the incarnation
+   * ends. One async frame per wake-up: the untraced dispatch of a business
+   * message is inlined here, as it is the runtime's hot path.
+   */
   async run(generation: number): Promise<void> {
-    await Promise.resolve(); // a handler never runs inside the call stack of whoever woke the loop
-    let exited: boolean;
+    await WAKE; // a handler never runs inside the call stack of whoever woke the loop
+    const mailbox = this.mailbox;
+    const services = this.requireServices();
+    const scheduler = services.scheduler;
+    const telemetry = services.telemetry;
     try {
-      exited = await this.loop(generation);
+      for (;;) {
+        const pause = scheduler.tick();
+        if (pause !== undefined) await pause;
+        if (generation !== this.generation) break;
+        if (this.suspension.request !== undefined) await this.suspension.applySuspendRequest();
+        let message: Message | undefined;
+        switch (this.currentStatus) {
+          case ProcessStatus.RUNNING:
+            message = mailbox.poll();
+            if (message === undefined) {
+              this.driving = false;
+              mailbox.park(this.agent, false);
+              return;
+            }
+            break;
+          case ProcessStatus.SUSPENDED:
+            message = mailbox.pollPriority();
+            if (message === undefined) {
+              this.driving = false;
+              mailbox.park(this.agent, true);
+              return;
+            }
+            break;
+          case ProcessStatus.STOPPING:
+            message = this.drainAll ? mailbox.poll() : undefined;
+            break;
+          default:
+            message = undefined;
+        }
+        if (message === undefined) {
+          this.driving = false;
+          break;
+        }
+        const type = message.type;
+        if (isReservedType(type) || type === "civitas.eval.halt") {
+          await this.control(message);
+          continue;
+        }
+        const span = telemetry.tracing
+          ? telemetry.startSpan(
+              "civitas.agent.handle",
+              { "civitas.agent.name": this.agent.name, "civitas.message.type": type, "civitas.message.id": message.id, "civitas.message.attempt": message.attempt },
+              { traceId: message.traceId, spanId: message.spanId },
+            )
+          : undefined;
+        this.current = message;
+        this.span = span;
+        let result: unknown;
+        let failure: { error: unknown } | undefined;
+        try {
+          result = type === "civitas.eval.correction" ? await this.agent.onCorrection(message) : await this.agent.handle(message);
+        } catch (error) {
+          failure = { error };
+        }
+        if (span !== undefined) telemetry.endSpan(span, failure?.error);
+        if (generation !== this.generation) {
+          // A stop gave up waiting for this handler: whatever it produced is dropped, it can no longer act.
+          services.logger.warn(`'${this.agent.name}' finished message ${message.id} after its stop timed out; its result is dropped`, failure);
+          break;
+        }
+        this.current = undefined;
+        this.span = undefined;
+        if (failure !== undefined) await this.onFailure(failure.error, message);
+        else if (result !== undefined && result !== null) {
+          if (isMessage(result) && isReply(result)) this.settleReply(result);
+          else await this.deliverQuietly(result);
+        }
+      }
     } catch (error) {
       // Only a bug in the runtime lands here; never leave the agent half-running.
       if (generation === this.generation) {
@@ -258,65 +336,17 @@ export class ProcessRunner implements MailboxConsumer {
         if (this.currentStatus === ProcessStatus.RUNNING) this.crash(error);
         else if (this.currentStatus === ProcessStatus.SUSPENDED) {
           // SUSPENDED cannot crash (it runs no user code that may fail): stop it, keeping its marker.
-          this.requireServices().logger.error(`'${this.agent.name}' hit an internal error while SUSPENDED; stopping it`, { error });
+          services.logger.error(`'${this.agent.name}' hit an internal error while SUSPENDED; stopping it`, { error });
           this.beginSelfStop("error");
         }
       }
-      exited = true;
     }
-    if (!exited || generation !== this.generation || this.stopRequested) return;
+    if (generation !== this.generation || this.stopRequested) return;
     // Stopped on its own (STOP, halt) it takes no more messages: senders get MAILBOX_CLOSED, not silence.
     if (this.exit?.kind === "normal") this.close();
     this.finishing = this.finish();
     await this.finishing;
     this.parent?.childExited(this.agent, this.exit ?? { kind: "normal", reason: "stopped" }, this.starts);
-  }
-
-  /**
-   * Dispatches messages until the mailbox is empty — then it parks (the
-   * mailbox nudges it when work arrives) and returns `false` — or the
-   * incarnation ends (`true`). An idle agent holds no pending promise.
-   */
-  async loop(generation: number): Promise<boolean> {
-    const mailbox = this.mailbox;
-    const scheduler = this.requireServices().scheduler;
-    for (;;) {
-      const pause = scheduler.tick();
-      if (pause !== undefined) await pause;
-      if (generation !== this.generation) return true;
-      if (this.suspension.request !== undefined) await this.suspension.applySuspendRequest();
-      let message: Message | undefined;
-      switch (this.currentStatus) {
-        case ProcessStatus.SUSPENDED:
-          message = mailbox.pollPriority();
-          if (message === undefined) {
-            this.driving = false;
-            mailbox.park(this.agent, true);
-            return false;
-          }
-          break;
-        case ProcessStatus.RUNNING:
-          message = mailbox.poll();
-          if (message === undefined) {
-            this.driving = false;
-            mailbox.park(this.agent, false);
-            return false;
-          }
-          break;
-        case ProcessStatus.STOPPING:
-          message = this.drainAll ? mailbox.poll() : undefined;
-          if (message === undefined) {
-            this.driving = false;
-            return true;
-          }
-          break;
-        default:
-          this.driving = false;
-          return true;
-      }
-      if (isReservedType(message.type) || message.type === "civitas.eval.halt") await this.control(message);
-      else await this.invoke(message, generation);
-    }
   }
 
   /** Acts on a runtime control message (and `civitas.eval.halt`); unknown reserved types are ignored. */
@@ -329,7 +359,7 @@ export class ProcessRunner implements MailboxConsumer {
         this.beginSelfStop("halt");
         return;
       case "_agency.heartbeat":
-        if (message.replyTo !== undefined) await this.deliverQuietly(composeReply(this.envelope(), message, {}, "_agency.heartbeat_ack"), true);
+        if (message.replyTo !== undefined) await this.deliverQuietly(composeReply(this, message, {}, "_agency.heartbeat_ack"), true);
         return;
       case "_agency.deregister":
         await this.notifyChildTerminated(message);
@@ -341,37 +371,6 @@ export class ProcessRunner implements MailboxConsumer {
         await this.suspension.resumeFrom(message);
         return;
     }
-  }
-
-  async invoke(message: Message, generation: number): Promise<void> {
-    const services = this.requireServices();
-    const telemetry = services.telemetry;
-    const span = telemetry.tracing
-      ? telemetry.startSpan(
-          "civitas.agent.handle",
-          { "civitas.agent.name": this.agent.name, "civitas.message.type": message.type, "civitas.message.id": message.id, "civitas.message.attempt": message.attempt },
-          { traceId: message.traceId, spanId: message.spanId },
-        )
-      : undefined;
-    this.current = message;
-    this.currentSpan = span;
-    let result: unknown;
-    let failure: { error: unknown } | undefined;
-    try {
-      result = message.type === "civitas.eval.correction" ? await this.agent.onCorrection(message) : await this.agent.handle(message);
-    } catch (error) {
-      failure = { error };
-    }
-    telemetry.endSpan(span, failure?.error);
-    if (generation !== this.generation) {
-      // A stop gave up waiting for this handler: whatever it produced is dropped, it can no longer act.
-      services.logger.warn(`'${this.agent.name}' finished message ${message.id} after its stop timed out; its result is dropped`, failure);
-      return;
-    }
-    this.current = undefined;
-    this.currentSpan = undefined;
-    if (failure !== undefined) await this.onFailure(failure.error, message);
-    else if (result !== undefined && result !== null) await this.deliverQuietly(result);
   }
 
   async onFailure(error: unknown, message: Message): Promise<void> {
@@ -432,7 +431,7 @@ export class ProcessRunner implements MailboxConsumer {
     if (request.correlationId === undefined) return;
     const bus = this.requireServices().bus;
     if (error !== undefined) bus.reject(request.correlationId, error);
-    else void bus.deliver(composeReply(this.envelope(), request, {})).catch(() => undefined);
+    else void bus.deliver(composeReply(this, request, {})).catch(() => undefined);
   }
 
 
@@ -454,8 +453,23 @@ export class ProcessRunner implements MailboxConsumer {
     if (!isJsonObject(payload)) assertJsonObject(payload, `payload from '${this.agent.name}'`);
   }
 
-  envelope(): EnvelopeContext {
-    return { sender: this.agent.name, nowMs: this.requireServices().clock.now(), current: this.current, span: this.currentSpan };
+  /** The agent's name, as the sender of what it composes. */
+  get sender(): string {
+    return this.agent.name;
+  }
+
+  /** The runtime clock's time. */
+  now(): number {
+    return this.requireServices().clock.now();
+  }
+
+  /** Hands a reply `handle` returned to the ask waiting for it, at once; a failure is logged, not a crash. */
+  settleReply(reply: Message): void {
+    try {
+      this.requireServices().bus.settleReply(reply);
+    } catch (error) {
+      this.requireServices().logger.warn(`'${this.agent.name}' could not deliver its reply to '${reply.recipient}'`, { error });
+    }
   }
 
   /** Delivers a message the agent produced as a result; a failure is logged, not a crash. */
@@ -512,6 +526,9 @@ export class ProcessRunner implements MailboxConsumer {
     return parent;
   }
 }
+
+/** Awaited once per wake-up: one settled promise, shared. */
+const WAKE: Promise<void> = Promise.resolve();
 
 export function notAttached(name: string): RuntimeStateError {
   return new RuntimeStateError("RUNTIME_NOT_STARTED", `agent '${name}' does not belong to a runtime yet; pass it (or its supervisor) to new Runtime({ root })`);

@@ -239,23 +239,33 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * Sends `payload` to the agent named `name` from outside the tree, waiting while its mailbox is full.
    * Rejects with `AGENT_NOT_FOUND`, `RESERVED_MESSAGE_TYPE`, `PAYLOAD_NOT_SERIALIZABLE` or `MAILBOX_CLOSED`.
    */
-  async send(name: string, payload: JsonObject, options?: RuntimeSendOptions): Promise<void> {
-    const message = this.outgoing(name, payload, options);
-    await this.services.bus.deliver(message, options?.signal);
+  send(name: string, payload: JsonObject, options?: RuntimeSendOptions): Promise<void> {
+    try {
+      return this.services.bus.deliver(this.outgoing(name, payload, options, false), options?.signal);
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checking and composing threw, a CivitasError
+      return Promise.reject(error);
+    }
   }
 
   /**
    * Sends a request from outside the tree and resolves with the reply message.
-   * Rejects with `ASK_TIMEOUT` after `timeoutMs` (30 s by default).
+   * Rejects with `ASK_TIMEOUT` after `timeoutMs` (30 s by default); its stack
+   * shows the async functions that were awaiting the ask.
    */
-  async ask(name: string, payload: JsonObject, options?: RuntimeAskOptions): Promise<Message> {
-    const timeoutMs = options?.timeoutMs ?? 30_000;
-    if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0) {
-      throw new InvalidArgumentError("timeoutMs", `ask('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
+  ask(name: string, payload: JsonObject, options?: RuntimeAskOptions): Promise<Message> {
+    try {
+      const timeoutMs = options?.timeoutMs ?? 30_000;
+      if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0) {
+        throw new InvalidArgumentError("timeoutMs", `ask('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
+      }
+      const message = this.outgoing(name, payload, options, true);
+      if (options?.failIfSuspended === true && this.getAgent(name)?.status === ProcessStatus.SUSPENDED) throw new AgentSuspendedError(name);
+      return this.services.bus.request(message, timeoutMs, options?.signal);
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checking and composing threw, a CivitasError
+      return Promise.reject(error);
     }
-    const message = this.outgoing(name, payload, options, uuidv7());
-    if (options?.failIfSuspended === true && this.getAgent(name)?.status === ProcessStatus.SUSPENDED) throw new AgentSuspendedError(name);
-    return this.services.bus.request(message, { timeoutMs, signal: options?.signal });
   }
 
   /**
@@ -333,33 +343,31 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       throw new InvalidArgumentError("timeoutMs", `${type.slice(8)}('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
     }
     if (this.services.registry.get(name) === undefined) throw notFound(name);
-    const request = buildMessage({
-      sender: OUTSIDE_SENDER,
-      recipient: name,
-      type,
-      payload,
-      correlationId: uuidv7(),
-      replyTo: OUTSIDE_SENDER,
-      timestamp: this.services.clock.now(),
-    });
-    await this.services.bus.request(request, { timeoutMs, signal: options.signal });
+    const timestamp = this.services.clock.now();
+    const id = uuidv7(timestamp);
+    const request = buildMessage({ id, sender: OUTSIDE_SENDER, recipient: name, type, payload, correlationId: id, replyTo: OUTSIDE_SENDER, timestamp });
+    await this.services.bus.request(request, timeoutMs, options.signal);
   }
 
-  private outgoing(name: string, payload: JsonObject, options: RuntimeSendOptions | undefined, correlationId?: string): Message {
+  private outgoing(name: string, payload: JsonObject, options: RuntimeSendOptions | undefined, request: boolean): Message {
     const type = options?.type ?? DEFAULT_MESSAGE_TYPE;
     if (isReservedType(type)) throw new ReservedMessageTypeError(type);
     if (this.services.registry.get(name) === undefined) throw notFound(name);
     if (!isJsonObject(payload)) assertJsonObject(payload, `payload to '${name}'`);
     // A send from inside the caller's own span (an HTTP request, say) continues its trace.
     const caller = this.services.telemetry.tracing ? trace.getSpan(context.active())?.spanContext() : undefined;
+    const timestamp = this.services.clock.now();
+    // A request is its own correlation id: the reply is paired with it by the message id.
+    const id = uuidv7(timestamp);
     return buildMessage({
+      id,
       sender: OUTSIDE_SENDER,
       recipient: name,
       payload,
       type,
-      correlationId,
-      replyTo: correlationId === undefined ? undefined : OUTSIDE_SENDER,
-      timestamp: this.services.clock.now(),
+      correlationId: request ? id : undefined,
+      replyTo: request ? OUTSIDE_SENDER : undefined,
+      timestamp,
       traceId: caller?.traceId,
       spanId: caller?.spanId,
       ttlMs: options?.ttlMs,

@@ -186,14 +186,17 @@ describe("MessageBus request/reply", () => {
 });
 
 describe("MessageBus timeouts and cancellation", () => {
-  it("rejects with AskTimeoutError carrying agent and timeoutMs, with the caller in its stack", async () => {
+  it("rejects with AskTimeoutError carrying agent and timeoutMs, with the awaiting callers in its stack", async () => {
     const clock = new TestClock();
     const rt = runtime([new Silent("silent")], clock);
     await rt.start();
-    function askTheSilentAgent(): Promise<Message> {
-      return rt.ask("silent", { hello: true }, { timeoutMs: 25 });
+    async function askTheSilentAgent(): Promise<Message> {
+      return await rt.ask("silent", { hello: true }, { timeoutMs: 25 });
     }
-    const pending = rejection(askTheSilentAgent());
+    async function handleTheRequest(): Promise<Message> {
+      return await askTheSilentAgent();
+    }
+    const pending = rejection(handleTheRequest());
     await clock.advance(24);
     await clock.advance(1);
     const error = await pending;
@@ -205,6 +208,7 @@ describe("MessageBus timeouts and cancellation", () => {
     expect(timeout.timeoutMs).toBe(25);
     expect(timeout.message).toContain("'silent'");
     expect(timeout.stack).toContain("askTheSilentAgent");
+    expect(timeout.stack).toContain("handleTheRequest");
   });
 
   it("does not time out before timeoutMs has elapsed", async () => {
@@ -218,11 +222,11 @@ describe("MessageBus timeouts and cancellation", () => {
     expect(ask.state).toBe("rejected");
   });
 
-  it("puts the caller of an agent's ask in the timeout's stack", async () => {
+  it("puts the awaiting caller of an agent's ask in the timeout's stack", async () => {
     const clock = new TestClock();
     const stacks: (string | undefined)[] = [];
-    function consultTheOracle(agent: AgentProcess): Promise<Message> {
-      return agent.ask("silent", {}, { timeoutMs: 10 });
+    async function consultTheOracle(agent: AgentProcess): Promise<Message> {
+      return await agent.ask("silent", {}, { timeoutMs: 10 });
     }
     class Asker extends AgentProcess {
       override async handle(): Promise<void> {

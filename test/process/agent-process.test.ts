@@ -476,8 +476,8 @@ describe("AgentProcess messaging from inside handle", () => {
     await rt.start();
     const { buildMessage } = await import("../../src/message/message.js");
     const reply = new Promise<Message>((resolve) => {
-      const bus = (rt as unknown as { services: { bus: { request: (m: Message, o: { timeoutMs: number }) => Promise<Message> } } }).services.bus;
-      void bus.request(buildMessage({ sender: "_runtime", recipient: "hb", type: "_agency.heartbeat", payload: {}, correlationId: "c1", replyTo: "_runtime" }), { timeoutMs: 1000 }).then(resolve);
+      const bus = (rt as unknown as { services: { bus: { request: (m: Message, timeoutMs: number) => Promise<Message> } } }).services.bus;
+      void bus.request(buildMessage({ sender: "_runtime", recipient: "hb", type: "_agency.heartbeat", payload: {}, correlationId: "c1", replyTo: "_runtime" }), 1000).then(resolve);
     });
     expect((await reply).type).toBe("_agency.heartbeat_ack");
     expect(agent.state.handled).toEqual([]);

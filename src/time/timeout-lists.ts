@@ -1,0 +1,98 @@
+import type { Clock, TimerHandle } from "./clock.js";
+
+/**
+ * Something that times out: a node of the intrusive list it waits in, so
+ * adding and removing it allocate nothing.
+ * @internal
+ */
+export interface Expiring {
+  /** Epoch ms at which it times out. */
+  deadlineMs: number;
+  /** The list it waits in; `undefined` once removed or expired. */
+  list: TimeoutList<this> | undefined;
+  prev: this | undefined;
+  next: this | undefined;
+}
+
+/** The entries that share one timeout, oldest first: equal timeouts added over time expire in the order they were added. @internal */
+export interface TimeoutList<T extends Expiring> {
+  readonly timeoutMs: number;
+  head: T | undefined;
+  tail: T | undefined;
+  timer: TimerHandle | undefined;
+}
+
+/**
+ * Timeouts for many waiting operations (asks, control requests) on one timer
+ * per distinct timeout length, as Node keeps its own timer lists. Adding and
+ * removing an entry is O(1) and arms or cancels no timer: a timer that fires
+ * early, because the entry it was armed for settled, just re-arms for the
+ * oldest entry left. So an ask costs a few pointer writes instead of a Node
+ * timer and a closure.
+ *
+ * Deadlines come from the clock's `now()` (the caller passes the start time
+ * it already read): a wall clock set back delays timeouts by as much, never
+ * fires them early.
+ * @internal
+ */
+export class TimeoutLists<T extends Expiring> {
+  private readonly lists = new Map<number, TimeoutList<T>>();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly onTimeout: (entry: T) => void,
+  ) {}
+
+  /** Starts `entry`'s timeout of `timeoutMs`, counted from `startMs`. */
+  add(entry: T, timeoutMs: number, startMs: number): void {
+    let list = this.lists.get(timeoutMs);
+    if (list === undefined) {
+      list = { timeoutMs, head: undefined, tail: undefined, timer: undefined };
+      this.lists.set(timeoutMs, list);
+    }
+    entry.deadlineMs = startMs + timeoutMs;
+    entry.list = list;
+    entry.next = undefined;
+    entry.prev = list.tail;
+    if (list.tail === undefined) list.head = entry;
+    else list.tail.next = entry;
+    list.tail = entry;
+    if (list.timer === undefined) this.arm(list, timeoutMs);
+  }
+
+  /** Stops `entry`'s timeout; a no-op when it is not waiting. */
+  remove(entry: T): void {
+    const list = entry.list;
+    if (list === undefined) return;
+    if (entry.prev === undefined) list.head = entry.next;
+    else entry.prev.next = entry.next;
+    if (entry.next === undefined) list.tail = entry.prev;
+    else entry.next.prev = entry.prev;
+    entry.list = undefined;
+    entry.prev = undefined;
+    entry.next = undefined;
+  }
+
+  /** Entries still waiting (for tests and diagnostics). */
+  get size(): number {
+    let size = 0;
+    for (const list of this.lists.values()) for (let e = list.head; e !== undefined; e = e.next) size++;
+    return size;
+  }
+
+  private arm(list: TimeoutList<T>, delayMs: number): void {
+    list.timer = this.clock.setTimeout(() => this.fire(list), Math.max(0, delayMs));
+  }
+
+  private fire(list: TimeoutList<T>): void {
+    list.timer = undefined;
+    const now = this.clock.now();
+    for (let entry = list.head; entry !== undefined && entry.deadlineMs <= now; entry = list.head) {
+      this.remove(entry);
+      this.onTimeout(entry);
+    }
+    if (list.timer !== undefined) return; // an onTimeout callback added an entry, which armed the list again
+    if (list.head !== undefined) this.arm(list, list.head.deadlineMs - now);
+    else this.lists.delete(list.timeoutMs);
+  }
+}
