@@ -152,9 +152,14 @@ export function settle(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-/** Runs `fn` once after a GC and returns its wall time in seconds. */
+/**
+ * Runs `fn` once and returns its wall time in seconds. No forced GC first:
+ * `gc()` is a memory-reducing full collection that also throws away
+ * optimized code, which then costs the side with more code to re-optimize
+ * (the runtime) far more than the baseline; rounds alternate instead, so
+ * natural collections hit both sides alike.
+ */
 export async function timed(fn: () => Promise<void>): Promise<number> {
-  collect();
   await settle();
   const start = process.hrtime.bigint();
   await fn();

@@ -30,7 +30,7 @@ import { join } from "node:path";
 import type { AgentProcess as AgentProcessType, Message, Runtime as RuntimeType } from "../src/index.js";
 import { loadSqlite, type CivitasModule } from "./civitas.js";
 import { pingPongRig } from "./pingpong.js";
-import { AsyncQueue, collect, latch, median, percentile, settle, timed, YieldScheduler, type Benchmark, type Latch, type Row } from "./harness.js";
+import { AsyncQueue, latch, median, percentile, settle, timed, YieldScheduler, type Benchmark, type Latch, type Row } from "./harness.js";
 
 const BENCH = "suspend";
 const ERLANG_PAIR_US = 2.9;
@@ -53,8 +53,7 @@ const FLOOD = 100_000;
 
 /** Runs `call` `count` times in sequence, appending each latency (µs) to `into`. */
 async function sample(count: number, call: () => Promise<unknown>, into: number[]): Promise<void> {
-  collect();
-  await settle();
+  await settle(); // no forced GC: see timed() in harness.ts
   for (let i = 0; i < count; i++) {
     const start = process.hrtime.bigint();
     await call();

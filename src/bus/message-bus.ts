@@ -1,18 +1,22 @@
 import type { EventEmitter } from "eventemitter3";
 import { AgentNotFoundError, AskTimeoutError, RuntimeStateError } from "../errors/errors.js";
+import { RESOLVED } from "../mailbox/mailbox.js";
 import { isReply, type Message } from "../message/message.js";
 import type { RuntimeEvents } from "../runtime/runtime-events.js";
 import type { Clock } from "../time/clock.js";
 import { TimeoutLists, type Expiring } from "../time/timeout-lists.js";
 import type { Registry } from "./registry.js";
 
-interface PendingAsk extends Expiring {
+/** An ask waiting for its reply; also the node of its timeout list. */
+interface PendingAsk extends Expiring<PendingAsk> {
   readonly recipient: string;
   readonly correlationId: string;
   readonly timeoutMs: number;
   resolve: (reply: Message) => void;
   reject: (error: unknown) => void;
   release: (() => void) | undefined;
+  /** The promise the requester handed to its own caller, if it registered one ({@link MessageBus.handOut}). */
+  handedOut: Promise<unknown> | undefined;
 }
 
 /** What a timed-out request is rejected with inside the bus; {@link asTimeoutError} turns it into the public error. */
@@ -97,6 +101,7 @@ export class MessageBus {
         resolve,
         reject,
         release: undefined,
+        handedOut: undefined,
         deadlineMs: 0,
         list: undefined,
         prev: undefined,
@@ -109,9 +114,20 @@ export class MessageBus {
         entry.release = () => signal.removeEventListener("abort", onAbort);
       }
       this.pending.set(correlationId, entry);
-      this.deliver(message, signal).catch((error: unknown) => this.fail(correlationId, error));
+      const delivery = this.deliver(message, signal);
+      if (delivery !== RESOLVED) delivery.catch((error: unknown) => this.fail(correlationId, error));
     });
     return timeoutMs === undefined ? waiting : waiting.then(undefined, asTimeoutError);
+  }
+
+  /**
+   * Records `promise` as what the requester of `correlationId` handed to its
+   * caller, so the answerer can wait until that caller's promise has settled
+   * (see {@link MessageBus.settleReply}).
+   */
+  handOut(correlationId: string, promise: Promise<unknown>): void {
+    const entry = this.pending.get(correlationId);
+    if (entry !== undefined) entry.handedOut = promise;
   }
 
   /** Rejects every waiting ask with `reason` and refuses new ones. */
@@ -125,18 +141,23 @@ export class MessageBus {
     this.fail(correlationId, error);
   }
 
-  /** Settles the ask `reply` answers; a reply no ask waits for is dropped and counted (a throwing "reply.late" listener throws here). */
-  settleReply(reply: Message): void {
+  /**
+   * Settles the ask `reply` answers, and returns the promise its requester
+   * handed out ({@link MessageBus.handOut}), if any. A reply no ask waits for
+   * is dropped and counted (a throwing "reply.late" listener throws here).
+   */
+  settleReply(reply: Message): Promise<unknown> | undefined {
     const entry = this.pending.get(reply.correlationId as string);
     if (entry === undefined) {
       this.late++;
       this.events.emit("reply.late", reply);
-      return;
+      return undefined;
     }
     this.pending.delete(reply.correlationId as string);
     this.timeouts.remove(entry);
     entry.release?.();
     entry.resolve(reply);
+    return entry.handedOut;
   }
 
   private fail(correlationId: string, error: unknown): void {

@@ -3,8 +3,13 @@ import { isExpired, type Message } from "../message/message.js";
 import { systemClock, type Clock } from "../time/clock.js";
 import { Deque } from "./deque.js";
 
-/** One settled promise for every put that found room: promises are immutable, so sharing one saves an allocation per message. */
-const RESOLVED: Promise<void> = Promise.resolve();
+/**
+ * One settled promise for every put that found room: promises are immutable,
+ * so sharing one saves an allocation per message (and a caller that gets it
+ * back knows the put is done without awaiting).
+ * @internal
+ */
+export const RESOLVED: Promise<void> = Promise.resolve();
 
 /** Options of a {@link Mailbox}. */
 export interface MailboxOptions {

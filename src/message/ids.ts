@@ -87,12 +87,35 @@ function randomSuffix(): string {
   return scratch.toString("latin1", 0, pos);
 }
 
-/** A random 128-bit trace id as 32 lowercase hex characters (W3C trace context). */
-export function newTraceId(): string {
-  return scratch.toString("latin1", 0, writeHex(0, take(16), 16));
+let traceCounter = 0xfff;
+let tracePrefix = "";
+let spanCounter = 0xfff;
+let spanPrefix = "";
+
+/** `length` random hex characters, as one flat string. */
+function randomHex(length: number): string {
+  return scratch.toString("latin1", 0, writeHex(0, take(Math.ceil(length / 2)), Math.ceil(length / 2))).slice(0, length);
 }
 
-/** A random 64-bit span id as 16 lowercase hex characters (W3C trace context). */
+/**
+ * A W3C trace id (32 lowercase hex characters) for a message that starts a
+ * trace of its own: 116 random bits drawn once per block of 4,095 ids, then a
+ * counter. Unique within the process like a fully random id, and never all
+ * zeros (the counter starts at 1), without a random draw per message.
+ */
+export function newTraceId(): string {
+  if (++traceCounter > 0xfff) {
+    traceCounter = 1;
+    tracePrefix = randomHex(29);
+  }
+  return tracePrefix + (HEX3[traceCounter] as string);
+}
+
+/** A W3C span id (16 lowercase hex characters): 52 random bits per block of 4,095 ids, then a counter (never all zeros). */
 export function newSpanId(): string {
-  return scratch.toString("latin1", 0, writeHex(0, take(8), 8));
+  if (++spanCounter > 0xfff) {
+    spanCounter = 1;
+    spanPrefix = randomHex(13);
+  }
+  return spanPrefix + (HEX3[spanCounter] as string);
 }

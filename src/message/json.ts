@@ -20,7 +20,9 @@ function childPath(path: string, key: string): string {
  * Returns the JSON path of the first part of `value` that is not plain JSON,
  * or `undefined` when all of it is. Plain JSON means: objects whose prototype
  * is `Object.prototype` or `null`, arrays, strings, finite numbers, booleans
- * and `null`, without cycles.
+ * and `null`, without cycles. As for `JSON.stringify`, only enumerable
+ * string-keyed properties count: symbol-keyed and non-enumerable ones are
+ * not part of the value (looking for them would cost every message ~60 ns).
  */
 export function findNonJson(value: unknown, path = "$", seen: unknown[] = []): [string, string] | undefined {
   switch (typeof value) {
@@ -46,10 +48,6 @@ export function findNonJson(value: unknown, path = "$", seen: unknown[] = []): [
         for (const key in value) {
           const bad = findNonJson((value as Record<string, unknown>)[key], childPath(path, key), seen);
           if (bad) return bad;
-        }
-        const symbol = Object.getOwnPropertySymbols(value)[0];
-        if (symbol !== undefined) {
-          return [`${path}[${String(symbol)}]`, "a symbol-keyed property, which JSON would silently drop"];
         }
         return undefined;
       } finally {
@@ -104,7 +102,6 @@ function isPlainJson(value: unknown, depth: number): boolean {
       }
       const proto: unknown = Object.getPrototypeOf(value);
       if (proto !== Object.prototype && proto !== null) return false;
-      if (Object.getOwnPropertySymbols(value).length > 0) return false;
       for (const key in value) if (!isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
       return true;
     }

@@ -262,7 +262,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     const telemetry = services.telemetry;
     try {
       for (;;) {
-        const pause = scheduler.tick();
+        // Only a dispatch counts towards the next yield: finding the mailbox empty (and parking) is not one.
+        const pause = mailbox.size > 0 || mailbox.prioritySize > 0 ? scheduler.tick() : undefined;
         if (pause !== undefined) await pause;
         if (generation !== this.generation) break;
         if (this.suspension.request !== undefined) await this.suspension.applySuspendRequest();
@@ -426,14 +427,25 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   // ---- helpers -----------------------------------------------------------
 
-  /** Settles a runtime control request: resolves it, or rejects it with `error`. */
-  answer(request: Message, error?: Error): void {
-    if (request.correlationId === undefined) return;
-    const bus = this.requireServices().bus;
-    if (error !== undefined) bus.reject(request.correlationId, error);
-    else void bus.deliver(composeReply(this, request, {})).catch(() => undefined);
+  /**
+   * Settles a runtime control request: resolves it, or rejects it with
+   * `error`. On success, returns the promise the runtime handed to whoever
+   * made the request, so the agent can wait until that caller has been told.
+   */
+  answer(request: Message, error?: Error): Promise<unknown> | undefined {
+    if (request.correlationId === undefined) return undefined;
+    const services = this.requireServices();
+    if (error !== undefined) {
+      services.bus.reject(request.correlationId, error);
+      return undefined;
+    }
+    try {
+      return services.bus.settleReply(composeReply(this, request, {}));
+    } catch (listenerError) {
+      services.logger.warn(`'${this.agent.name}' could not answer ${request.type}`, { error: listenerError });
+      return undefined;
+    }
   }
-
 
   /** The single path every persist takes. */
   async persist(): Promise<void> {

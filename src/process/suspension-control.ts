@@ -25,6 +25,8 @@ import {
   type SuspensionMarker,
 } from "./suspension.js";
 
+function noop(): void {}
+
 /** A suspend asked for and not yet applied, with the runtime requests waiting on it. */
 interface SuspendRequest {
   reason: string;
@@ -139,9 +141,10 @@ export class SuspensionControl {
           return;
         }
         await this.leaveSuspended(approver, marker, identityChange);
-        this.runner.answer(request);
-        // Let runtime.resume() resolve before the first business message after the pause is taken.
-        await new Promise<void>((resolve) => setImmediate(resolve));
+        // runtime.resume() resolves before the first business message after the pause is taken:
+        // the loop goes on only once the caller's promise has settled (its own reactions run first).
+        const told = this.runner.answer(request);
+        if (told !== undefined) await told.then(noop, noop);
         return;
       }
       this.runner.answer(request);

@@ -7,11 +7,12 @@ import { describeValue } from "../errors/civitas-error.js";
 import { AgentSuspendedError, InvalidArgumentError, ReservedMessageTypeError, RuntimeStateError } from "../errors/errors.js";
 import { stderrLogger, type Logger } from "../logging/logger.js";
 import { uuidv7 } from "../message/ids.js";
-import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
+import type { JsonObject } from "../message/json.js";
 import { buildMessage, type Message } from "../message/message.js";
 import { DEFAULT_MESSAGE_TYPE, isReservedType } from "../message/system-types.js";
 import { Telemetry } from "../observability/telemetry.js";
 import { AgentProcess } from "../process/agent-process.js";
+import { composeOutgoing, type EnvelopeContext } from "../process/envelope.js";
 import { ProcessStatus } from "../process/process-status.js";
 import { assertApprover } from "../process/suspension.js";
 import { InMemoryStateStore } from "../state/in-memory-state-store.js";
@@ -134,6 +135,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   /** The root of the tree. */
   readonly root: SupervisedChild;
   private readonly services: RuntimeServices;
+  /** Where messages sent from outside the tree are composed: sender `_runtime`, in the caller's active span when tracing. */
+  private readonly outside: EnvelopeContext;
   private starting: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
   private readonly keepAlive: boolean;
@@ -171,6 +174,16 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       expired: (message) => {
         logger.warn(`message ${message.id} to '${message.recipient}' expired after ${message.ttlMs} ms in the mailbox and was discarded`);
         this.emit("message.expired", message);
+      },
+    };
+    const telemetry = this.services.telemetry;
+    this.outside = {
+      sender: OUTSIDE_SENDER,
+      now: () => clock.now(),
+      current: undefined,
+      // A send from inside the caller's own span (an HTTP request, say) continues its trace.
+      get span() {
+        return telemetry.tracing ? trace.getSpan(context.active()) : undefined;
       },
     };
     this.root.attach(this, this.services);
@@ -274,11 +287,16 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * finished. Suspending a suspended agent keeps its `since` and
    * `suspensionId` and updates the reason. Rejects with `AGENT_NOT_FOUND`.
    */
-  async suspend(name: string, reason = "", options: ControlOptions = {}): Promise<void> {
-    if (typeof reason !== "string") {
-      throw new InvalidArgumentError("reason", `suspend('${name}') needs a string reason, got ${describeValue(reason)}`);
+  suspend(name: string, reason = "", options: ControlOptions = {}): Promise<void> {
+    try {
+      if (typeof reason !== "string") {
+        throw new InvalidArgumentError("reason", `suspend('${name}') needs a string reason, got ${describeValue(reason)}`);
+      }
+      return this.control(name, "_agency.suspend", { reason }, options);
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
+      return Promise.reject(error);
     }
-    await this.control(name, "_agency.suspend", { reason }, options);
   }
 
   /**
@@ -289,16 +307,21 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * string) or `AGENT_NOT_FOUND`; then with `STALE_APPROVAL` (a `suspensionId`
    * that is not the current pause) or `RESUME_REFUSED` (`authorizeResume` said no).
    */
-  async resume(name: string, approver: string, options: ResumeOptions = {}): Promise<void> {
-    assertApprover(name, approver);
-    const suspensionId = options.suspensionId;
-    if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
-      throw new InvalidArgumentError("suspensionId", `resume('${name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
+  resume(name: string, approver: string, options: ResumeOptions = {}): Promise<void> {
+    try {
+      assertApprover(name, approver);
+      const suspensionId = options.suspensionId;
+      if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
+        throw new InvalidArgumentError("suspensionId", `resume('${name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
+      }
+      const payload: JsonObject = { approver };
+      if (suspensionId !== undefined) payload.suspensionId = suspensionId;
+      if (options.acceptIdentityChange === true) payload.acceptIdentityChange = true;
+      return this.control(name, "_agency.resume", payload, options);
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
+      return Promise.reject(error);
     }
-    const payload: JsonObject = { approver };
-    if (suspensionId !== undefined) payload.suspensionId = suspensionId;
-    if (options.acceptIdentityChange === true) payload.acceptIdentityChange = true;
-    await this.control(name, "_agency.resume", payload, options);
   }
 
   /** Every SUSPENDED agent of this runtime, with its reason, since and suspension id. */
@@ -337,7 +360,12 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
 
 
   /** Sends a runtime control request on the priority lane and waits until the agent has acted on it. */
-  private async control(name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject, options: ControlOptions): Promise<void> {
+  /**
+   * Sends a runtime control request on the priority lane; the returned
+   * promise resolves once the agent has acted on it. The agent waits for
+   * this very promise to settle before it takes its next message.
+   */
+  private control(name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject, options: ControlOptions): Promise<void> {
     const timeoutMs = options.timeoutMs;
     if (timeoutMs !== undefined && (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
       throw new InvalidArgumentError("timeoutMs", `${type.slice(8)}('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
@@ -346,34 +374,20 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     const timestamp = this.services.clock.now();
     const id = uuidv7(timestamp);
     const request = buildMessage({ id, sender: OUTSIDE_SENDER, recipient: name, type, payload, correlationId: id, replyTo: OUTSIDE_SENDER, timestamp });
-    await this.services.bus.request(request, timeoutMs, options.signal);
+    const done = this.services.bus.request(request, timeoutMs, options.signal).then(noop);
+    this.services.bus.handOut(id, done);
+    return done;
   }
 
   private outgoing(name: string, payload: JsonObject, options: RuntimeSendOptions | undefined, request: boolean): Message {
     const type = options?.type ?? DEFAULT_MESSAGE_TYPE;
     if (isReservedType(type)) throw new ReservedMessageTypeError(type);
     if (this.services.registry.get(name) === undefined) throw notFound(name);
-    if (!isJsonObject(payload)) assertJsonObject(payload, `payload to '${name}'`);
-    // A send from inside the caller's own span (an HTTP request, say) continues its trace.
-    const caller = this.services.telemetry.tracing ? trace.getSpan(context.active())?.spanContext() : undefined;
-    const timestamp = this.services.clock.now();
-    // A request is its own correlation id: the reply is paired with it by the message id.
-    const id = uuidv7(timestamp);
-    return buildMessage({
-      id,
-      sender: OUTSIDE_SENDER,
-      recipient: name,
-      payload,
-      type,
-      correlationId: request ? id : undefined,
-      replyTo: request ? OUTSIDE_SENDER : undefined,
-      timestamp,
-      traceId: caller?.traceId,
-      spanId: caller?.spanId,
-      ttlMs: options?.ttlMs,
-    });
+    return composeOutgoing(this.outside, name, payload, type, options?.ttlMs, request ? OUTSIDE_SENDER : undefined);
   }
 }
+
+function noop(): void {}
 
 function rootOf(root: RuntimeOptions["root"]): SupervisedChild {
   if (Array.isArray(root)) return new Supervisor("root", { children: root as SupervisedChild[] });

@@ -50,7 +50,25 @@ export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal): Prom
   });
 }
 
-/** Formats epoch milliseconds as ISO-8601 UTC with milliseconds. */
+const MS3: string[] = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, "0"));
+let cachedSecond = Number.NaN;
+let cachedPrefix = "";
+
+/**
+ * Formats epoch milliseconds as ISO-8601 UTC with milliseconds
+ * (`2026-12-02T20:00:51.123Z`), as `Date#toISOString` does. The text up to
+ * the second is cached: marker and audit timestamps are made on hot paths.
+ * @throws RangeError for a time `Date` cannot represent
+ */
 export function isoTime(epochMs: number): string {
-  return new Date(epochMs).toISOString();
+  const ms = Math.trunc(epochMs); // as Date does (TimeClip)
+  const second = Math.floor(ms / 1000);
+  if (second !== cachedSecond) {
+    const iso = new Date(second * 1000).toISOString();
+    // Four-digit years only (0000-9999): other years print as ±YYYYYY, formatted in full below.
+    if (iso.length !== 24) return new Date(epochMs).toISOString();
+    cachedSecond = second;
+    cachedPrefix = iso.slice(0, 20);
+  }
+  return cachedPrefix + (MS3[ms - second * 1000] as string) + "Z";
 }

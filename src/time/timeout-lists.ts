@@ -5,17 +5,17 @@ import type { Clock, TimerHandle } from "./clock.js";
  * adding and removing it allocate nothing.
  * @internal
  */
-export interface Expiring {
+export interface Expiring<T> {
   /** Epoch ms at which it times out. */
   deadlineMs: number;
   /** The list it waits in; `undefined` once removed or expired. */
-  list: TimeoutList<this> | undefined;
-  prev: this | undefined;
-  next: this | undefined;
+  list: TimeoutList<T> | undefined;
+  prev: T | undefined;
+  next: T | undefined;
 }
 
 /** The entries that share one timeout, oldest first: equal timeouts added over time expire in the order they were added. @internal */
-export interface TimeoutList<T extends Expiring> {
+export interface TimeoutList<T> {
   readonly timeoutMs: number;
   head: T | undefined;
   tail: T | undefined;
@@ -35,7 +35,7 @@ export interface TimeoutList<T extends Expiring> {
  * fires them early.
  * @internal
  */
-export class TimeoutLists<T extends Expiring> {
+export class TimeoutLists<T extends Expiring<T>> {
   private readonly lists = new Map<number, TimeoutList<T>>();
 
   constructor(

@@ -76,13 +76,17 @@ describe("trace and span ids", () => {
   it("are unique and not all zero", () => {
     const traces = new Set<string>();
     const spans = new Set<string>();
-    // crosses several refills of the random pool
-    for (let i = 0; i < 5000; i++) {
+    // crosses several blocks of 4,095 ids (each with a fresh random prefix) and refills of the random pool
+    const count = 20_000;
+    for (let i = 0; i < count; i++) {
       traces.add(newTraceId());
       spans.add(newSpanId());
     }
-    expect(traces.size).toBe(5000);
-    expect(spans.size).toBe(5000);
+    expect(traces.size).toBe(count);
+    expect(spans.size).toBe(count);
+    // a new block draws a new random prefix: at least 4 distinct prefixes over 20,000 ids
+    expect(new Set([...traces].map((id) => id.slice(0, 29))).size).toBeGreaterThanOrEqual(4);
+    expect(new Set([...spans].map((id) => id.slice(0, 13))).size).toBeGreaterThanOrEqual(4);
     expect(traces.has("0".repeat(32))).toBe(false);
     expect(spans.has("0".repeat(16))).toBe(false);
   });

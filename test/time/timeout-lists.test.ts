@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { TimeoutLists, type Expiring } from "../../src/time/timeout-lists.js";
 
-interface Entry extends Expiring {
+interface Entry extends Expiring<Entry> {
   readonly name: string;
 }
 
