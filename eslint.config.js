@@ -2,7 +2,7 @@
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", "coverage/"] },
+  { ignores: ["dist/", "node_modules/", "coverage/", ".prof/"] },
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {

@@ -73,7 +73,7 @@ export class MessageBus {
     if (isReply(message)) {
       // inside the executor, a throwing "reply.late" listener rejects instead of throwing synchronously
       return new Promise<void>((resolve) => {
-        this.settleReply(message);
+        void this.settleReply(message);
         resolve();
       });
     }

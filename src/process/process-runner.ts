@@ -123,7 +123,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     }
     this.suspension.request = undefined;
     for (const request of pending) {
-      this.answer(request, new MailboxClosedError(`'${this.agent.name}' stopped for good before it handled ${request.type}`));
+      this.refuse(request, new MailboxClosedError(`'${this.agent.name}' stopped for good before it handled ${request.type}`));
     }
   }
 
@@ -428,23 +428,23 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   // ---- helpers -----------------------------------------------------------
 
   /**
-   * Settles a runtime control request: resolves it, or rejects it with
-   * `error`. On success, returns the promise the runtime handed to whoever
-   * made the request, so the agent can wait until that caller has been told.
+   * Resolves a runtime control request, and returns the promise the runtime
+   * handed to whoever made it, so the agent can wait until that caller has
+   * been told (`undefined` when there is none).
    */
-  answer(request: Message, error?: Error): Promise<unknown> | undefined {
+  answer(request: Message): Promise<unknown> | undefined {
     if (request.correlationId === undefined) return undefined;
-    const services = this.requireServices();
-    if (error !== undefined) {
-      services.bus.reject(request.correlationId, error);
-      return undefined;
-    }
     try {
-      return services.bus.settleReply(composeReply(this, request, {}));
+      return this.requireServices().bus.settleReply(composeReply(this, request, {}));
     } catch (listenerError) {
-      services.logger.warn(`'${this.agent.name}' could not answer ${request.type}`, { error: listenerError });
+      this.requireServices().logger.warn(`'${this.agent.name}' could not answer ${request.type}`, { error: listenerError });
       return undefined;
     }
+  }
+
+  /** Rejects a runtime control request with `error`. */
+  refuse(request: Message, error: Error): void {
+    if (request.correlationId !== undefined) this.requireServices().bus.reject(request.correlationId, error);
   }
 
   /** The single path every persist takes. */
@@ -478,7 +478,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   /** Hands a reply `handle` returned to the ask waiting for it, at once; a failure is logged, not a crash. */
   settleReply(reply: Message): void {
     try {
-      this.requireServices().bus.settleReply(reply);
+      void this.requireServices().bus.settleReply(reply);
     } catch (error) {
       this.requireServices().logger.warn(`'${this.agent.name}' could not deliver its reply to '${reply.recipient}'`, { error });
     }

@@ -87,7 +87,7 @@ export class SuspensionControl {
     } else {
       return;
     }
-    for (const waiting of request.waiting) this.runner.answer(waiting);
+    for (const waiting of request.waiting) void this.runner.answer(waiting);
   }
 
   /** S5: stop dispatching in memory first, then persist; a failed persist never un-suspends. */
@@ -147,9 +147,9 @@ export class SuspensionControl {
         if (told !== undefined) await told.then(noop, noop);
         return;
       }
-      this.runner.answer(request);
+      void this.runner.answer(request);
     } catch (error) {
-      this.runner.answer(request, error as Error);
+      this.runner.refuse(request, error as Error);
     }
   }
 
