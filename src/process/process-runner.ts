@@ -517,9 +517,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   /** Whether the agent's class overrides `hook` of the base class (whose hooks are no-ops). */
   private overrides(hook: keyof AgentProcess): boolean {
-    let base: object = Object.getPrototypeOf(this.agent) as object;
-    for (let up = Object.getPrototypeOf(base) as object | null; up !== null && up !== Object.prototype; up = Object.getPrototypeOf(up) as object | null) base = up;
-    return (this.agent as unknown as Record<string, unknown>)[hook] !== (base as Record<string, unknown>)[hook];
+    return (this.agent as unknown as Record<string, unknown>)[hook] !== (rootPrototype(this.agent) as Record<string, unknown>)[hook];
   }
 
   requireServices(): RuntimeServices {
@@ -537,6 +535,17 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     }
     return parent;
   }
+}
+
+let agentPrototype: object | undefined;
+
+/** `AgentProcess.prototype`, found once by walking up from an agent (this module imports AgentProcess only as a type). */
+function rootPrototype(agent: AgentProcess): object {
+  if (agentPrototype !== undefined) return agentPrototype;
+  let base: object = Object.getPrototypeOf(agent) as object;
+  for (let up = Object.getPrototypeOf(base) as object | null; up !== null && up !== Object.prototype; up = Object.getPrototypeOf(up) as object | null) base = up;
+  agentPrototype = base;
+  return base;
 }
 
 /** Awaited once per wake-up: one settled promise, shared. */

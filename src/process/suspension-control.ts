@@ -104,7 +104,9 @@ export class SuspensionControl {
     this.setMarker(marker);
     const durable = await this.persistMarker("suspend", span);
     await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(reason), this.runner.options.shutdownTimeoutMs);
-    await services.telemetry.audit("agent.suspend", this.runner.agent.name, { reason, suspensionId: marker.suspensionId, since: marker.since, durable });
+    if (services.telemetry.auditing) {
+      await services.telemetry.audit("agent.suspend", this.runner.agent.name, { reason, suspensionId: marker.suspensionId, since: marker.since, durable });
+    }
     span?.setAttribute("civitas.suspend.durable", durable);
     services.telemetry.endSpan(span);
   }
@@ -131,7 +133,7 @@ export class SuspensionControl {
       } else {
         if (suspensionId !== undefined && suspensionId !== marker.suspensionId) throw new StaleApprovalError(this.runner.agent.name, suspensionId, marker.suspensionId);
         const identityChange = this.identityChange(marker, acceptIdentityChange === true);
-        await this.authorize(approver, marker);
+        if (this.runner.requireServices().authorizeResume !== undefined) await this.authorize(approver, marker);
         // A stop that began while the approval was being decided wins: no receipt, the pause is kept,
         // and the request waits for the next incarnation (a restart comes back SUSPENDED and takes it;
         // a stop for good answers it with MAILBOX_CLOSED when the mailbox closes).
@@ -197,7 +199,7 @@ export class SuspensionControl {
     });
     const receipt: JsonObject = { approver, suspensionId: marker.suspensionId, reason: marker.reason };
     if (identityChange !== undefined) receipt.identityChange = identityChange;
-    if (!(await services.telemetry.audit("agent.resume", this.runner.agent.name, receipt))) {
+    if (services.telemetry.auditing && !(await services.telemetry.audit("agent.resume", this.runner.agent.name, receipt))) {
       // No approved action without its receipt: the pause stays, nothing has changed yet.
       const error = new AuditUnavailableError(this.runner.agent.name);
       services.telemetry.endSpan(span, error);

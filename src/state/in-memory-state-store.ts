@@ -1,13 +1,8 @@
-import type { JsonObject } from "../message/json.js";
-import { assertStateName, decodeState, encodeState, STATE_RECORD_VERSION } from "./state-record.js";
+import { assertJsonObject, copyJson, type JsonObject } from "../message/json.js";
+import { assertStateName } from "./state-record.js";
 import type { StateStore } from "./state-store.js";
 import { StoreClosedError } from "./store-closed-error.js";
 
-/** One stored record: the encoded JSON text and the schema version it was written with. */
-interface StoredRecord {
-  readonly version: number;
-  readonly text: string;
-}
 
 /**
  * A {@link StateStore} that keeps state in this process's memory.
@@ -19,11 +14,11 @@ interface StoredRecord {
  * demos and agents whose state may be lost; use `SqliteStateStore` from
  * `civitas-ts/sqlite` for anything that must outlive the process.
  *
- * It otherwise behaves like a real store: records are kept as encoded JSON
- * text with a schema version, so `set` and `get` copy deeply (mutating the
- * object you passed to `set`, or the one `get` returned, never changes what
- * is stored), non-JSON state is refused with `PAYLOAD_NOT_SERIALIZABLE`
- * before anything changes, and `list()` is sorted.
+ * It otherwise behaves like a real store: `set` and `get` copy deeply, with
+ * the result a JSON round trip would give (mutating the object you passed
+ * to `set`, or the one `get` returned, never changes what is stored),
+ * non-JSON state is refused with `PAYLOAD_NOT_SERIALIZABLE` before anything
+ * changes, and `list()` is sorted.
  *
  * @example
  * ```ts
@@ -39,7 +34,8 @@ export class InMemoryStateStore implements StateStore {
    */
   readonly durable = false;
 
-  private readonly records = new Map<string, StoredRecord>();
+  /** Private deep copies, never handed out. */
+  private readonly records = new Map<string, JsonObject>();
   private closed = false;
 
   /**
@@ -49,8 +45,8 @@ export class InMemoryStateStore implements StateStore {
   async get(name: string): Promise<JsonObject | undefined> {
     this.assertOpen();
     assertStateName(name);
-    const record = this.records.get(name);
-    return record === undefined ? undefined : decodeState(name, record.version, record.text);
+    const state = this.records.get(name);
+    return state === undefined ? undefined : copyJson(state);
   }
 
   /**
@@ -61,8 +57,8 @@ export class InMemoryStateStore implements StateStore {
   async set(name: string, state: JsonObject): Promise<void> {
     this.assertOpen();
     assertStateName(name);
-    const text = encodeState(name, state);
-    this.records.set(name, { version: STATE_RECORD_VERSION, text });
+    assertJsonObject(state, `state of '${name}'`);
+    this.records.set(name, copyJson(state));
   }
 
   /**

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { CivitasError } from "../../src/errors/civitas-error.js";
 import { PayloadNotSerializableError } from "../../src/errors/errors.js";
-import { assertJsonObject, findNonJson, type JsonObject } from "../../src/message/json.js";
+import { assertJsonObject, copyJson, findNonJson, type JsonObject, type JsonValue } from "../../src/message/json.js";
 import { createMessage } from "../../src/message/message.js";
 import { fromWire, toWire } from "../../src/message/wire.js";
 
@@ -192,5 +192,46 @@ describe("findNonJson / assertJsonObject", () => {
     expect(findNonJson({ a: cyclic })).toEqual(["$.a.self", "a circular reference"]);
     const shared = { x: 1 };
     expect(findNonJson({ a: shared, b: shared })).toBeUndefined();
+  });
+});
+
+describe("copyJson", () => {
+  const roundTrip = (value: unknown): unknown => JSON.parse(JSON.stringify(value)) as unknown;
+
+  it("gives exactly what a JSON round trip gives, for any JSON value (property)", () => {
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => {
+        const copy = copyJson(value as JsonValue);
+        expect(copy).toStrictEqual(roundTrip(value));
+        expect(JSON.stringify(copy)).toBe(JSON.stringify(value));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("turns -0 into 0, keeps a __proto__ key as an own property, gives null-prototype objects Object.prototype, keeps key order", () => {
+    const bare = Object.create(null) as JsonObject;
+    bare.z = 1;
+    bare.a = [-0, JSON.parse('{"__proto__":{"polluted":true}}') as JsonObject];
+    const source = JSON.parse('{"2":"two","b":1,"1":"one","__proto__":{"x":-0}}') as JsonObject;
+    source.bare = bare;
+    const copy = copyJson(source);
+    expect(copy).toStrictEqual(roundTrip(source));
+    expect(Object.keys(copy)).toEqual(["1", "2", "b", "__proto__", "bare"]);
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+    expect(Object.getPrototypeOf(copy.bare)).toBe(Object.prototype);
+    expect(Object.is((copy.bare as { a: number[] }).a[0], 0)).toBe(true);
+    expect(({} as { polluted?: boolean }).polluted).toBeUndefined();
+    expect(Object.getPrototypeOf((copy.bare as { a: JsonObject[] }).a[1])).toBe(Object.prototype);
+    expect(Object.prototype.hasOwnProperty.call(copy, "__proto__")).toBe(true);
+  });
+
+  it("shares nothing with its source: mutating either leaves the other as it was", () => {
+    const source: JsonObject = { list: [1, { deep: "x" }], nested: { n: 1 } };
+    const copy = copyJson(source);
+    ((copy.list as JsonValue[])[1] as JsonObject).deep = "changed";
+    (source.nested as JsonObject).n = 2;
+    expect(source).toStrictEqual({ list: [1, { deep: "x" }], nested: { n: 2 } });
+    expect(copy).toStrictEqual({ list: [1, { deep: "changed" }], nested: { n: 1 } });
   });
 });
