@@ -12,10 +12,10 @@ interface PendingAsk extends Expiring<PendingAsk> {
   readonly recipient: string;
   readonly correlationId: string;
   readonly timeoutMs: number;
-  resolve: (reply: Message) => void;
+  resolve: (reply: Message | undefined) => void;
   reject: (error: unknown) => void;
   release: (() => void) | undefined;
-  /** The promise the requester handed to its own caller, if it registered one ({@link MessageBus.handOut}). */
+  /** For a control request, the promise handed to its requester's caller. */
   handedOut: Promise<unknown> | undefined;
 }
 
@@ -34,6 +34,9 @@ function asTimeoutError(error: unknown): never {
   if (error instanceof TimedOut) throw new AskTimeoutError(error.entry.recipient, error.entry.timeoutMs);
   throw error;
 }
+
+/** What {@link MessageBus.acknowledge} returns when no request waits under the id. @internal */
+export const NOT_PENDING: unique symbol = Symbol("not pending");
 
 /**
  * Routes messages by name to mailboxes and pairs asks with their replies by
@@ -73,7 +76,7 @@ export class MessageBus {
     if (isReply(message)) {
       // inside the executor, a throwing "reply.late" listener rejects instead of throwing synchronously
       return new Promise<void>((resolve) => {
-        void this.settleReply(message);
+        this.settleReply(message);
         resolve();
       });
     }
@@ -90,15 +93,46 @@ export class MessageBus {
    * async functions awaiting the request.
    */
   request(message: Message, timeoutMs: number | undefined, signal?: AbortSignal): Promise<Message> {
+    return this.await<Message>(message, timeoutMs, signal, false);
+  }
+
+  /**
+   * Delivers a runtime control request and resolves (with nothing) once the
+   * agent acknowledges it ({@link MessageBus.acknowledge}); the agent gets
+   * back the very promise returned here, so it can wait until its caller
+   * has been told. Fails like {@link MessageBus.request}.
+   */
+  control(message: Message, timeoutMs: number | undefined, signal?: AbortSignal): Promise<void> {
+    return this.await<void>(message, timeoutMs, signal, true);
+  }
+
+  /**
+   * Resolves the control request `correlationId` without a reply message and
+   * returns the promise its requester handed out; {@link NOT_PENDING} when
+   * no request waits under that id any more (it timed out, was aborted, or
+   * the bus closed).
+   */
+  acknowledge(correlationId: string): Promise<unknown> | typeof NOT_PENDING {
+    const entry = this.pending.get(correlationId);
+    if (entry === undefined) return NOT_PENDING;
+    this.pending.delete(correlationId);
+    this.timeouts.remove(entry);
+    entry.release?.();
+    entry.resolve(undefined);
+    return entry.handedOut ?? RESOLVED;
+  }
+
+  private await<T>(message: Message, timeoutMs: number | undefined, signal: AbortSignal | undefined, handOut: boolean): Promise<T> {
     if (this.closedReason !== undefined) return Promise.reject(this.closedReason);
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     const correlationId = message.correlationId as string;
-    const waiting = new Promise<Message>((resolve, reject) => {
-      const entry: PendingAsk = {
+    let entry!: PendingAsk;
+    const waiting = new Promise<T>((resolve, reject) => {
+      entry = {
         recipient: message.recipient,
         correlationId,
         timeoutMs: timeoutMs ?? 0,
-        resolve,
+        resolve: resolve as (reply: Message | undefined) => void,
         reject,
         release: undefined,
         handedOut: undefined,
@@ -107,27 +141,19 @@ export class MessageBus {
         prev: undefined,
         next: undefined,
       };
-      if (timeoutMs !== undefined) this.timeouts.add(entry, timeoutMs, message.timestamp);
-      if (signal !== undefined) {
-        const onAbort = (): void => this.fail(correlationId, signal.reason);
-        signal.addEventListener("abort", onAbort, { once: true });
-        entry.release = () => signal.removeEventListener("abort", onAbort);
-      }
-      this.pending.set(correlationId, entry);
-      const delivery = this.deliver(message, signal);
-      if (delivery !== RESOLVED) delivery.catch((error: unknown) => this.fail(correlationId, error));
     });
-    return timeoutMs === undefined ? waiting : waiting.then(undefined, asTimeoutError);
-  }
-
-  /**
-   * Records `promise` as what the requester of `correlationId` handed to its
-   * caller, so the answerer can wait until that caller's promise has settled
-   * (see {@link MessageBus.settleReply}).
-   */
-  handOut(correlationId: string, promise: Promise<unknown>): void {
-    const entry = this.pending.get(correlationId);
-    if (entry !== undefined) entry.handedOut = promise;
+    if (timeoutMs !== undefined) this.timeouts.add(entry, timeoutMs, message.timestamp);
+    if (signal !== undefined) {
+      const onAbort = (): void => this.fail(correlationId, signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+      entry.release = () => signal.removeEventListener("abort", onAbort);
+    }
+    this.pending.set(correlationId, entry);
+    const handed = timeoutMs === undefined ? waiting : waiting.then(undefined, asTimeoutError);
+    if (handOut) entry.handedOut = handed;
+    const delivery = this.deliver(message, signal);
+    if (delivery !== RESOLVED) delivery.catch((error: unknown) => this.fail(correlationId, error));
+    return handed;
   }
 
   /** Rejects every waiting ask with `reason` and refuses new ones. */
@@ -141,23 +167,18 @@ export class MessageBus {
     this.fail(correlationId, error);
   }
 
-  /**
-   * Settles the ask `reply` answers, and returns the promise its requester
-   * handed out ({@link MessageBus.handOut}), if any. A reply no ask waits for
-   * is dropped and counted (a throwing "reply.late" listener throws here).
-   */
-  settleReply(reply: Message): Promise<unknown> | undefined {
+  /** Settles the ask `reply` answers; a reply no ask waits for is dropped and counted (a throwing "reply.late" listener throws here). */
+  settleReply(reply: Message): void {
     const entry = this.pending.get(reply.correlationId as string);
     if (entry === undefined) {
       this.late++;
       this.events.emit("reply.late", reply);
-      return undefined;
+      return;
     }
     this.pending.delete(reply.correlationId as string);
     this.timeouts.remove(entry);
     entry.release?.();
     entry.resolve(reply);
-    return entry.handedOut;
   }
 
   private fail(correlationId: string, error: unknown): void {

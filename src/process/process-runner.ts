@@ -20,6 +20,7 @@ import { settlesWithin } from "../time/deadline.js";
 import { nonNegativeInteger, type ResolvedAgentOptions } from "./agent-options.js";
 import { composeReply, isMessage, type EnvelopeContext } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
+import { NOT_PENDING } from "../bus/message-bus.js";
 import { persistableState, readMarker } from "./suspension.js";
 import { isLegalTransition, ProcessStatus } from "./process-status.js";
 import type { AgentProcess, SendOptions } from "./agent-process.js";
@@ -430,16 +431,20 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   /**
    * Resolves a runtime control request, and returns the promise the runtime
    * handed to whoever made it, so the agent can wait until that caller has
-   * been told (`undefined` when there is none).
+   * been told (`undefined` when nobody waits any more).
    */
   answer(request: Message): Promise<unknown> | undefined {
     if (request.correlationId === undefined) return undefined;
+    const services = this.requireServices();
+    const told = services.bus.acknowledge(request.correlationId);
+    if (told !== NOT_PENDING) return told;
+    // Nobody waits for it any more (timed out, aborted): count it as the late reply it is.
     try {
-      return this.requireServices().bus.settleReply(composeReply(this, request, {}));
+      services.bus.settleReply(composeReply(this, request, {}));
     } catch (listenerError) {
-      this.requireServices().logger.warn(`'${this.agent.name}' could not answer ${request.type}`, { error: listenerError });
-      return undefined;
+      services.logger.warn(`'${this.agent.name}' could not answer ${request.type}`, { error: listenerError });
     }
+    return undefined;
   }
 
   /** Rejects a runtime control request with `error`. */
@@ -478,7 +483,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   /** Hands a reply `handle` returned to the ask waiting for it, at once; a failure is logged, not a crash. */
   settleReply(reply: Message): void {
     try {
-      void this.requireServices().bus.settleReply(reply);
+      this.requireServices().bus.settleReply(reply);
     } catch (error) {
       this.requireServices().logger.warn(`'${this.agent.name}' could not deliver its reply to '${reply.recipient}'`, { error });
     }

@@ -59,14 +59,7 @@ export class SuspensionControl {
     pending.reason = reason;
     if (request !== undefined) pending.waiting.push(request);
     if (this.runner.currentStatus === ProcessStatus.RUNNING && this.runner.services !== undefined) {
-      const now = this.runner.services.clock.now();
-      pending.marker = {
-        reason,
-        since: pending.marker?.since ?? isoTime(now),
-        approver: null,
-        suspensionId: pending.marker?.suspensionId ?? uuidv7(now),
-        identity: this.identity(),
-      };
+      pending.marker = pending.marker === undefined ? this.newMarker(reason, this.runner.services.clock.now()) : { ...pending.marker, reason };
     }
     // An idle agent has no loop running to see the flag: start one.
     if (!this.runner.driving && (this.runner.currentStatus === ProcessStatus.RUNNING || this.runner.currentStatus === ProcessStatus.SUSPENDED)) {
@@ -93,8 +86,7 @@ export class SuspensionControl {
   /** S5: stop dispatching in memory first, then persist; a failed persist never un-suspends. */
   async enterSuspended(reason: string, prepared: SuspensionMarker | undefined): Promise<void> {
     const services = this.runner.requireServices();
-    const now = services.clock.now();
-    const marker: SuspensionMarker = prepared ?? { reason, since: isoTime(now), approver: null, suspensionId: uuidv7(now), identity: this.identity() };
+    const marker: SuspensionMarker = prepared ?? this.newMarker(reason, services.clock.now());
     const span = services.telemetry.startSpan("civitas.agent.suspend", {
       "civitas.agent.name": this.runner.agent.name,
       "civitas.suspend.reason": reason,
@@ -146,13 +138,18 @@ export class SuspensionControl {
         // runtime.resume() resolves before the first business message after the pause is taken:
         // the loop goes on only once the caller's promise has settled (its own reactions run first).
         const told = this.runner.answer(request);
-        if (told !== undefined) await told.then(noop, noop);
+        if (told !== undefined) await told.catch(noop);
         return;
       }
       void this.runner.answer(request);
     } catch (error) {
       this.runner.refuse(request, error as Error);
     }
+  }
+
+  /** The marker of a pause that begins at `nowMs`. */
+  newMarker(reason: string, nowMs: number): SuspensionMarker {
+    return { reason, since: isoTime(nowMs), approver: null, suspensionId: uuidv7(nowMs), identity: this.identity() };
   }
 
   /** What this agent is now: the identity a pause records and a resume compares. */

@@ -374,9 +374,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     const timestamp = this.services.clock.now();
     const id = uuidv7(timestamp);
     const request = buildMessage({ id, sender: OUTSIDE_SENDER, recipient: name, type, payload, correlationId: id, replyTo: OUTSIDE_SENDER, timestamp });
-    const done = this.services.bus.request(request, timeoutMs, options.signal).then(noop);
-    this.services.bus.handOut(id, done);
-    return done;
+    return this.services.bus.control(request, timeoutMs, options.signal);
   }
 
   private outgoing(name: string, payload: JsonObject, options: RuntimeSendOptions | undefined, request: boolean): Message {
@@ -386,8 +384,6 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     return composeOutgoing(this.outside, name, payload, type, options?.ttlMs, request ? OUTSIDE_SENDER : undefined);
   }
 }
-
-function noop(): void {}
 
 function rootOf(root: RuntimeOptions["root"]): SupervisedChild {
   if (Array.isArray(root)) return new Supervisor("root", { children: root as SupervisedChild[] });

@@ -206,7 +206,10 @@ export class LifecycleDriver {
         if (command.approver === "stale") suspensionId = [...this.#suspensionIds].reverse().find((id) => id !== suspended) ?? uuidv7(this.#clock.now());
         else if (command.approver === "valid" && command.bySuspensionId === true) suspensionId = suspended;
         await runtime.resume(this.#name, approver, suspensionId === undefined ? {} : { suspensionId });
-        return suspended === undefined ? "noop" : "resumed";
+        // The receipt comes before the effect, and every step has its own approver: a receipt naming
+        // this one means the resume lifted a pause. (Whether the subject was paused when the command
+        // was issued says nothing when commands overlap: a pause asked for earlier may land in between.)
+        return this.#audit.some((e) => e.event === "agent.resume" && e.agent === this.#name && e.details.approver === approver) ? "resumed" : "noop";
       }
       case "siblingCrash":
         await runtime.send(this.#siblingName, { [LIFECYCLE_ID_KEY]: -1 }, { type: CRASH_MESSAGE_TYPE });
