@@ -453,8 +453,13 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   }
 
   /** The single path every persist takes. */
-  async persist(): Promise<void> {
-    await this.requireServices().store.set(this.agent.name, persistableState(this.agent.state, this.suspension.marker ?? this.suspension.request?.marker));
+  persist(): Promise<void> {
+    try {
+      return this.requireServices().store.set(this.agent.name, persistableState(this.agent.state, this.suspension.marker ?? this.suspension.request?.marker));
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- a store (or the state check) threw synchronously: reject like an async store would
+      return Promise.reject(error);
+    }
   }
 
   transition(to: ProcessStatus): void {

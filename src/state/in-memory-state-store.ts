@@ -56,7 +56,7 @@ export class InMemoryStateStore implements StateStore {
    */
   async set(name: string, state: JsonObject): Promise<void> {
     this.assertOpen();
-    assertStateName(name);
+    if (!this.records.has(name)) assertStateName(name); // a name already stored was checked when it was first set
     assertJsonObject(state, `state of '${name}'`);
     this.records.set(name, copyJson(state));
   }
