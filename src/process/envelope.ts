@@ -67,6 +67,31 @@ export function composeOutgoing(
 }
 
 /**
+ * A runtime control request (`_agency.*`, priority lane) from `ctx` to
+ * `recipient`: its own correlation id, replies to the sender. Only the
+ * runtime composes these; application code cannot (see {@link composeOutgoing}).
+ * @internal
+ */
+export function composeControl(ctx: EnvelopeContext, recipient: string, type: string, payload: JsonObject): Message {
+  const timestamp = ctx.now();
+  const id = uuidv7(timestamp);
+  return {
+    id,
+    type,
+    sender: ctx.sender,
+    recipient,
+    payload,
+    timestamp,
+    traceId: newTraceId(),
+    spanId: newSpanId(),
+    attempt: 0,
+    priority: priorityOf(type),
+    correlationId: id,
+    replyTo: ctx.sender,
+  };
+}
+
+/**
  * The reply to `request`: addressed to its `replyTo` (else its sender) with
  * its `correlationId`, so the bus pairs it with the waiting ask.
  * @internal

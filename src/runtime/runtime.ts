@@ -6,13 +6,12 @@ import { Registry } from "../bus/registry.js";
 import { describeValue } from "../errors/civitas-error.js";
 import { AgentSuspendedError, InvalidArgumentError, ReservedMessageTypeError, RuntimeStateError } from "../errors/errors.js";
 import { stderrLogger, type Logger } from "../logging/logger.js";
-import { uuidv7 } from "../message/ids.js";
 import type { JsonObject } from "../message/json.js";
-import { buildMessage, type Message } from "../message/message.js";
+import type { Message } from "../message/message.js";
 import { DEFAULT_MESSAGE_TYPE, isReservedType } from "../message/system-types.js";
 import { Telemetry } from "../observability/telemetry.js";
 import { AgentProcess } from "../process/agent-process.js";
-import { composeOutgoing, type EnvelopeContext } from "../process/envelope.js";
+import { composeControl, composeOutgoing, type EnvelopeContext } from "../process/envelope.js";
 import { ProcessStatus } from "../process/process-status.js";
 import { assertApprover } from "../process/suspension.js";
 import { InMemoryStateStore } from "../state/in-memory-state-store.js";
@@ -371,10 +370,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       throw new InvalidArgumentError("timeoutMs", `${type.slice(8)}('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
     }
     if (this.services.registry.get(name) === undefined) throw notFound(name);
-    const timestamp = this.services.clock.now();
-    const id = uuidv7(timestamp);
-    const request = buildMessage({ id, sender: OUTSIDE_SENDER, recipient: name, type, payload, correlationId: id, replyTo: OUTSIDE_SENDER, timestamp });
-    return this.services.bus.control(request, timeoutMs, options.signal);
+    return this.services.bus.control(composeControl(this.outside, name, type, payload), timeoutMs, options.signal);
   }
 
   private outgoing(name: string, payload: JsonObject, options: RuntimeSendOptions | undefined, request: boolean): Message {
