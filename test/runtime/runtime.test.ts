@@ -218,6 +218,25 @@ describe("Runtime send and ask from outside", () => {
     expect(message?.correlationId).toBeUndefined();
   });
 
+  it("delivers a valid payload nested deeper than the quick JSON check looks (100 levels), from outside and from an agent", async () => {
+    let deep: JsonObject = { leaf: true };
+    for (let i = 0; i < 100; i++) deep = { next: deep };
+    class Forwarder extends AgentProcess {
+      override async handle(message: Message): Promise<void> {
+        await this.send("silent", message.payload);
+      }
+    }
+    const silent = new Silent("silent");
+    const rt = runtime([silent, new Forwarder("forwarder"), new Echo("echo")]);
+    await rt.start();
+    await rt.send("forwarder", deep);
+    await eventually(() => silent.handled.length === 1, "the forwarded message to be handled");
+    expect(silent.handled[0]?.payload).toBe(deep);
+    expect(silent.handled[0]?.sender).toBe("forwarder");
+    const reply = await rt.ask("echo", deep);
+    expect(reply.payload.next).toBe(deep.next);
+  });
+
   it("send defaults the type to 'message'", async () => {
     const silent = new Silent("silent");
     const rt = runtime(silent);
