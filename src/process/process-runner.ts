@@ -267,7 +267,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
         const pause = mailbox.size > 0 || mailbox.prioritySize > 0 ? scheduler.tick() : undefined;
         if (pause !== undefined) await pause;
         if (generation !== this.generation) break;
-        if (this.suspension.request !== undefined) await this.suspension.applySuspendRequest();
+        if (this.suspension.request !== undefined) {
+          const applying = this.suspension.applySuspendRequest();
+          if (applying !== undefined) await applying;
+        }
         let message: Message | undefined;
         switch (this.currentStatus) {
           case ProcessStatus.RUNNING:
@@ -298,7 +301,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
         }
         const type = message.type;
         if (isReservedType(type) || type === "civitas.eval.halt") {
-          await this.control(message);
+          const acting = this.control(message); // most control messages act at once: no promise to wait for
+          if (acting !== undefined) await acting;
           continue;
         }
         const span = telemetry.tracing
@@ -352,26 +356,25 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   }
 
   /** Acts on a runtime control message (and `civitas.eval.halt`); unknown reserved types are ignored. */
-  async control(message: Message): Promise<void> {
+  control(message: Message): Promise<void> | undefined {
     switch (message.type) {
       case "_agency.shutdown":
         this.beginSelfStop("shutdown");
-        return;
+        return undefined;
       case "civitas.eval.halt":
         this.beginSelfStop("halt");
-        return;
+        return undefined;
       case "_agency.heartbeat":
-        if (message.replyTo !== undefined) await this.deliverQuietly(composeReply(this, message, {}, "_agency.heartbeat_ack"), true);
-        return;
+        return message.replyTo === undefined ? undefined : this.deliverQuietly(composeReply(this, message, {}, "_agency.heartbeat_ack"), true);
       case "_agency.deregister":
-        await this.notifyChildTerminated(message);
-        return;
+        return this.notifyChildTerminated(message);
       case "_agency.suspend":
         this.suspension.requestSuspend(typeof message.payload.reason === "string" ? message.payload.reason : "", message);
-        return;
+        return undefined;
       case "_agency.resume":
-        await this.suspension.resumeFrom(message);
-        return;
+        return this.suspension.resumeFrom(message);
+      default:
+        return undefined;
     }
   }
 
@@ -526,7 +529,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   }
 
   /** Whether the agent's class overrides `hook` of the base class (whose hooks are no-ops). */
-  private overrides(hook: keyof AgentProcess): boolean {
+  overrides(hook: keyof AgentProcess): boolean {
     return (this.agent as unknown as Record<string, unknown>)[hook] !== (rootPrototype(this.agent) as Record<string, unknown>)[hook];
   }
 

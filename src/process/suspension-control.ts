@@ -27,6 +27,10 @@ import {
 
 function noop(): void {}
 
+function persisted(): boolean {
+  return true;
+}
+
 /** A suspend asked for and not yet applied, with the runtime requests waiting on it. */
 interface SuspendRequest {
   reason: string;
@@ -68,19 +72,23 @@ export class SuspensionControl {
     }
   }
 
-  async applySuspendRequest(): Promise<void> {
+  /** Applies a pending suspend request at the loop boundary; `undefined` when there is nothing to wait for. */
+  applySuspendRequest(): Promise<void> | undefined {
     const request = this.request;
-    if (request === undefined) return;
+    if (request === undefined) return undefined;
+    let applying: Promise<void>;
     if (this.runner.currentStatus === ProcessStatus.RUNNING) {
       this.request = undefined;
-      await this.enterSuspended(request.reason, request.marker);
+      applying = this.enterSuspended(request.reason, request.marker);
     } else if (this.runner.currentStatus === ProcessStatus.SUSPENDED) {
       this.request = undefined;
-      await this.updateReason(request.reason);
+      applying = this.updateReason(request.reason);
     } else {
-      return;
+      return undefined;
     }
-    for (const waiting of request.waiting) void this.runner.answer(waiting);
+    return applying.then(() => {
+      for (const waiting of request.waiting) void this.runner.answer(waiting);
+    });
   }
 
   /** S5: stop dispatching in memory first, then persist; a failed persist never un-suspends. */
@@ -95,7 +103,7 @@ export class SuspensionControl {
     this.runner.transition(ProcessStatus.SUSPENDED);
     this.setMarker(marker);
     const durable = await this.persistMarker("suspend", span);
-    await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(reason), this.runner.options.shutdownTimeoutMs);
+    if (this.runner.overrides("onSuspend")) await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(reason), this.runner.options.shutdownTimeoutMs);
     if (services.telemetry.auditing) {
       await services.telemetry.audit("agent.suspend", this.runner.agent.name, { reason, suspensionId: marker.suspensionId, since: marker.since, durable });
     }
@@ -212,24 +220,25 @@ export class SuspensionControl {
       return;
     }
     this.runner.transition(ProcessStatus.RUNNING);
-    await this.runner.runHook("onResume", () => this.runner.agent.onResume(approver, { ...marker }), this.runner.options.shutdownTimeoutMs);
+    if (this.runner.overrides("onResume")) {
+      await this.runner.runHook("onResume", () => this.runner.agent.onResume(approver, { ...marker }), this.runner.options.shutdownTimeoutMs);
+    }
     services.telemetry.endSpan(span);
   }
 
   /** Persists the marker change; on failure logs and records degraded durability instead of throwing. */
-  async persistMarker(change: "suspend" | "resume", span: Span | undefined): Promise<boolean> {
-    try {
-      await this.runner.persist();
-      return true;
-    } catch (error) {
-      const consequence =
-        change === "suspend"
-          ? "it stays SUSPENDED in memory, but a crash now would restart it without the pause"
-          : "it runs again, but a crash now would restart it SUSPENDED";
-      this.runner.requireServices().logger.warn(`degraded durability: '${this.runner.agent.name}' could not persist its ${change}; ${consequence}`, { error });
-      span?.addEvent("civitas.durability.degraded", { "exception.message": error instanceof Error ? error.message : describeValue(error) });
-      return false;
-    }
+  persistMarker(change: "suspend" | "resume", span: Span | undefined): Promise<boolean> {
+    return this.runner.persist().then(persisted, (error: unknown) => this.degraded(change, span, error));
+  }
+
+  private degraded(change: "suspend" | "resume", span: Span | undefined, error: unknown): boolean {
+    const consequence =
+      change === "suspend"
+        ? "it stays SUSPENDED in memory, but a crash now would restart it without the pause"
+        : "it runs again, but a crash now would restart it SUSPENDED";
+    this.runner.requireServices().logger.warn(`degraded durability: '${this.runner.agent.name}' could not persist its ${change}; ${consequence}`, { error });
+    span?.addEvent("civitas.durability.degraded", { "exception.message": error instanceof Error ? error.message : describeValue(error) });
+    return false;
   }
 
   setMarker(marker: SuspensionMarker | undefined): void {
