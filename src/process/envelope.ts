@@ -21,7 +21,6 @@ export interface EnvelopeContext {
  * context comes from the span (or message) being handled, so a send inside
  * `handle()` is a child of that handle span. A request (`replyTo` given) is
  * its own correlation id: replies are paired with it by the message id.
- * Built as one object literal in `buildMessage`'s key order: this is the hot path.
  * @internal
  */
 export function composeOutgoing(
@@ -35,25 +34,12 @@ export function composeOutgoing(
   // The slow paths live in checkOutgoing: a small function is one V8 inlines into its callers.
   if (isReservedType(type) || typeof recipient !== "string" || recipient.length === 0 || !isJsonObject(payload)) checkOutgoing(ctx, recipient, payload, type);
   if (ttlMs !== undefined) checkNonNegative("ttlMs", ttlMs);
-  const timestamp = ctx.now();
-  const id = uuidv7(timestamp);
   const span = ctx.span?.spanContext();
   const current = ctx.current;
-  const message: Mutable<Message> = {
-    id,
-    type,
-    sender: ctx.sender,
-    recipient,
-    payload,
-    timestamp,
-    // Untraced, a message simply carries on the context of the one being handled: no ids to mint.
-    traceId: span?.traceId ?? current?.traceId ?? newTraceId(),
-    spanId: span?.spanId ?? current?.spanId ?? newSpanId(),
-    attempt: 0,
-    priority: priorityOf(type),
-  };
+  // Untraced, a message simply carries on the context of the one being handled: no ids to mint.
+  const message = envelope(ctx, recipient, type, payload, span?.traceId ?? current?.traceId ?? newTraceId(), span?.spanId ?? current?.spanId ?? newSpanId());
   if (replyTo !== undefined) {
-    message.correlationId = id;
+    message.correlationId = message.id;
     message.replyTo = replyTo;
   }
   const parentSpanId = span === undefined ? current?.parentSpanId : current?.spanId;
@@ -82,22 +68,10 @@ function checkOutgoing(ctx: EnvelopeContext, recipient: string, payload: JsonObj
  * @internal
  */
 export function composeControl(ctx: EnvelopeContext, recipient: string, type: string, payload: JsonObject): Message {
-  const timestamp = ctx.now();
-  const id = uuidv7(timestamp);
-  return {
-    id,
-    type,
-    sender: ctx.sender,
-    recipient,
-    payload,
-    timestamp,
-    traceId: newTraceId(),
-    spanId: newSpanId(),
-    attempt: 0,
-    priority: priorityOf(type),
-    correlationId: id,
-    replyTo: ctx.sender,
-  };
+  const message = envelope(ctx, recipient, type, payload, newTraceId(), newSpanId());
+  message.correlationId = message.id;
+  message.replyTo = ctx.sender;
+  return message;
 }
 
 /**
@@ -107,26 +81,24 @@ export function composeControl(ctx: EnvelopeContext, recipient: string, type: st
  */
 export function composeReply(ctx: EnvelopeContext, request: Message, payload: JsonObject, type = REPLY_MESSAGE_TYPE): Message {
   if (!isJsonObject(payload)) assertJsonObject(payload, `reply payload of '${ctx.sender}'`);
-  const timestamp = ctx.now();
   const span = ctx.span?.spanContext();
-  const message: Mutable<Message> = {
-    id: uuidv7(timestamp),
-    type,
-    sender: ctx.sender,
-    recipient: request.replyTo ?? request.sender,
-    payload,
-    timestamp,
-    traceId: span?.traceId ?? request.traceId,
-    spanId: span?.spanId ?? newSpanId(),
-    attempt: 0,
-    priority: priorityOf(type),
-  };
+  const message = envelope(ctx, request.replyTo ?? request.sender, type, payload, span?.traceId ?? request.traceId, span?.spanId ?? newSpanId());
   if (request.correlationId !== undefined) message.correlationId = request.correlationId;
   message.parentSpanId = request.spanId;
   return message;
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/**
+ * The fields every message has, stamped now by `ctx`, in `buildMessage`'s key
+ * order (so all messages share their first hidden classes); the composers add
+ * the optional ones.
+ */
+function envelope(ctx: EnvelopeContext, recipient: string, type: string, payload: JsonObject, traceId: string, spanId: string): Mutable<Message> {
+  const timestamp = ctx.now();
+  return { id: uuidv7(timestamp), type, sender: ctx.sender, recipient, payload, timestamp, traceId, spanId, attempt: 0, priority: priorityOf(type) };
+}
 
 /** Whether `value` looks like a {@link Message} (what `handle` may return). @internal */
 export function isMessage(value: unknown): value is Message {

@@ -274,21 +274,16 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
         let message: Message | undefined;
         switch (this.currentStatus) {
           case ProcessStatus.RUNNING:
-            message = mailbox.poll();
+          case ProcessStatus.SUSPENDED: {
+            const priorityOnly = this.currentStatus === ProcessStatus.SUSPENDED; // suspended: control messages only
+            message = priorityOnly ? mailbox.pollPriority() : mailbox.poll();
             if (message === undefined) {
               this.driving = false;
-              mailbox.park(this.agent, false);
+              mailbox.park(this.agent, priorityOnly);
               return;
             }
             break;
-          case ProcessStatus.SUSPENDED:
-            message = mailbox.pollPriority();
-            if (message === undefined) {
-              this.driving = false;
-              mailbox.park(this.agent, true);
-              return;
-            }
-            break;
+          }
           case ProcessStatus.STOPPING:
             message = this.drainAll ? mailbox.poll() : undefined;
             break;
