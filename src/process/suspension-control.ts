@@ -31,6 +31,13 @@ function persisted(): boolean {
   return true;
 }
 
+/** A resume that passed the checks that need no waiting. */
+interface ResumePlan {
+  readonly approver: string;
+  readonly marker: SuspensionMarker;
+  readonly identityChange: JsonObject | undefined;
+}
+
 /** A suspend asked for and not yet applied, with the runtime requests waiting on it. */
 interface SuspendRequest {
   reason: string;
@@ -120,39 +127,62 @@ export class SuspensionControl {
     await this.runner.requireServices().telemetry.audit("agent.suspend.update", this.runner.agent.name, { reason, suspensionId: marker.suspensionId });
   }
 
-  async resumeFrom(request: Message): Promise<void> {
-    const { approver, suspensionId, acceptIdentityChange } = request.payload;
+  /**
+   * Acts on a `_agency.resume` request: checks it at once (a refusal, or a
+   * resume of a running agent, settles it without a promise to wait for),
+   * then lifts the pause.
+   */
+  resumeFrom(request: Message): Promise<void> | undefined {
+    let plan: ResumePlan | undefined;
     try {
-      assertApprover(this.runner.agent.name, approver);
-      if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
-        throw new InvalidArgumentError("suspensionId", `resume('${this.runner.agent.name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
-      }
-      const marker = this.marker;
-      if (this.runner.currentStatus !== ProcessStatus.SUSPENDED || marker === undefined) {
-        if (suspensionId !== undefined) throw new StaleApprovalError(this.runner.agent.name, suspensionId, undefined);
-      } else {
-        if (suspensionId !== undefined && suspensionId !== marker.suspensionId) throw new StaleApprovalError(this.runner.agent.name, suspensionId, marker.suspensionId);
-        const identityChange = this.identityChange(marker, acceptIdentityChange === true);
-        if (this.runner.requireServices().authorizeResume !== undefined) await this.authorize(approver, marker);
-        // A stop that began while the approval was being decided wins: no receipt, the pause is kept,
-        // and the request waits for the next incarnation (a restart comes back SUSPENDED and takes it;
-        // a stop for good answers it with MAILBOX_CLOSED when the mailbox closes).
-        if (this.runner.currentStatus !== ProcessStatus.SUSPENDED) {
-          if (this.runner.mailbox.closed) throw new MailboxClosedError(`'${this.runner.agent.name}' stopped before the resume took effect; it stays paused (its marker is kept)`);
-          this.runner.mailbox.force(request);
-          return;
-        }
-        await this.leaveSuspended(approver, marker, identityChange);
-        // runtime.resume() resolves before the first business message after the pause is taken:
-        // the loop goes on only once the caller's promise has settled (its own reactions run first).
-        const told = this.runner.answer(request);
-        if (told !== undefined) await told.catch(noop);
-        return;
-      }
-      void this.runner.answer(request);
+      plan = this.planResume(request.payload);
     } catch (error) {
       this.runner.refuse(request, error as Error);
+      return undefined;
     }
+    if (plan === undefined) {
+      void this.runner.answer(request); // a resume of a running agent: a no-op, its approver checked
+      return undefined;
+    }
+    return this.carryOutResume(request, plan);
+  }
+
+  /** The checks that need no waiting; `undefined` when the agent is not paused (nothing to lift). */
+  planResume(payload: JsonObject): ResumePlan | undefined {
+    const { approver, suspensionId, acceptIdentityChange } = payload;
+    assertApprover(this.runner.agent.name, approver);
+    if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
+      throw new InvalidArgumentError("suspensionId", `resume('${this.runner.agent.name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
+    }
+    const marker = this.marker;
+    if (this.runner.currentStatus !== ProcessStatus.SUSPENDED || marker === undefined) {
+      if (suspensionId !== undefined) throw new StaleApprovalError(this.runner.agent.name, suspensionId, undefined);
+      return undefined;
+    }
+    if (suspensionId !== undefined && suspensionId !== marker.suspensionId) throw new StaleApprovalError(this.runner.agent.name, suspensionId, marker.suspensionId);
+    return { approver, marker, identityChange: this.identityChange(marker, acceptIdentityChange === true) };
+  }
+
+  async carryOutResume(request: Message, { approver, marker, identityChange }: ResumePlan): Promise<void> {
+    try {
+      if (this.runner.requireServices().authorizeResume !== undefined) await this.authorize(approver, marker);
+      // A stop that began while the approval was being decided wins: no receipt, the pause is kept,
+      // and the request waits for the next incarnation (a restart comes back SUSPENDED and takes it;
+      // a stop for good answers it with MAILBOX_CLOSED when the mailbox closes).
+      if (this.runner.currentStatus !== ProcessStatus.SUSPENDED) {
+        if (this.runner.mailbox.closed) throw new MailboxClosedError(`'${this.runner.agent.name}' stopped before the resume took effect; it stays paused (its marker is kept)`);
+        this.runner.mailbox.force(request);
+        return;
+      }
+      await this.leaveSuspended(approver, marker, identityChange);
+    } catch (error) {
+      this.runner.refuse(request, error as Error);
+      return;
+    }
+    // runtime.resume() resolves before the first business message after the pause is taken:
+    // the loop goes on only once the caller's promise has settled (its own reactions run first).
+    const told = this.runner.answer(request);
+    if (told !== undefined) await told.catch(noop);
   }
 
   /** The marker of a pause that begins at `nowMs`. */
