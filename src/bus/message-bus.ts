@@ -5,6 +5,7 @@ import { isReply, type Message } from "../message/message.js";
 import type { RuntimeEvents } from "../runtime/runtime-events.js";
 import type { Clock } from "../time/clock.js";
 import { TimeoutLists, type Expiring } from "../time/timeout-lists.js";
+import { PendingRequests } from "./pending-requests.js";
 import type { Registry } from "./registry.js";
 
 /** An ask waiting for its reply; also the node of its timeout list. */
@@ -45,7 +46,7 @@ export const NOT_PENDING: unique symbol = Symbol("not pending");
  * @internal
  */
 export class MessageBus {
-  private readonly pending = new Map<string, PendingAsk>();
+  private readonly pending = new PendingRequests<PendingAsk>();
   private readonly timeouts: TimeoutLists<PendingAsk>;
   private late = 0;
   private closedReason: Error | undefined;
@@ -113,9 +114,8 @@ export class MessageBus {
    * the bus closed).
    */
   acknowledge(correlationId: string): Promise<unknown> | typeof NOT_PENDING {
-    const entry = this.pending.get(correlationId);
+    const entry = this.pending.take(correlationId);
     if (entry === undefined) return NOT_PENDING;
-    this.pending.delete(correlationId);
     this.timeouts.remove(entry);
     entry.release?.();
     entry.resolve(undefined);
@@ -148,7 +148,7 @@ export class MessageBus {
       signal.addEventListener("abort", onAbort, { once: true });
       entry.release = () => signal.removeEventListener("abort", onAbort);
     }
-    this.pending.set(correlationId, entry);
+    this.pending.add(entry);
     const handed = timeoutMs === undefined ? waiting : waiting.then(undefined, asTimeoutError);
     if (handOut) entry.handedOut = handed;
     const delivery = this.deliver(message, signal);
@@ -159,7 +159,7 @@ export class MessageBus {
   /** Rejects every waiting ask with `reason` and refuses new ones. */
   close(reason: Error = new RuntimeStateError("RUNTIME_STOPPED", "the runtime stopped before a reply arrived")): void {
     this.closedReason = reason;
-    for (const id of [...this.pending.keys()]) this.fail(id, reason);
+    for (const id of this.pending.ids()) this.fail(id, reason);
   }
 
   /** Rejects the waiting request `correlationId` with `error` (an in-process refusal keeps its class and cause). */
@@ -169,22 +169,20 @@ export class MessageBus {
 
   /** Settles the ask `reply` answers; a reply no ask waits for is dropped and counted (a throwing "reply.late" listener throws here). */
   settleReply(reply: Message): void {
-    const entry = this.pending.get(reply.correlationId as string);
+    const entry = this.pending.take(reply.correlationId as string);
     if (entry === undefined) {
       this.late++;
       this.events.emit("reply.late", reply);
       return;
     }
-    this.pending.delete(reply.correlationId as string);
     this.timeouts.remove(entry);
     entry.release?.();
     entry.resolve(reply);
   }
 
   private fail(correlationId: string, error: unknown): void {
-    const entry = this.pending.get(correlationId);
+    const entry = this.pending.take(correlationId);
     if (entry === undefined) return;
-    this.pending.delete(correlationId);
     this.timeouts.remove(entry);
     entry.release?.();
     entry.reject(error);
