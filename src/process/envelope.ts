@@ -4,13 +4,19 @@ import { InvalidArgumentError, ReservedMessageTypeError } from "../errors/errors
 import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
 import { newSpanId, newTraceId, uuidv7 } from "../message/ids.js";
 import { checkNonNegative, type Message } from "../message/message.js";
+import type { Clock } from "../time/clock.js";
 import { DEFAULT_MESSAGE_TYPE, isReservedType, priorityOf, REPLY_MESSAGE_TYPE } from "../message/system-types.js";
 
-/** Where a message is composed: who sends it, at what time, inside which handled message and span. @internal */
+/**
+ * Where a message is composed: who sends it, the clock that stamps it, and
+ * the message and span being handled. Plain data fields only, read on every
+ * send: a getter or method here would turn each read into a generic
+ * property lookup once two kinds of context (an agent's, the runtime's) pass through.
+ * @internal
+ */
 export interface EnvelopeContext {
   readonly sender: string;
-  /** The clock's time, read once per composed message. */
-  now(): number;
+  readonly clock: Clock;
   readonly current: Message | undefined;
   readonly span: Span | undefined;
 }
@@ -96,7 +102,7 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
  * the optional ones.
  */
 function envelope(ctx: EnvelopeContext, recipient: string, type: string, payload: JsonObject, traceId: string, spanId: string): Mutable<Message> {
-  const timestamp = ctx.now();
+  const timestamp = ctx.clock.now();
   return { id: uuidv7(timestamp), type, sender: ctx.sender, recipient, payload, timestamp, traceId, spanId, attempt: 0, priority: priorityOf(type) };
 }
 

@@ -16,6 +16,7 @@ import { Mailbox, type MailboxConsumer } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../runtime/services.js";
 import type { ChildExit, ChildParent, StopOptions } from "../supervision/child.js";
 import { isDynamicHost, type ChildTerminationReason } from "../supervision/dynamic-host.js";
+import { systemClock, type Clock } from "../time/clock.js";
 import { settlesWithin } from "../time/deadline.js";
 import { nonNegativeInteger, type ResolvedAgentOptions } from "./agent-options.js";
 import { composeReply, isMessage, type EnvelopeContext } from "./envelope.js";
@@ -69,6 +70,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   current: Message | undefined;
   /** The span of the message being handled, when tracing. */
   span: Span | undefined;
+  /** The agent's name, as the sender of what it composes. */
+  readonly sender: string;
+  /** The runtime's clock once attached (stamps what the agent composes). */
+  clock: Clock = systemClock;
 
 
   /** The agent's pause: its marker, a pending request to suspend, resume. */
@@ -78,6 +83,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     readonly agent: AgentProcess,
     readonly options: ResolvedAgentOptions,
   ) {
+    this.sender = agent.name;
     this.suspension = new SuspensionControl(this);
   }
 
@@ -95,6 +101,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     services.registry.register(this.agent);
     this.parent = parent;
     this.services = services;
+    this.clock = services.clock;
     this.box = this.newMailbox();
   }
 
@@ -471,16 +478,6 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   checkOutgoing(payload: JsonObject, options: SendOptions | undefined): void {
     if (options?.type !== undefined && isReservedType(options.type)) throw new ReservedMessageTypeError(options.type);
     if (!isJsonObject(payload)) assertJsonObject(payload, `payload from '${this.agent.name}'`);
-  }
-
-  /** The agent's name, as the sender of what it composes. */
-  get sender(): string {
-    return this.agent.name;
-  }
-
-  /** The runtime clock's time. */
-  now(): number {
-    return this.requireServices().clock.now();
   }
 
   /** Hands a reply `handle` returned to the ask waiting for it, at once; a failure is logged, not a crash. */

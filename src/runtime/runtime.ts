@@ -134,8 +134,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   /** The root of the tree. */
   readonly root: SupervisedChild;
   private readonly services: RuntimeServices;
-  /** Where messages sent from outside the tree are composed: sender `_runtime`, in the caller's active span when tracing. */
-  private readonly outside: EnvelopeContext;
+  /** Where messages sent from outside the tree are composed: sender `_runtime`; `span` is set to the caller's active span when tracing. */
+  private readonly outside: { -readonly [K in keyof EnvelopeContext]: EnvelopeContext[K] };
   private starting: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
   private readonly keepAlive: boolean;
@@ -175,16 +175,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
         this.emit("message.expired", message);
       },
     };
-    const telemetry = this.services.telemetry;
-    this.outside = {
-      sender: OUTSIDE_SENDER,
-      now: () => clock.now(),
-      current: undefined,
-      // A send from inside the caller's own span (an HTTP request, say) continues its trace.
-      get span() {
-        return telemetry.tracing ? trace.getSpan(context.active()) : undefined;
-      },
-    };
+    this.outside = { sender: OUTSIDE_SENDER, clock, current: undefined, span: undefined };
     this.root.attach(this, this.services);
   }
 
@@ -377,6 +368,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     const type = options?.type ?? DEFAULT_MESSAGE_TYPE;
     if (isReservedType(type)) throw new ReservedMessageTypeError(type);
     if (this.services.registry.get(name) === undefined) throw notFound(name);
+    // A send from inside the caller's own span (an HTTP request, say) continues its trace.
+    this.outside.span = this.services.telemetry.tracing ? trace.getSpan(context.active()) : undefined;
     return composeOutgoing(this.outside, name, payload, type, options?.ttlMs, request ? OUTSIDE_SENDER : undefined);
   }
 }
