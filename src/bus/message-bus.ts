@@ -16,7 +16,7 @@ interface PendingAsk extends Expiring<PendingAsk> {
   resolve: (reply: Message | undefined) => void;
   reject: (error: unknown) => void;
   release: (() => void) | undefined;
-  /** For a control request, the promise handed to its requester's caller. */
+  /** The promise handed to the requester's caller (what {@link MessageBus.acknowledge} gives the agent). */
   handedOut: Promise<unknown> | undefined;
 }
 
@@ -94,7 +94,7 @@ export class MessageBus {
    * async functions awaiting the request.
    */
   request(message: Message, timeoutMs: number | undefined, signal?: AbortSignal): Promise<Message> {
-    return this.await<Message>(message, timeoutMs, signal, false);
+    return this.await<Message>(message, timeoutMs, signal);
   }
 
   /**
@@ -104,7 +104,7 @@ export class MessageBus {
    * has been told. Fails like {@link MessageBus.request}.
    */
   control(message: Message, timeoutMs: number | undefined, signal?: AbortSignal): Promise<void> {
-    return this.await<void>(message, timeoutMs, signal, true);
+    return this.await<void>(message, timeoutMs, signal);
   }
 
   /**
@@ -114,15 +114,13 @@ export class MessageBus {
    * the bus closed).
    */
   acknowledge(correlationId: string): Promise<unknown> | typeof NOT_PENDING {
-    const entry = this.pending.take(correlationId);
+    const entry = this.detach(correlationId);
     if (entry === undefined) return NOT_PENDING;
-    this.timeouts.remove(entry);
-    entry.release?.();
     entry.resolve(undefined);
     return entry.handedOut ?? RESOLVED;
   }
 
-  private await<T>(message: Message, timeoutMs: number | undefined, signal: AbortSignal | undefined, handOut: boolean): Promise<T> {
+  private await<T>(message: Message, timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<T> {
     if (this.closedReason !== undefined) return Promise.reject(this.closedReason);
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     const correlationId = message.correlationId as string;
@@ -150,7 +148,7 @@ export class MessageBus {
     }
     this.pending.add(entry);
     const handed = timeoutMs === undefined ? waiting : waiting.then(undefined, asTimeoutError);
-    if (handOut) entry.handedOut = handed;
+    entry.handedOut = handed;
     const delivery = this.deliver(message, signal);
     if (delivery !== RESOLVED) delivery.catch((error: unknown) => this.fail(correlationId, error));
     return handed;
@@ -169,23 +167,26 @@ export class MessageBus {
 
   /** Settles the ask `reply` answers; a reply no ask waits for is dropped and counted (a throwing "reply.late" listener throws here). */
   settleReply(reply: Message): void {
-    const entry = this.pending.take(reply.correlationId as string);
+    const entry = this.detach(reply.correlationId as string);
     if (entry === undefined) {
       this.late++;
       this.events.emit("reply.late", reply);
       return;
     }
-    this.timeouts.remove(entry);
-    entry.release?.();
     entry.resolve(reply);
   }
 
   private fail(correlationId: string, error: unknown): void {
+    this.detach(correlationId)?.reject(error);
+  }
+
+  /** Stops waiting under `correlationId`: no longer pending, no timeout, no abort listener. Returns the request, to be settled. */
+  private detach(correlationId: string): PendingAsk | undefined {
     const entry = this.pending.take(correlationId);
-    if (entry === undefined) return;
+    if (entry === undefined) return undefined;
     this.timeouts.remove(entry);
     entry.release?.();
-    entry.reject(error);
+    return entry;
   }
 }
 

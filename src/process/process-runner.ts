@@ -9,6 +9,7 @@ import {
   RuntimeStateError,
   StartFailedError,
 } from "../errors/errors.js";
+import { NOT_PENDING } from "../bus/message-bus.js";
 import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
 import { isReply, nextAttempt, type Message } from "../message/message.js";
 import { isReservedType } from "../message/system-types.js";
@@ -21,7 +22,6 @@ import { settlesWithin } from "../time/deadline.js";
 import { nonNegativeInteger, type ResolvedAgentOptions } from "./agent-options.js";
 import { composeReply, isMessage, type EnvelopeContext } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
-import { NOT_PENDING } from "../bus/message-bus.js";
 import { persistableState, readMarker } from "./suspension.js";
 import { isLegalTransition, ProcessStatus } from "./process-status.js";
 import type { AgentProcess, SendOptions } from "./agent-process.js";
@@ -74,7 +74,6 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   readonly sender: string;
   /** The runtime's clock once attached (stamps what the agent composes). */
   clock: Clock = systemClock;
-
 
   /** The agent's pause: its marker, a pending request to suspend, resume. */
   readonly suspension: SuspensionControl;
@@ -440,15 +439,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
    */
   answer(request: Message): Promise<unknown> | undefined {
     if (request.correlationId === undefined) return undefined;
-    const services = this.requireServices();
-    const told = services.bus.acknowledge(request.correlationId);
+    const told = this.requireServices().bus.acknowledge(request.correlationId);
     if (told !== NOT_PENDING) return told;
     // Nobody waits for it any more (timed out, aborted): count it as the late reply it is.
-    try {
-      services.bus.settleReply(composeReply(this, request, {}));
-    } catch (listenerError) {
-      services.logger.warn(`'${this.agent.name}' could not answer ${request.type}`, { error: listenerError });
-    }
+    this.settleReply(composeReply(this, request, {}));
     return undefined;
   }
 
@@ -508,9 +502,16 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     }
   }
 
-  /** Runs a hook with a deadline; its failure or hang is logged, never thrown. */
-  async runHook(hook: "onStop" | "onSuspend" | "onResume" | "onChildTerminated", fn: () => Promise<unknown>, timeoutMs: number): Promise<void> {
-    if (!this.overrides(hook)) return; // the base class's hooks do nothing: no call, no deadline timer
+  /**
+   * Runs a hook with a deadline; its failure or hang is logged, never thrown.
+   * `undefined` when the agent does not override it: the base class's hooks
+   * do nothing, so there is no call, no deadline timer and nothing to wait for.
+   */
+  runHook(hook: "onStop" | "onSuspend" | "onResume" | "onChildTerminated", fn: () => Promise<unknown>, timeoutMs: number): Promise<void> | undefined {
+    return this.overrides(hook) ? this.runHookWithDeadline(hook, fn, timeoutMs) : undefined;
+  }
+
+  private async runHookWithDeadline(hook: string, fn: () => Promise<unknown>, timeoutMs: number): Promise<void> {
     const services = this.requireServices();
     const run = (async () => fn())().catch((error: unknown) => {
       services.logger.error(`'${this.agent.name}'.${hook} threw`, { error });
@@ -521,7 +522,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   }
 
   /** Whether the agent's class overrides `hook` of the base class (whose hooks are no-ops). */
-  overrides(hook: keyof AgentProcess): boolean {
+  private overrides(hook: keyof AgentProcess): boolean {
     return (this.agent as unknown as Record<string, unknown>)[hook] !== (rootPrototype(this.agent) as Record<string, unknown>)[hook];
   }
 

@@ -110,7 +110,7 @@ export class SuspensionControl {
     this.runner.transition(ProcessStatus.SUSPENDED);
     this.setMarker(marker);
     const durable = await this.persistMarker("suspend", span);
-    if (this.runner.overrides("onSuspend")) await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(reason), this.runner.options.shutdownTimeoutMs);
+    await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(reason), this.runner.options.shutdownTimeoutMs);
     if (services.telemetry.auditing) {
       await services.telemetry.audit("agent.suspend", this.runner.agent.name, { reason, suspensionId: marker.suspensionId, since: marker.since, durable });
     }
@@ -250,9 +250,7 @@ export class SuspensionControl {
       return;
     }
     this.runner.transition(ProcessStatus.RUNNING);
-    if (this.runner.overrides("onResume")) {
-      await this.runner.runHook("onResume", () => this.runner.agent.onResume(approver, { ...marker }), this.runner.options.shutdownTimeoutMs);
-    }
+    await this.runner.runHook("onResume", () => this.runner.agent.onResume(approver, { ...marker }), this.runner.options.shutdownTimeoutMs);
     services.telemetry.endSpan(span);
   }
 

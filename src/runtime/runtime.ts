@@ -349,7 +349,6 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   }
 
 
-  /** Sends a runtime control request on the priority lane and waits until the agent has acted on it. */
   /**
    * Sends a runtime control request on the priority lane; the returned
    * promise resolves once the agent has acted on it. The agent waits for

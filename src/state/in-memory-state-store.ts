@@ -3,7 +3,6 @@ import { assertStateName } from "./state-record.js";
 import type { StateStore } from "./state-store.js";
 import { StoreClosedError } from "./store-closed-error.js";
 
-
 /**
  * A {@link StateStore} that keeps state in this process's memory.
  *
