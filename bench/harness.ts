@@ -178,28 +178,17 @@ export function percentile(values: readonly number[], p: number): number {
   return sorted[rank - 1] as number;
 }
 
-export interface Pair {
-  readonly runtime: number;
-  readonly baseline: number;
-}
-
 /**
- * Runs `warmup` rounds of each side, then `rounds` measured rounds,
- * alternating baseline and runtime so drift hits both; returns the median of
+ * Runs `warmup` rounds of every side, then `rounds` measured rounds, the
+ * sides taking turns in each so drift hits all alike; returns the median of
  * each side's per-round figure.
  */
-export async function alternate(rounds: number, warmup: number, runtime: () => Promise<number>, baseline: () => Promise<number>): Promise<Pair> {
-  for (let i = 0; i < warmup; i++) {
-    await baseline();
-    await runtime();
-  }
-  const r: number[] = [];
-  const b: number[] = [];
-  for (let i = 0; i < rounds; i++) {
-    b.push(await baseline());
-    r.push(await runtime());
-  }
-  return { runtime: median(r), baseline: median(b) };
+export async function alternate<K extends string>(rounds: number, warmup: number, sides: Record<K, () => Promise<number>>): Promise<Record<K, number>> {
+  const names = Object.keys(sides) as K[];
+  for (let i = 0; i < warmup; i++) for (const name of names) await sides[name]();
+  const figures = new Map<K, number[]>(names.map((name) => [name, []]));
+  for (let i = 0; i < rounds; i++) for (const name of names) figures.get(name)?.push(await sides[name]());
+  return Object.fromEntries(names.map((name) => [name, median(figures.get(name) ?? [])])) as Record<K, number>;
 }
 
 // ---- reporting -------------------------------------------------------------
@@ -239,6 +228,11 @@ export function formatNumber(value: number): string {
   return value.toFixed(2);
 }
 
+/** `a / b` as a ratio, `0.42x`. */
+export function ratioText(a: number, b: number): string {
+  return `${(a / b).toFixed(2)}x`;
+}
+
 function targetText(target: Target | undefined, unit: string): string {
   if (target === undefined) return "-";
   switch (target.kind) {
@@ -272,7 +266,7 @@ export function printTable(rows: readonly Row[]): void {
     row.metric,
     `${formatNumber(row.runtime)} ${row.unit}`,
     `${formatNumber(row.baseline)} ${row.unit}`,
-    `${(row.runtime / row.baseline).toFixed(2)}x`,
+    ratioText(row.runtime, row.baseline),
     targetText(row.target, row.unit),
     verdict(row),
   ]);
@@ -289,6 +283,6 @@ export function printTable(rows: readonly Row[]): void {
   const notes = rows.filter((row) => row.note !== undefined);
   if (notes.length > 0) {
     console.log("");
-    for (const row of notes) console.log(`  ${row.bench} / ${row.metric}: ${row.note as string}`);
+    for (const row of notes) console.log(`  ${row.bench} / ${row.metric.trim()}: ${row.note as string}`);
   }
 }

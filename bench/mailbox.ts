@@ -38,12 +38,10 @@ export const mailbox: Benchmark = {
   title: `Mailbox put+get, ${N.toLocaleString("en")} messages, capacity ${CAPACITY}`,
   async run({ createMessage, Mailbox }: CivitasModule): Promise<Row[]> {
     const messages = Array.from({ length: 1024 }, (_, i) => createMessage({ sender: "p", recipient: "c", payload: { i } }));
-    const pair = await alternate(
-      ROUNDS,
-      1,
-      () => round(new Mailbox({ capacity: CAPACITY }), messages, N),
-      () => round(new AsyncQueue<Message>(CAPACITY), messages, N),
-    );
+    const pair = await alternate(ROUNDS, 1, {
+      baseline: () => round(new AsyncQueue<Message>(CAPACITY), messages, N),
+      runtime: () => round(new Mailbox({ capacity: CAPACITY }), messages, N),
+    });
     return [{ bench: "mailbox", metric: "put+get throughput", unit: "msg/s", ...pair }];
   },
 };

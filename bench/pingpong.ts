@@ -3,10 +3,14 @@
  * `this.send` inside `handle()` for N round trips (2N messages). Baseline: two
  * plain async loops exchanging the same `{ n }` payloads through AsyncQueues,
  * yielding to the event loop every 128 messages like the runtime's Scheduler.
+ * Also measured: the bare actor loop, the baseline with one change — each
+ * message goes to an `async handle()` that the loop awaits, as an agent's
+ * does — with no envelope, routing or lifecycle at all: the ceiling for any
+ * runtime whose handlers are async functions.
  */
 import type { Message } from "../src/index.js";
 import type { CivitasModule } from "./civitas.js";
-import { alternate, AsyncQueue, latch, timed, YieldScheduler, type Benchmark, type Latch, type Row } from "./harness.js";
+import { alternate, AsyncQueue, latch, ratioText, timed, YieldScheduler, type Benchmark, type Latch, type Row } from "./harness.js";
 
 const ROUND_TRIPS = 20_000;
 const MESSAGES = 2 * ROUND_TRIPS;
@@ -34,12 +38,41 @@ async function baselineLoop(inbox: AsyncQueue<Ball>, outbox: AsyncQueue<Ball>, s
   }
 }
 
-async function baselineRound(): Promise<number> {
+/** The bare actor of the ceiling: handles one ball, awaiting its put like an agent awaits `this.send`. */
+class BareActor {
+  constructor(
+    private readonly outbox: AsyncQueue<Ball>,
+    private readonly limit: number,
+    private readonly done: Latch,
+  ) {}
+
+  async handle(ball: Ball): Promise<void> {
+    if (ball.n >= this.limit) {
+      this.done.resolve();
+      return;
+    }
+    await this.outbox.put({ n: ball.n + 1 });
+  }
+}
+
+async function bareActorLoop(inbox: AsyncQueue<Ball>, actor: BareActor, scheduler: YieldScheduler): Promise<void> {
+  for (;;) {
+    const pause = scheduler.tick();
+    if (pause !== undefined) await pause;
+    const ball = inbox.poll() ?? (await inbox.get());
+    if (ball === STOP) return;
+    await actor.handle(ball);
+  }
+}
+
+async function baselineRound(bare: boolean): Promise<number> {
   const ping = new AsyncQueue<Ball>();
   const pong = new AsyncQueue<Ball>();
   const scheduler = new YieldScheduler(128);
   const done = latch();
-  const loops = [baselineLoop(ping, pong, scheduler, MESSAGES, done), baselineLoop(pong, ping, scheduler, MESSAGES, done)];
+  const loops = bare
+    ? [bareActorLoop(ping, new BareActor(pong, MESSAGES, done), scheduler), bareActorLoop(pong, new BareActor(ping, MESSAGES, done), scheduler)]
+    : [baselineLoop(ping, pong, scheduler, MESSAGES, done), baselineLoop(pong, ping, scheduler, MESSAGES, done)];
   const seconds = await timed(async () => {
     await ping.put({ n: 1 });
     await done.promise;
@@ -59,8 +92,18 @@ export const pingpong: Benchmark = {
 
     await runtime.start();
     try {
-      const pair = await alternate(ROUNDS, WARMUP_ROUNDS, runtimeRound, baselineRound);
-      return [{ bench: "pingpong", metric: "messages/s", unit: "msg/s", ...pair, target: { kind: "ratio>=", value: 0.5 } }];
+      const figures = await alternate(ROUNDS, WARMUP_ROUNDS, { baseline: () => baselineRound(false), bare: () => baselineRound(true), runtime: runtimeRound });
+      return [
+        { bench: "pingpong", metric: "messages/s", unit: "msg/s", runtime: figures.runtime, baseline: figures.baseline, target: { kind: "ratio>=", value: 0.5 } },
+        {
+          bench: "pingpong",
+          metric: "  bare actor loop (ceiling)",
+          unit: "msg/s",
+          runtime: figures.bare,
+          baseline: figures.baseline,
+          note: `the baseline awaiting an async handle() per message, no envelope: civitas runs at ${ratioText(figures.runtime, figures.bare)} of it`,
+        },
+      ];
     } finally {
       await runtime.stop();
     }
