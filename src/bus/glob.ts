@@ -1,3 +1,6 @@
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidArgumentError } from "../errors/errors.js";
+
 const cache = new Map<string, RegExp>();
 
 /** One element of a glob: a run of characters or a character class matches exactly one character each. */
@@ -15,8 +18,13 @@ type Token = { readonly kind: "star" } | { readonly kind: "one"; readonly source
  * the name's length: every run between two stars is matched at its earliest
  * position with an atomic look-ahead, so no pattern (`*a*a*a*a*b`) can make
  * it backtrack exponentially.
+ *
+ * @throws {@link InvalidArgumentError} when `pattern` is not a string.
  */
 export function globToRegExp(pattern: string): RegExp {
+  if (typeof pattern !== "string") {
+    throw new InvalidArgumentError("pattern", `a glob pattern must be a string such as "worker-*", got ${describeValue(pattern)}`);
+  }
   let compiled = cache.get(pattern);
   if (compiled !== undefined) return compiled;
   // Split into runs of fixed-width elements separated by stars.
@@ -47,7 +55,10 @@ export function globToRegExp(pattern: string): RegExp {
   return compiled;
 }
 
-/** Whether `name` matches the glob `pattern`. */
+/**
+ * Whether `name` matches the glob `pattern`.
+ * @throws {@link InvalidArgumentError} when `pattern` is not a string.
+ */
 export function matchesGlob(name: string, pattern: string): boolean {
   return globToRegExp(pattern).test(name);
 }

@@ -73,19 +73,37 @@ export class Registry {
     }
   }
 
-  /** Agents whose names match the glob `pattern`, in registration order. */
+  /** Agents that take messages and whose names match the glob `pattern`, in registration order. */
   match(pattern: string): AgentProcess[] {
     const regexp = globToRegExp(pattern);
-    return this.all().filter((agent) => regexp.test(agent.name));
+    return this.all().filter((agent) => regexp.test(agent.name) && takesMessages(agent));
   }
 
-  /** The next agent (round-robin) that declares `capability`, or `undefined`. */
+  /**
+   * The next agent (round-robin) that declares `capability` and takes
+   * messages, or `undefined`. An agent that stopped for good (its mailbox is
+   * closed) keeps its name until removed, but is passed over.
+   */
   withCapability(capability: string): AgentProcess | undefined {
     const list = this.capable.get(capability);
-    if (list === undefined || list.length === 0) return undefined;
-    const at = (this.cursor.get(capability) ?? 0) % list.length;
-    this.cursor.set(capability, at + 1);
-    return list[at];
+    if (list === undefined) return undefined;
+    const start = this.cursor.get(capability) ?? 0;
+    for (let step = 0; step < list.length; step++) {
+      const agent = list[(start + step) % list.length] as AgentProcess;
+      if (!takesMessages(agent)) continue;
+      this.cursor.set(capability, start + step + 1);
+      return agent;
+    }
+    return undefined;
+  }
+}
+
+/** Whether `agent` still takes messages: not stopped for good (a restart keeps its mailbox open). */
+function takesMessages(agent: AgentProcess): boolean {
+  try {
+    return !agent.mailbox.closed;
+  } catch {
+    return true; // registered but not attached to a runtime yet (no mailbox): nothing has stopped it
   }
 }
 

@@ -1,3 +1,4 @@
+import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, MailboxClosedError } from "../errors/errors.js";
 import { isExpired, type Message } from "../message/message.js";
 import { systemClock, type Clock } from "../time/clock.js";
@@ -110,7 +111,14 @@ export class Mailbox {
   private consumer: MailboxConsumer | undefined;
   private consumerPriorityOnly = false;
 
+  /**
+   * @param options - capacities, clock and expiry callback; every field is optional.
+   * @throws {@link InvalidArgumentError} when `options` is not an object, or a capacity is not a positive integer.
+   */
   constructor(options: MailboxOptions = {}) {
+    if (typeof options !== "object" || options === null) {
+      throw new InvalidArgumentError("options", `new Mailbox(options) needs an options object (or nothing), got ${describeValue(options)}`);
+    }
     this.business = new Lane(checkCapacity("capacity", options.capacity ?? 1000));
     this.priority = new Lane(checkCapacity("priorityCapacity", options.priorityCapacity ?? 100));
     this.clock = options.clock ?? systemClock;
@@ -139,7 +147,9 @@ export class Mailbox {
 
   /**
    * Enqueues `message` on its lane, waiting while the lane is full.
-   * Rejects with `MAILBOX_CLOSED` once closed, or with `signal.reason` when aborted (then nothing is enqueued).
+   * Rejects with `MAILBOX_CLOSED` once closed, with `INVALID_ARGUMENT` for
+   * something that is not a message (not an object with a numeric
+   * `priority`), or with `signal.reason` when aborted (then nothing is enqueued).
    */
   put(message: Message, options?: MailboxWaitOptions): Promise<void> {
     if (this.isClosed) return Promise.reject(new MailboxClosedError());
@@ -159,7 +169,11 @@ export class Mailbox {
     });
   }
 
-  /** Enqueues `message` if its lane has room; returns `false` (and enqueues nothing) otherwise. */
+  /**
+   * Enqueues `message` if its lane has room; returns `false` (and enqueues nothing) otherwise.
+   * @throws {@link MailboxClosedError} once closed.
+   * @throws {@link InvalidArgumentError} for something that is not a message (not an object with a numeric `priority`).
+   */
   offer(message: Message): boolean {
     if (this.isClosed) throw new MailboxClosedError();
     const lane = this.laneOf(message);
@@ -251,8 +265,13 @@ export class Mailbox {
     return messages;
   }
 
+  /** The lane `message` goes to; throws `INVALID_ARGUMENT`, before anything is enqueued, for something that is not a message. */
   private laneOf(message: Message): Lane {
-    return message.priority >= 1 ? this.priority : this.business;
+    const priority = typeof message === "object" && message !== null ? (message.priority as unknown) : undefined;
+    if (typeof priority !== "number") {
+      throw new InvalidArgumentError("message", `a mailbox takes messages (objects with a numeric priority, see createMessage), got ${describeValue(message)}`);
+    }
+    return priority >= 1 ? this.priority : this.business;
   }
 
   private deliver(message: Message, lane: Lane): void {

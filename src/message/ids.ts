@@ -34,6 +34,19 @@ function writeHex(pos: number, at: number, length: number): number {
 
 const HEX3: string[] = Array.from({ length: 4096 }, (_, i) => i.toString(16).padStart(3, "0"));
 
+/**
+ * How far behind the last id's time a new time may be and still continue its
+ * sequence (a clock stepped back by NTP, a leap second, a counter that ran
+ * ahead). A time further behind is taken as given: the caller chose it (a
+ * message created with an explicit historic `timestamp`, a test clock), and
+ * one such id must not pin every later id to a time far from the clock's.
+ */
+const CLOCK_STEP_MS = 10_000;
+
+/** Every id before 2^48 ms (the year 10889) fits the 48-bit time field. */
+const MAX_MS = 2 ** 48 - 1;
+
+/** The time in the current prefix: the last one used, possibly ahead of the clock after a counter overflow. */
 let lastMs = -1;
 let counter = 0;
 let prefix = "";
@@ -41,25 +54,56 @@ let suffix = "";
 
 /**
  * A UUIDv7 (RFC 9562): 48 bits of epoch milliseconds, a 12-bit counter that
- * starts at a random value each millisecond (RFC 9562 §6.2, method 1), then
- * 62 random bits drawn afresh each millisecond and whenever the counter wraps.
- * Ids sort by creation time and are unique within a process without a random
- * draw per id: ids are made for every message, so this is on the hot path.
+ * starts at a random value each millisecond, then 62 random bits drawn afresh
+ * each millisecond (RFC 9562 §6.2, method 1). Ids are unique and strictly
+ * increasing within a process without a random draw per id (ids are made for
+ * every message, so this is on the hot path):
+ *
+ * - when the counter overflows within a millisecond, the id's time moves on
+ *   to the next millisecond (ahead of the clock for at most as long as ids
+ *   are minted faster than 4,096 per millisecond);
+ * - a time behind the last one used by at most 10 seconds
+ *   (the clock stepped back) continues the last one's sequence, so the id's
+ *   time never goes below the last one used.
+ *
+ * A time further behind than that is encoded as given and starts a new
+ * sequence; so is any later time.
+ *
+ * @param nowMs - epoch milliseconds to encode; fractions are dropped, a
+ *   negative time counts as 0 and a non-finite one as `Date.now()`.
+ * @defaultValue nowMs `Date.now()`
+ * @example
+ * ```ts
+ * const a = uuidv7();
+ * const b = uuidv7();
+ * a < b; // true
+ * ```
  */
 export function uuidv7(nowMs: number = Date.now()): string {
   // Whole, non-negative milliseconds: a fractional or negative time would put
   // '.' or '-' into the hex timestamp field.
   const ms = Number.isFinite(nowMs) ? Math.max(0, Math.floor(nowMs)) : Date.now();
-  if (ms !== lastMs) {
-    lastMs = ms;
-    prefix = millisecondPrefix(ms);
-    counter = (pool[take(1)] as number) << 3; // a random start leaves room to count up within the millisecond
-    suffix = randomSuffix();
-  } else if (++counter > 0xfff) {
-    counter = 0;
-    suffix = randomSuffix();
+  if (ms === lastMs || (ms < lastMs && lastMs - ms <= CLOCK_STEP_MS)) {
+    if (++counter <= 0xfff) return prefix + (HEX3[counter] as string) + suffix;
+    // Counter overflow: move on to the next millisecond (RFC 9562 §6.2, method 1).
+    // At the very end of the 48-bit range there is none: draw a new random suffix instead.
+    if (lastMs < MAX_MS) startMillisecond(lastMs + 1);
+    else {
+      counter = 0;
+      suffix = randomSuffix();
+    }
+  } else {
+    startMillisecond(ms);
   }
   return prefix + (HEX3[counter] as string) + suffix;
+}
+
+/** Starts the sequence of ids of millisecond `ms`: its prefix, a random counter start and a random suffix. */
+function startMillisecond(ms: number): void {
+  lastMs = ms;
+  prefix = millisecondPrefix(ms);
+  counter = (pool[take(1)] as number) << 3; // a random start leaves room to count up within the millisecond
+  suffix = randomSuffix();
 }
 
 /** `tttttttt-tttt-7`: the timestamp and version of every id minted in millisecond `ms`. */

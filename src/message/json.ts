@@ -17,12 +17,25 @@ function childPath(path: string, key: string): string {
 }
 
 /**
+ * How deeply JSON values may nest: objects and arrays inside one another, the
+ * outermost counting as level 1. Deeper values are refused
+ * (`PAYLOAD_NOT_SERIALIZABLE`, or `INVALID_WIRE_MESSAGE` from `fromWire`):
+ * every recursive walk over a payload (this check, copying, encoding) then
+ * stays far from the engine's stack limit, whatever a peer sends.
+ */
+export const MAX_JSON_DEPTH = 1000;
+
+/**
  * Returns the JSON path of the first part of `value` that is not plain JSON,
- * or `undefined` when all of it is. Plain JSON means: objects whose prototype
- * is `Object.prototype` or `null`, arrays, strings, finite numbers, booleans
- * and `null`, without cycles. As for `JSON.stringify`, only enumerable
- * string-keyed properties count: symbol-keyed and non-enumerable ones are
- * not part of the value (looking for them would cost every message ~60 ns).
+ * and why, or `undefined` when all of it is. Plain JSON means: objects whose
+ * prototype is `Object.prototype` or `null`, arrays, strings, finite numbers,
+ * booleans and `null`, without cycles, nested at most {@link MAX_JSON_DEPTH}
+ * levels deep. As for `JSON.stringify`, only enumerable string-keyed
+ * properties count: symbol-keyed and non-enumerable ones are not part of the
+ * value (looking for them would cost every message ~60 ns).
+ *
+ * @param path - the JSON path of `value` itself, prefixed to every path returned.
+ * @param seen - the objects enclosing `value` (for cycle detection); its length is the nesting depth.
  */
 export function findNonJson(value: unknown, path = "$", seen: unknown[] = []): [string, string] | undefined {
   switch (typeof value) {
@@ -34,6 +47,7 @@ export function findNonJson(value: unknown, path = "$", seen: unknown[] = []): [
     case "object": {
       if (value === null) return undefined;
       if (seen.includes(value)) return [path, "a circular reference"];
+      if (seen.length >= MAX_JSON_DEPTH) return [path, `nested deeper than ${MAX_JSON_DEPTH} levels`];
       seen.push(value);
       try {
         if (Array.isArray(value)) {
@@ -60,8 +74,10 @@ export function findNonJson(value: unknown, path = "$", seen: unknown[] = []): [
 }
 
 /**
- * Asserts that `value` is a plain JSON object.
- * @throws {@link PayloadNotSerializableError} naming the first offending path.
+ * Asserts that `value` is a plain JSON object (see {@link findNonJson}).
+ * @param what - names the value in the error message (`payload from 'a' to 'b'`).
+ * @throws {@link PayloadNotSerializableError} naming the first offending path,
+ *   also for a value nested deeper than {@link MAX_JSON_DEPTH} levels.
  */
 export function assertJsonObject(value: unknown, what: string): asserts value is JsonObject {
   if (isJsonObject(value)) return;
@@ -70,11 +86,21 @@ export function assertJsonObject(value: unknown, what: string): asserts value is
   }
   const bad = findNonJson(value);
   if (bad) {
-    throw new PayloadNotSerializableError(
-      bad[0],
-      `${what} is not JSON-serializable at ${bad[0]}: ${bad[1]}; convert it to strings, numbers, booleans, null, arrays or plain objects`,
-    );
+    const fix = bad[1].startsWith("nested deeper")
+      ? "flatten it, or carry the deep part as a JSON string"
+      : "convert it to strings, numbers, booleans, null, arrays or plain objects";
+    throw new PayloadNotSerializableError(bad[0], `${what} is not JSON-serializable at ${shortPath(bad[0])}: ${bad[1]}; ${fix}`);
   }
+}
+
+/**
+ * `path` as shown in an error message: a very long one (a deeply nested
+ * value) keeps its start and end, so the message stays readable. The
+ * error's `path` field keeps it whole.
+ * @internal
+ */
+export function shortPath(path: string): string {
+  return path.length <= 160 ? path : `${path.slice(0, 80)}…${path.slice(-70)}`;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import { newSpanId, newTraceId, uuidv7 } from "./ids.js";
 import { assertJsonObject, isJsonObject, type JsonObject } from "./json.js";
@@ -57,23 +58,36 @@ export interface MessageInit<P extends JsonObject = JsonObject> {
 }
 
 /**
- * Creates a message, checking that its payload is plain JSON.
+ * Creates a message, checking that its payload is plain JSON and every field
+ * has a type the wire form can carry: whatever it returns survives
+ * `fromWire(toWire(message))` unchanged.
  *
  * @throws {@link PayloadNotSerializableError} when the payload is not a plain JSON object.
- * @throws {@link InvalidArgumentError} for a negative or non-integer `ttlMs`, `attempt` or `priority`, or a timestamp that is not a finite, non-negative number.
+ * @throws {@link InvalidArgumentError} for a `sender` or `recipient` that is not a non-empty string;
+ *   a `type`, `correlationId` or `replyTo` that is not a string (they may be empty);
+ *   an `id`, `traceId`, `spanId` or `parentSpanId` given as anything but a non-empty string;
+ *   a negative or non-integer `ttlMs`, `attempt` or `priority`; or a timestamp that is not a finite, non-negative number.
  * @example
  * ```ts
  * const m = createMessage({ sender: "a", recipient: "b", payload: { n: 1 } });
  * ```
  */
 export function createMessage<P extends JsonObject>(init: MessageInit<P>): Message<P> {
+  if (typeof init !== "object" || init === null) {
+    throw new InvalidArgumentError("init", `createMessage needs { sender, recipient, payload, ... }, got ${describeValue(init)}`);
+  }
   if (!isJsonObject(init.payload)) assertJsonObject(init.payload, `payload of a message to '${init.recipient}'`);
   return buildMessage(init);
 }
 
-/** Like {@link createMessage} but trusts that the payload was already checked. */
+/**
+ * Like {@link createMessage} but trusts that the payload was already checked;
+ * every other field is checked.
+ * @throws {@link InvalidArgumentError} as {@link createMessage} does.
+ */
 export function buildMessage<P extends JsonObject>(init: MessageInit<P>): Message<P> {
   const type = init.type ?? DEFAULT_MESSAGE_TYPE;
+  checkStrings(init, type);
   const timestamp = init.timestamp ?? Date.now();
   if (!(Number.isFinite(timestamp) && timestamp >= 0)) {
     throw new InvalidArgumentError(
@@ -103,6 +117,38 @@ export function buildMessage<P extends JsonObject>(init: MessageInit<P>): Messag
   if (init.parentSpanId !== undefined) message.parentSpanId = init.parentSpanId;
   if (init.ttlMs !== undefined) message.ttlMs = init.ttlMs;
   return message;
+}
+
+/**
+ * Throws `INVALID_ARGUMENT` for a string field the wire form could not carry
+ * (see {@link createMessage}): the same rules `fromWire` applies.
+ */
+function checkStrings(init: MessageInit, type: unknown): void {
+  if (!isNonEmptyString(init.sender)) {
+    throw new InvalidArgumentError("sender", `message sender must be the sending agent's name (a non-empty string), got ${describeValue(init.sender)}`);
+  }
+  if (!isNonEmptyString(init.recipient)) {
+    throw new InvalidArgumentError("recipient", `message recipient must be the name of the agent to send to (a non-empty string), got ${describeValue(init.recipient)}`);
+  }
+  if (typeof type !== "string") {
+    throw new InvalidArgumentError("type", `message type must be a string, got ${describeValue(type)}; leave it out for '${DEFAULT_MESSAGE_TYPE}'`);
+  }
+  for (const name of ["correlationId", "replyTo"] as const) {
+    const value = init[name];
+    if (value !== undefined && typeof value !== "string") {
+      throw new InvalidArgumentError(name, `message ${name} must be a string or left out, got ${describeValue(value)}`);
+    }
+  }
+  for (const name of ["id", "traceId", "spanId", "parentSpanId"] as const) {
+    const value = init[name];
+    if (value !== undefined && !isNonEmptyString(value)) {
+      throw new InvalidArgumentError(name, `message ${name} must be a non-empty string or left out (to be generated), got ${describeValue(value)}`);
+    }
+  }
+}
+
+function isNonEmptyString(value: unknown): value is string {
+  return typeof value === "string" && value.length > 0;
 }
 
 /** @internal Throws `INVALID_ARGUMENT` unless `value` is undefined or a non-negative integer. */

@@ -26,15 +26,20 @@ export const REPLY_MESSAGE_TYPE = "reply";
 
 const RESERVED_PREFIX = "_agency.";
 
-/** Whether application code is forbidden to send `type`. */
-export function isReservedType(type: string): boolean {
-  return type.startsWith(RESERVED_PREFIX);
+/**
+ * Whether application code is forbidden to send `type` (an `_agency.*` type).
+ * Never throws: a value that is not a string is not a reserved type (whoever
+ * composes the message refuses it with `INVALID_ARGUMENT`).
+ */
+export function isReservedType(type: unknown): boolean {
+  return typeof type === "string" && type.startsWith(RESERVED_PREFIX);
 }
 
 /**
  * The lane priority a message of `type` travels on: 1 for control (every
  * reserved `_agency.*` type, and `civitas.eval.halt`), 0 for business
- * (everything else, `civitas.eval.correction` included).
+ * (everything else, `civitas.eval.correction` included, and anything that
+ * is not a string).
  */
 export function priorityOf(type: string): number {
   return isReservedType(type) || type === "civitas.eval.halt" ? 1 : 0;

@@ -1,6 +1,6 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidWireMessageError } from "../errors/errors.js";
-import { findNonJson, type JsonObject } from "./json.js";
+import { findNonJson, shortPath, type JsonObject } from "./json.js";
 import type { Message } from "./message.js";
 
 /** The wire schema version this library writes and reads. */
@@ -28,8 +28,20 @@ export interface WireMessage {
   ttl_ms?: number;
 }
 
-/** Converts a message to its wire form. */
+/**
+ * Converts a message to its wire form. Checks the envelope's fields (cheaply:
+ * the payload's top level only, as its contents were checked when the
+ * message was created), so what it returns is what {@link fromWire} reads back.
+ *
+ * @throws {@link InvalidWireMessageError} when `message` is not a message:
+ *   not an object, or a field missing or of the wrong type.
+ * @example
+ * ```ts
+ * const text = JSON.stringify(toWire(message));
+ * ```
+ */
 export function toWire(message: Message): WireMessage {
+  checkMessage(message);
   const wire: WireMessage = {
     schema_version: WIRE_SCHEMA_VERSION,
     id: message.id,
@@ -46,14 +58,88 @@ export function toWire(message: Message): WireMessage {
     attempt: message.attempt,
     priority: message.priority,
   };
-  if (message.ttlMs !== undefined) wire.ttl_ms = message.ttlMs;
+  if (message.ttlMs !== undefined && message.ttlMs !== null) wire.ttl_ms = message.ttlMs;
   return wire;
 }
 
 /**
- * Decodes a wire-form message (an object, or its JSON text), validating every field.
+ * Throws unless `value` has every field of a {@link Message} with the type
+ * {@link fromWire} requires of it (`null` counts as absent for the optional
+ * ones, as on the wire). One quick test for the common, valid case; the
+ * slow path finds the field to name.
+ */
+function checkMessage(value: unknown): void {
+  const m = value as Partial<Record<keyof Message, unknown>> | null | undefined;
+  if (
+    typeof m === "object" &&
+    m !== null &&
+    isNonEmptyString(m.id) &&
+    typeof m.type === "string" &&
+    isNonEmptyString(m.sender) &&
+    isNonEmptyString(m.recipient) &&
+    isNonEmptyString(m.traceId) &&
+    isNonEmptyString(m.spanId) &&
+    typeof m.payload === "object" &&
+    m.payload !== null &&
+    !Array.isArray(m.payload) &&
+    typeof m.timestamp === "number" &&
+    Number.isFinite(m.timestamp) &&
+    m.timestamp >= 0 &&
+    isCount(m.attempt) &&
+    isCount(m.priority) &&
+    (m.correlationId === undefined || m.correlationId === null || typeof m.correlationId === "string") &&
+    (m.replyTo === undefined || m.replyTo === null || typeof m.replyTo === "string") &&
+    (m.parentSpanId === undefined || m.parentSpanId === null || isNonEmptyString(m.parentSpanId)) &&
+    (m.ttlMs === undefined || m.ttlMs === null || isCount(m.ttlMs))
+  ) {
+    return;
+  }
+  throw notAMessage(value);
+}
+
+/** What is wrong with `value`, which {@link checkMessage} refused. */
+function notAMessage(value: unknown): InvalidWireMessageError {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    return new InvalidWireMessageError(`toWire needs a Message (from createMessage or fromWire), got ${describeValue(value)}`);
+  }
+  const m = value as Record<string, unknown>;
+  for (const key of ["id", "sender", "recipient", "traceId", "spanId"]) if (!isNonEmptyString(m[key])) return badField(key, m[key], "a non-empty string");
+  if (typeof m.type !== "string") return badField("type", m.type, "a string");
+  const payload = m.payload;
+  if (typeof payload !== "object" || payload === null || Array.isArray(payload)) return badField("payload", payload, "a plain JSON object");
+  const timestamp = m.timestamp;
+  if (!(typeof timestamp === "number" && Number.isFinite(timestamp) && timestamp >= 0)) return badField("timestamp", timestamp, "a non-negative number");
+  for (const key of ["attempt", "priority"]) if (!isCount(m[key])) return badField(key, m[key], "a non-negative integer");
+  for (const key of ["correlationId", "replyTo"]) {
+    if (m[key] !== undefined && m[key] !== null && typeof m[key] !== "string") return badField(key, m[key], "a string or absent");
+  }
+  if (m.parentSpanId !== undefined && m.parentSpanId !== null && !isNonEmptyString(m.parentSpanId)) {
+    return badField("parentSpanId", m.parentSpanId, "a non-empty string or absent");
+  }
+  return badField("ttlMs", m.ttlMs, "a non-negative integer or absent");
+}
+
+function isNonEmptyString(value: unknown): boolean {
+  return typeof value === "string" && value.length > 0;
+}
+
+function isCount(value: unknown): boolean {
+  return typeof value === "number" && Number.isInteger(value) && value >= 0;
+}
+
+function badField(key: string, value: unknown, expected: string): InvalidWireMessageError {
+  return new InvalidWireMessageError(
+    `toWire: message field '${key}' must be ${expected}, got ${describeValue(value)}; pass a Message made by createMessage or fromWire`,
+  );
+}
+
+/**
+ * Decodes a wire-form message (an object, or its JSON text), validating every
+ * field: ids, `sender` and `recipient` are non-empty strings (`type`,
+ * `correlation_id` and `reply_to` may be empty, as in {@link createMessage}),
+ * and the payload is plain JSON nested at most `MAX_JSON_DEPTH` (1000) levels.
  *
- * @throws {@link InvalidWireMessageError} for malformed input or an unknown `schema_version`.
+ * @throws {@link InvalidWireMessageError} for malformed input, a payload nested too deeply, or an unknown `schema_version`.
  */
 export function fromWire(input: unknown): Message {
   let wire: unknown = input;
@@ -75,12 +161,14 @@ export function fromWire(input: unknown): Message {
     );
   }
   const payload = w.payload;
-  if (typeof payload !== "object" || payload === null || Array.isArray(payload) || findNonJson(payload)) {
+  if (typeof payload !== "object" || payload === null || Array.isArray(payload)) {
     throw new InvalidWireMessageError(`wire message field 'payload' must be a plain JSON object, got ${describeValue(payload)}`);
   }
+  const bad = findNonJson(payload, "$.payload");
+  if (bad) throw new InvalidWireMessageError(`wire message field 'payload' is not plain JSON at ${shortPath(bad[0])}: ${bad[1]}`);
   const message: { -readonly [K in keyof Message]: Message[K] } = {
     id: requireString(w, "id"),
-    type: requireString(w, "type"),
+    type: requireString(w, "type", true),
     sender: requireString(w, "sender"),
     recipient: requireString(w, "recipient"),
     payload: payload as JsonObject,
@@ -90,9 +178,9 @@ export function fromWire(input: unknown): Message {
     attempt: requireNumber(w, "attempt", true),
     priority: requireNumber(w, "priority", true),
   };
-  const correlationId = optionalString(w, "correlation_id");
+  const correlationId = optionalString(w, "correlation_id", true);
   if (correlationId !== undefined) message.correlationId = correlationId;
-  const replyTo = optionalString(w, "reply_to");
+  const replyTo = optionalString(w, "reply_to", true);
   if (replyTo !== undefined) message.replyTo = replyTo;
   const parentSpanId = optionalString(w, "parent_span_id");
   if (parentSpanId !== undefined) message.parentSpanId = parentSpanId;
@@ -100,18 +188,19 @@ export function fromWire(input: unknown): Message {
   return message;
 }
 
-function requireString(w: Record<string, unknown>, key: string): string {
+/** The string at `key`; empty only where `mayBeEmpty` (`type`, `correlation_id`, `reply_to`: any string `createMessage` accepts). */
+function requireString(w: Record<string, unknown>, key: string, mayBeEmpty = false): string {
   const value = w[key];
-  if (typeof value !== "string" || value.length === 0) {
-    throw new InvalidWireMessageError(`wire message field '${key}' must be a non-empty string, got ${describeValue(value)}`);
+  if (typeof value !== "string" || (value.length === 0 && !mayBeEmpty)) {
+    throw new InvalidWireMessageError(`wire message field '${key}' must be a ${mayBeEmpty ? "" : "non-empty "}string, got ${describeValue(value)}`);
   }
   return value;
 }
 
-function optionalString(w: Record<string, unknown>, key: string): string | undefined {
+function optionalString(w: Record<string, unknown>, key: string, mayBeEmpty = false): string | undefined {
   const value = w[key];
   if (value === undefined || value === null) return undefined;
-  return requireString(w, key);
+  return requireString(w, key, mayBeEmpty);
 }
 
 function requireNumber(w: Record<string, unknown>, key: string, integer: boolean): number {

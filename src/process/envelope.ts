@@ -1,4 +1,4 @@
-import type { Span } from "@opentelemetry/api";
+import type { Span, SpanContext } from "@opentelemetry/api";
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, ReservedMessageTypeError } from "../errors/errors.js";
 import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
@@ -22,8 +22,9 @@ export interface EnvelopeContext {
 }
 
 /**
- * Composes a message application code sends, refusing reserved types, bad
- * recipients and non-JSON payloads before anything is enqueued. Trace
+ * Composes a message application code sends, refusing a type that is not a
+ * non-empty string (`INVALID_ARGUMENT`), reserved types, bad recipients and
+ * non-JSON payloads before anything is enqueued. Trace
  * context comes from the span (or message) being handled, so a send inside
  * `handle()` is a child of that handle span. A request (`replyTo` given) is
  * its own correlation id: replies are paired with it by the message id.
@@ -38,9 +39,18 @@ export function composeOutgoing(
   replyTo?: string,
 ): Message {
   // The slow paths live in checkOutgoing: a small function is one V8 inlines into its callers.
-  if (isReservedType(type) || typeof recipient !== "string" || recipient.length === 0 || !isJsonObject(payload)) checkOutgoing(ctx, recipient, payload, type);
+  if (
+    typeof type !== "string" ||
+    type.length === 0 ||
+    isReservedType(type) ||
+    typeof recipient !== "string" ||
+    recipient.length === 0 ||
+    !isJsonObject(payload)
+  ) {
+    checkOutgoing(ctx, recipient, payload, type);
+  }
   if (ttlMs !== undefined) checkNonNegative("ttlMs", ttlMs);
-  const span = ctx.span?.spanContext();
+  const span = spanContextOf(ctx.span);
   const current = ctx.current;
   // Untraced, a message simply carries on the context of the one being handled: no ids to mint.
   const message = envelope(ctx, recipient, type, payload, span?.traceId ?? current?.traceId ?? newTraceId(), span?.spanId ?? current?.spanId ?? newSpanId());
@@ -59,7 +69,13 @@ export function composeOutgoing(
  * is wrong, or returns for a valid payload the quick check could not judge
  * (one nested deeper than it looks).
  */
-function checkOutgoing(ctx: EnvelopeContext, recipient: string, payload: JsonObject, type: string): void {
+function checkOutgoing(ctx: EnvelopeContext, recipient: string, payload: JsonObject, type: unknown): void {
+  if (typeof type !== "string" || type.length === 0) {
+    throw new InvalidArgumentError(
+      "type",
+      `'${ctx.sender}' tried to send a message of type ${describeValue(type)}; pass a non-empty string, or leave type out for '${DEFAULT_MESSAGE_TYPE}'`,
+    );
+  }
   if (isReservedType(type)) throw new ReservedMessageTypeError(type);
   if (typeof recipient !== "string" || recipient.length === 0) {
     throw new InvalidArgumentError("recipient", `'${ctx.sender}' tried to send to ${describeValue(recipient)}; pass the recipient agent's name`);
@@ -87,11 +103,25 @@ export function composeControl(ctx: EnvelopeContext, recipient: string, type: st
  */
 export function composeReply(ctx: EnvelopeContext, request: Message, payload: JsonObject, type = REPLY_MESSAGE_TYPE): Message {
   if (!isJsonObject(payload)) assertJsonObject(payload, `reply payload of '${ctx.sender}'`);
-  const span = ctx.span?.spanContext();
+  const span = spanContextOf(ctx.span);
   const message = envelope(ctx, request.replyTo ?? request.sender, type, payload, span?.traceId ?? request.traceId, span?.spanId ?? newSpanId());
   if (request.correlationId !== undefined) message.correlationId = request.correlationId;
   message.parentSpanId = request.spanId;
   return message;
+}
+
+/**
+ * The context of the span being handled, or `undefined` when there is none or
+ * reading it throws (a broken tracer): telemetry never throws into user code,
+ * and the composers then carry on the ids of the message being handled.
+ */
+function spanContextOf(span: Span | undefined): SpanContext | undefined {
+  if (span === undefined) return undefined;
+  try {
+    return span.spanContext();
+  } catch {
+    return undefined;
+  }
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };

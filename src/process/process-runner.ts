@@ -10,9 +10,9 @@ import {
   StartFailedError,
 } from "../errors/errors.js";
 import { NOT_PENDING } from "../bus/message-bus.js";
-import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
-import { isReply, nextAttempt, type Message } from "../message/message.js";
-import { isReservedType } from "../message/system-types.js";
+import { assertJsonObject, findNonJson, isJsonObject, type JsonObject } from "../message/json.js";
+import { checkNonNegative, isReply, nextAttempt, type Message } from "../message/message.js";
+import { isReservedType, priorityOf } from "../message/system-types.js";
 import { Mailbox, type MailboxConsumer } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../runtime/services.js";
 import type { ChildExit, ChildParent, StopOptions } from "../supervision/child.js";
@@ -75,6 +75,11 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   /** The runtime's clock once attached (stamps what the agent composes). */
   clock: Clock = systemClock;
 
+  /** The loop of an incarnation whose stop gave up waiting for its handler: the next loop dispatches nothing until it ends. */
+  abandoned: Promise<void> | undefined;
+  /** Why this incarnation's state could not be restored: persists are refused with it, so the stored record survives. */
+  unrestored: unknown;
+
   /** The agent's pause: its marker, a pending request to suspend, resume. */
   readonly suspension: SuspensionControl;
 
@@ -105,11 +110,19 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   }
 
   newMailbox(): Mailbox {
+    const services = this.requireServices();
     return new Mailbox({
       capacity: this.options.mailboxSize,
       priorityCapacity: this.options.priorityMailboxSize,
-      clock: this.requireServices().clock,
-      onExpired: this.requireServices().expired,
+      clock: services.clock,
+      onExpired: (message) => {
+        // Reported from inside the loop's dequeue: a listener's bug must not crash this agent.
+        try {
+          services.expired(message);
+        } catch (error) {
+          services.logger.error(`a 'message.expired' listener threw for message ${message.id} to '${this.agent.name}'`, { error });
+        }
+      },
     });
   }
 
@@ -183,6 +196,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     this.stopping = undefined;
     this.finishing = undefined;
     const span = services.telemetry.startSpan("civitas.agent.start", { "civitas.agent.name": this.agent.name, "civitas.agent.incarnation": this.starts });
+    let restored = false;
+    this.unrestored = undefined;
     try {
       if (this.initialState === undefined) {
         assertJsonObject(this.agent.state, `initial state of '${this.agent.name}'`);
@@ -193,11 +208,15 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       this.suspension.marker ??= stored === undefined ? undefined : readMarker(this.agent.name, stored);
       this.agent.state = (stored ?? JSON.parse(this.initialState)) as JsonObject;
       this.suspension.setMarker(this.suspension.marker);
+      restored = true;
       await this.agent.onStart();
     } catch (error) {
       this.transition(ProcessStatus.CRASHED);
       services.telemetry.endSpan(span, error);
       void services.telemetry.audit("agent.crash", this.agent.name, { phase: "start", error: errorText(error) });
+      // onStop still runs, but a checkpoint from it must not overwrite the record that could not be read
+      // (STATE_SCHEMA) with the initial state: persists fail with the restore's error until the next start.
+      if (!restored) this.unrestored = error;
       this.finishing = this.runHook("onStop", () => this.agent.onStop(), this.options.shutdownTimeoutMs);
       await this.finishing;
       throw new StartFailedError(this.agent.name, { cause: error });
@@ -222,8 +241,11 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     this.mailbox.unpark();
     if (!this.driving) this.drive();
     if (!(await settlesWithin(this.loopDone ?? Promise.resolve(), services.clock, timeoutMs))) {
-      services.logger.warn(`'${this.agent.name}' did not finish its message within ${timeoutMs} ms; stopping it anyway (its handle() keeps running, and its result will be dropped)`);
+      services.logger.warn(
+        `'${this.agent.name}' did not finish its message within ${timeoutMs} ms; stopping it anyway (its handle() keeps running, its result will be dropped, and a restarted '${this.agent.name}' handles nothing until it returns)`,
+      );
       this.generation++;
+      this.abandoned = this.loopDone;
       this.loopDone = undefined;
     }
     this.finishing = this.finish();
@@ -263,6 +285,12 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
    */
   async run(generation: number): Promise<void> {
     await WAKE; // a handler never runs inside the call stack of whoever woke the loop
+    const abandoned = this.abandoned;
+    if (abandoned !== undefined) {
+      // Never two handlers at once, even when a stop gave up on one: wait for it (it cannot be killed).
+      await abandoned;
+      if (this.abandoned === abandoned) this.abandoned = undefined;
+    }
     const mailbox = this.mailbox;
     const services = this.requireServices();
     const scheduler = services.scheduler;
@@ -332,8 +360,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
         this.span = undefined;
         if (failure !== undefined) await this.onFailure(failure.error, message);
         else if (result !== undefined && result !== null) {
-          if (isMessage(result) && isReply(result)) this.settleReply(result);
-          else await this.deliverQuietly(result);
+          const routing = this.routeResult(result);
+          if (routing !== undefined) await routing;
         }
       }
     } catch (error) {
@@ -453,8 +481,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   /** The single path every persist takes. */
   persist(): Promise<void> {
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the restore's own error, a CivitasError
+    if (this.unrestored !== undefined) return Promise.reject(this.unrestored);
     try {
-      return this.requireServices().store.set(this.agent.name, persistableState(this.agent.state, this.suspension.marker ?? this.suspension.request?.marker));
+      return this.requireServices().store.set(this.agent.name, persistableState(this.agent.state, this.suspension.marker ?? this.suspension.request?.marker, this.agent.name));
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- a store (or the state check) threw synchronously: reject like an async store would
       return Promise.reject(error);
@@ -465,12 +495,18 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     const from = this.currentStatus;
     if (!isLegalTransition(from, to)) throw new IllegalTransitionError(this.agent.name, from, to);
     this.currentStatus = to;
-    this.services?.events.emit("agent.status", this.agent.name, from, to);
+    try {
+      this.services?.events.emit("agent.status", this.agent.name, from, to);
+    } catch (error) {
+      // A listener's bug must not stop the transition halfway (a RUNNING agent without its loop).
+      this.services?.logger.error(`an 'agent.status' listener threw for '${this.agent.name}' (${from} -> ${to})`, { error });
+    }
   }
 
   /** Refuses a reserved type or a non-JSON payload before any target is chosen. */
   checkOutgoing(payload: JsonObject, options: SendOptions | undefined): void {
     if (options?.type !== undefined && isReservedType(options.type)) throw new ReservedMessageTypeError(options.type);
+    checkNonNegative("ttlMs", options?.ttlMs);
     if (!isJsonObject(payload)) assertJsonObject(payload, `payload from '${this.agent.name}'`);
   }
 
@@ -483,13 +519,32 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     }
   }
 
-  /** Delivers a message the agent produced as a result; a failure is logged, not a crash. */
-  async deliverQuietly(message: unknown, fromRuntime = false): Promise<void> {
-    const services = this.requireServices();
-    if (!isMessage(message)) {
-      services.logger.warn(`'${this.agent.name}'.handle returned ${describeValue(message)}; return this.reply(...) or nothing`);
-      return;
+  /**
+   * Routes what `handle` returned: a reply settles its ask at once, another
+   * message is delivered. Anything that is not a well-formed message is
+   * logged and dropped: it never reaches another agent.
+   */
+  routeResult(result: unknown): Promise<void> | undefined {
+    const logger = this.requireServices().logger;
+    if (!isMessage(result)) {
+      logger.warn(`'${this.agent.name}'.handle returned ${describeValue(result)}; return this.reply(...) or nothing`);
+      return undefined;
     }
+    const problem = malformation(result);
+    if (problem !== undefined) {
+      logger.error(`'${this.agent.name}'.handle returned a message to '${result.recipient}' that is not well formed (${problem}); it is dropped. Build messages with this.reply(), or createMessage()`);
+      return undefined;
+    }
+    if (isReply(result)) {
+      this.settleReply(result);
+      return undefined;
+    }
+    return this.deliverQuietly(result);
+  }
+
+  /** Delivers a message the agent produced as a result; a failure is logged, not a crash. */
+  async deliverQuietly(message: Message, fromRuntime = false): Promise<void> {
+    const services = this.requireServices();
     if (!fromRuntime && isReservedType(message.type)) {
       // Application code must never forge runtime control, whatever path it takes.
       services.logger.error(`'${this.agent.name}'.handle returned a '${message.type}' message; reserved types are dropped`, { error: new ReservedMessageTypeError(message.type) });
@@ -541,6 +596,29 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     }
     return parent;
   }
+}
+
+/**
+ * What is wrong with a message user code built by hand, or `undefined` when
+ * it is well formed: the fields SPEC 2 requires, of their types, a plain JSON
+ * payload, and a lane that matches its type (a business type on the
+ * priority lane would be handled while the agent is SUSPENDED).
+ */
+function malformation(message: Message): string | undefined {
+  const { type, sender, recipient, payload, timestamp, attempt, priority, ttlMs } = message;
+  if (typeof type !== "string" || type.length === 0) return `its type is ${describeValue(type)}, not a non-empty string`;
+  if (typeof sender !== "string" || sender.length === 0) return `its sender is ${describeValue(sender)}, not a non-empty string`;
+  if (recipient.length === 0) return "its recipient is empty";
+  if (typeof message.traceId !== "string" || typeof message.spanId !== "string") return "its traceId or spanId is not a string";
+  if (!isJsonObject(payload) && (typeof payload !== "object" || payload === null || Array.isArray(payload) || findNonJson(payload) !== undefined)) {
+    return "its payload is not a plain JSON object";
+  }
+  if (!(Number.isFinite(timestamp) && timestamp >= 0)) return `its timestamp is ${describeValue(timestamp)}`;
+  if (!(Number.isInteger(attempt) && attempt >= 0)) return `its attempt is ${describeValue(attempt)}`;
+  if (!(Number.isInteger(priority) && priority >= 0)) return `its priority is ${describeValue(priority)}`;
+  if ((priority === 0) !== (priorityOf(type) === 0)) return `its priority ${priority} does not match its type '${type}' (control types travel on priority >= 1, business types on 0)`;
+  if (ttlMs !== undefined && !(Number.isInteger(ttlMs) && ttlMs >= 0)) return `its ttlMs is ${describeValue(ttlMs)}`;
+  return undefined;
 }
 
 let agentPrototype: object | undefined;

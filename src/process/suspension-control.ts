@@ -286,6 +286,6 @@ export class SuspensionControl {
     // The store may hold a marker memory no longer does (a resume whose persist failed): clear it there.
     const store = this.runner.requireServices().store;
     const stored = await store.get(this.runner.agent.name);
-    if (stored !== undefined && SUSPENSION_KEY in stored) await store.set(this.runner.agent.name, persistableState(stored, undefined));
+    if (stored !== undefined && SUSPENSION_KEY in stored) await store.set(this.runner.agent.name, persistableState(stored, undefined, this.runner.agent.name));
   }
 }

@@ -1,6 +1,6 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidApproverError, StateSchemaError } from "../errors/errors.js";
-import type { JsonObject } from "../message/json.js";
+import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
 
 /** The key under which an agent's suspension marker lives inside its checkpointed `state`. */
 export const SUSPENSION_KEY = "_civitas.suspended";
@@ -86,9 +86,12 @@ export function readMarker(agent: string, state: JsonObject): SuspensionMarker |
  * The object to persist: `state` with the runtime's own marker under
  * {@link SUSPENSION_KEY} (or without the key when not suspended), whatever
  * user code wrote there.
+ * @throws {@link PayloadNotSerializableError} when `state` is not a plain JSON object
  * @internal
  */
-export function persistableState(state: JsonObject, marker: SuspensionMarker | undefined): JsonObject {
+export function persistableState(state: JsonObject, marker: SuspensionMarker | undefined, agent = "the agent"): JsonObject {
+  // Checked before the copy below: spreading a Map, Date, array or class instance would quietly make it a plain object.
+  if (!isJsonObject(state)) assertJsonObject(state, `state of '${agent}'`);
   const copy: JsonObject = { ...state };
   if (marker === undefined) delete copy[SUSPENSION_KEY];
   else copy[SUSPENSION_KEY] = markerJson(marker);

@@ -2,9 +2,9 @@ import { context, trace, type TracerProvider } from "@opentelemetry/api";
 import { EventEmitter } from "eventemitter3";
 import type { AuditSink } from "../audit/audit-event.js";
 import { MessageBus, notFound } from "../bus/message-bus.js";
-import { Registry } from "../bus/registry.js";
+import { assertValidName, Registry } from "../bus/registry.js";
 import { describeValue } from "../errors/civitas-error.js";
-import { AgentSuspendedError, InvalidArgumentError, ReservedMessageTypeError, RuntimeStateError } from "../errors/errors.js";
+import { AgentSuspendedError, DuplicateNameError, InvalidArgumentError, ReservedMessageTypeError, RuntimeStateError, TopologyError } from "../errors/errors.js";
 import { stderrLogger, type Logger } from "../logging/logger.js";
 import type { JsonObject } from "../message/json.js";
 import type { Message } from "../message/message.js";
@@ -142,9 +142,13 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   private aliveHandle: NodeJS.Timeout | undefined;
 
   /**
-   * Builds the runtime and registers every name in the tree.
+   * Builds the runtime and registers every name in the tree. The whole tree
+   * is checked before anything is registered: when the constructor throws,
+   * no agent or supervisor has been attached, so all of them can still be
+   * used in another runtime.
    * @throws {@link DuplicateNameError} (`DUPLICATE_NAME`) when two agents or supervisors share a name
-   * @throws {@link InvalidArgumentError} for a bad option
+   * @throws {@link InvalidArgumentError} for a bad option, an agent or supervisor that already
+   * belongs to a runtime, or one that appears twice in the tree
    */
   constructor(options: RuntimeOptions) {
     super();
@@ -152,6 +156,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       throw new InvalidArgumentError("options", `new Runtime() needs an options object with a root, got ${describeValue(options)}`);
     }
     this.root = rootOf(options.root);
+    checkTree(this.root);
     this.keepAlive = options.keepAlive ?? true;
     const clock = options.clock ?? systemClock;
     const logger = options.logger ?? stderrLogger;
@@ -181,13 +186,20 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
 
   /**
    * Builds a runtime from a topology: YAML text or the equivalent object.
-   * @throws {@link TopologyError} (`TOPOLOGY_INVALID`) naming the offending entry
+   * @throws {@link TopologyError} (`TOPOLOGY_INVALID`) naming the offending entry, or `options`
+   * when the options (with their `agents`) are missing
    * @example
    * ```ts
    * const runtime = Runtime.fromTopology(yamlText, { agents: { Greeter }, store });
    * ```
    */
   static fromTopology(topology: string | object, options: FromTopologyOptions): Runtime {
+    if (typeof options !== "object" || (options as unknown) === null) {
+      throw new TopologyError(
+        "options",
+        `Runtime.fromTopology(topology, options) needs an options object with the agent classes the topology names, e.g. { agents: { Greeter } }; got ${describeValue(options)}`,
+      );
+    }
     const { agents, ...rest } = options;
     return new Runtime({ ...rest, root: buildTopology(topology, agents) });
   }
@@ -364,12 +376,54 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   }
 
   private outgoing(name: string, payload: JsonObject, options: RuntimeSendOptions | undefined, request: boolean): Message {
-    const type = options?.type ?? DEFAULT_MESSAGE_TYPE;
+    const type = options?.type === undefined ? DEFAULT_MESSAGE_TYPE : options.type;
     if (isReservedType(type)) throw new ReservedMessageTypeError(type);
     if (this.services.registry.get(name) === undefined) throw notFound(name);
     // A send from inside the caller's own span (an HTTP request, say) continues its trace.
     this.outside.span = this.services.telemetry.tracing ? trace.getSpan(context.active()) : undefined;
     return composeOutgoing(this.outside, name, payload, type, options?.ttlMs, request ? OUTSIDE_SENDER : undefined);
+  }
+}
+
+/**
+ * Checks the whole tree before anything is attached, so a refused
+ * construction leaves every agent and supervisor untouched: names valid and
+ * unique across agents and supervisors, no instance listed twice, none
+ * already belonging to a runtime.
+ */
+function checkTree(root: SupervisedChild): void {
+  const names = new Map<string, string>();
+  const seen = new Set<SupervisedChild>();
+  const visit = (node: SupervisedChild): void => {
+    const agent = node instanceof AgentProcess;
+    const what = agent ? "agent" : "supervisor";
+    if (seen.has(node)) {
+      throw new InvalidArgumentError(what, `${what} '${node.name}' appears twice in the tree; create one instance per place in the tree`);
+    }
+    seen.add(node);
+    assertValidName(node.name, what);
+    if (belongsToRuntime(node)) {
+      throw new InvalidArgumentError(what, `${what} '${node.name}' already belongs to a runtime; create a new instance instead`);
+    }
+    const first = names.get(node.name);
+    if (first !== undefined) {
+      throw new DuplicateNameError(node.name, `${what} name '${node.name}' is already used in this tree by a ${first}; names of agents and supervisors must be unique`);
+    }
+    names.set(node.name, what);
+    if (node instanceof Supervisor || node instanceof DynamicSupervisor) for (const child of node.children) visit(child);
+  };
+  visit(root);
+}
+
+function belongsToRuntime(node: SupervisedChild): boolean {
+  if (node instanceof Supervisor || node instanceof DynamicSupervisor) return node.attached;
+  if (!(node instanceof AgentProcess)) return false;
+  try {
+    // An agent's mailbox exists once, and only once, it belongs to a runtime.
+    void node.mailbox;
+    return true;
+  } catch {
+    return false;
   }
 }
 

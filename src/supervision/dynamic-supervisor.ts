@@ -29,6 +29,11 @@ interface DynamicChild {
   readonly agent: AgentProcess;
   readonly spawner: string | undefined;
   readonly intensity: RestartIntensity;
+  /**
+   * The removal in flight, set before its first await: from then on no
+   * restart may bring the agent back, and a second despawn joins this one.
+   */
+  removal?: Promise<void>;
 }
 
 /**
@@ -66,7 +71,8 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
   constructor(name: string, options: DynamicSupervisorOptions = {}) {
     assertValidName(name, "supervisor");
     this.name = name;
-    const maxChildren = options.maxChildren ?? Number.POSITIVE_INFINITY;
+    // Only a missing setting takes the default: an explicit null (a YAML key without a value) is refused.
+    const maxChildren = options.maxChildren === undefined ? Number.POSITIVE_INFINITY : options.maxChildren;
     if (!(maxChildren === Number.POSITIVE_INFINITY || (Number.isInteger(maxChildren) && maxChildren >= 1))) {
       throw new InvalidArgumentError("maxChildren", `dynamic supervisor '${name}': maxChildren must be a positive integer, got ${describeValue(maxChildren)}`);
     }
@@ -74,7 +80,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     this.restart = resolveRestartOptions(name, options);
   }
 
-  /** The live children, in spawn order. */
+  /** The live children, in spawn order (a child being despawned is listed until it is gone). */
   get children(): readonly AgentProcess[] {
     return [...this.kids.values()].map((c) => c.agent);
   }
@@ -93,7 +99,8 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
    * Creates, registers and starts an agent. `factory` is an `AgentProcess`
    * subclass or a function `(name, options) => agent`. Resolves with the
    * running agent. Rejects, before creating anything, with `MAX_CHILDREN`,
-   * `DUPLICATE_NAME`, `INVALID_ARGUMENT` or `RUNTIME_NOT_STARTED`; with
+   * `DUPLICATE_NAME`, `INVALID_ARGUMENT` (also for a class that does not
+   * extend `AgentProcess`) or `RUNTIME_NOT_STARTED`; with
    * `START_FAILED` (and nothing left registered) when the agent's start fails.
    */
   async spawn<A extends AgentProcess>(factory: AgentFactory<A>, name: string, options?: SpawnOptions, spawner?: string): Promise<A> {
@@ -123,7 +130,11 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     return agent;
   }
 
-  /** Stops a child (finishing its current message) and removes it; its spawner is told `"despawned"`. */
+  /**
+   * Stops a child (finishing its current message) and removes it; its spawner
+   * is told `"despawned"`, once. A pending restart of the child is cancelled.
+   * Despawning a child already being removed waits for that removal.
+   */
   async despawn(name: string): Promise<void> {
     await this.stop(name, { drain: "current" });
   }
@@ -131,18 +142,28 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
   /**
    * Gracefully stops a child and removes it: `drain: "all"` first handles
    * every message already queued; `timeoutMs` bounds the drain. Its spawner
-   * is told `"despawned"`. Rejects with `AGENT_NOT_FOUND` for an unknown child.
+   * is told `"despawned"`, once. From the call on, the child is never
+   * restarted (a pending restart backoff is cancelled). Stopping a child
+   * already being removed waits for that removal. Rejects with
+   * `AGENT_NOT_FOUND` for an unknown child.
    */
   async stop(name: string, options: StopOptions = {}): Promise<void> {
     checkStopOptions(name, options);
     const child = this.kids.get(name);
     if (child === undefined) throw notFound(name);
-    await child.agent.stopChild(options);
-    await this.remove(child, "despawned");
+    await this.remove(child, "despawned", () => child.agent.stopChild(options));
+  }
+
+  /** Whether it belongs to a runtime (it was passed to one). @internal */
+  get attached(): boolean {
+    return this.services !== undefined;
   }
 
   /** @internal */
   attach(parent: ChildParent, services: RuntimeServices): void {
+    if (this.services !== undefined) {
+      throw new InvalidArgumentError("supervisor", `dynamic supervisor '${this.name}' already belongs to a runtime; create a new instance instead`);
+    }
     services.registry.registerSupervisor(this);
     this.parent = parent;
     this.services = services;
@@ -178,7 +199,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
   /** @internal */
   childExited(child: SupervisedChild, exit: ChildExit, incarnation: number): void {
     const entry = this.kids.get(child.name);
-    if (entry === undefined || entry.agent !== child || child.incarnation !== incarnation) return;
+    if (entry === undefined || entry.agent !== child || entry.removal !== undefined || child.incarnation !== incarnation) return;
     const work = this.onChildExit(entry, exit).catch((error: unknown) => {
       this.requireServices().logger.error(`dynamic supervisor '${this.name}' failed to handle the exit of '${child.name}'`, { error });
     });
@@ -188,7 +209,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
 
   private async onChildExit(child: DynamicChild, exit: ChildExit): Promise<void> {
     const services = this.requireServices();
-    if (this.currentStatus !== ProcessStatus.RUNNING) return;
+    if (this.currentStatus !== ProcessStatus.RUNNING || child.removal !== undefined) return;
     if (exit.kind === "normal") {
       await this.remove(child, "clean_exit");
       return;
@@ -207,7 +228,8 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
         return;
       }
     }
-    if (this.currentStatus !== ProcessStatus.RUNNING || this.kids.get(child.agent.name) !== child) return;
+    // A despawn (or a stop of this supervisor) that began during the backoff wins over the restart.
+    if (!this.isCurrent(child)) return;
     const span = services.telemetry.startSpan("civitas.supervisor.restart", {
       "civitas.supervisor.name": this.name,
       "civitas.agent.name": child.agent.name,
@@ -216,6 +238,12 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     try {
       await child.agent.startChild();
       services.telemetry.endSpan(span);
+      if (!this.isCurrent(child)) {
+        // Removed or stopped while it was starting: nobody would ever stop it again, so stop it now.
+        await child.agent.stopChild();
+        if (this.kids.get(child.agent.name) !== child) child.agent.close();
+        return;
+      }
       void services.telemetry.audit("agent.restart", child.agent.name, {
         supervisor: this.name,
         incarnation: child.agent.incarnation,
@@ -236,9 +264,34 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     this.currentStatus = ProcessStatus.STOPPED;
   }
 
-  /** Removes a child for good (clearing its suspension, S8) and tells its spawner why. */
-  private async remove(child: DynamicChild, reason: ChildTerminationReason): Promise<void> {
-    if (this.kids.get(child.agent.name) !== child) return;
+  /** Whether `child` is still held, not being removed, and may run: the supervisor runs. */
+  private isCurrent(child: DynamicChild): boolean {
+    return this.currentStatus === ProcessStatus.RUNNING && this.kids.get(child.agent.name) === child && child.removal === undefined;
+  }
+
+  /**
+   * Removes a child for good (after `stopFirst`, when given; clearing its
+   * suspension, S8) and tells its spawner why. The child is marked as being
+   * removed before anything is awaited, so no restart can slip in between;
+   * a second call while the removal runs joins it, so the spawner hears once.
+   */
+  private remove(child: DynamicChild, reason: ChildTerminationReason, stopFirst?: () => Promise<void>): Promise<void> {
+    if (this.kids.get(child.agent.name) !== child) return Promise.resolve();
+    // The mark is set before removeNow runs a single line.
+    child.removal ??= Promise.resolve().then(() => this.removeNow(child, reason, stopFirst));
+    return child.removal;
+  }
+
+  private async removeNow(child: DynamicChild, reason: ChildTerminationReason, stopFirst: (() => Promise<void>) | undefined): Promise<void> {
+    if (stopFirst !== undefined) {
+      try {
+        await stopFirst();
+      } catch (error) {
+        // The stop failed: the child stays, as if the removal had not been asked for.
+        delete child.removal;
+        throw error;
+      }
+    }
     try {
       await child.agent.clearSuspension();
     } catch (error) {
@@ -292,12 +345,34 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
   }
 }
 
+/**
+ * Makes the agent: `new` for an `AgentProcess` subclass, a plain call for a
+ * factory function. A class that does not extend `AgentProcess` is refused
+ * (`INVALID_ARGUMENT`, argument `factory`) without being called.
+ */
 function construct<A extends AgentProcess>(factory: AgentFactory<A>, name: string, options: SpawnOptions | undefined): A {
   const prototype: unknown = factory.prototype;
-  const isClass = prototype === AgentProcess.prototype || (typeof prototype === "object" && prototype instanceof AgentProcess);
-  return isClass
-    ? new (factory as new (name: string, options?: SpawnOptions) => A)(name, options)
-    : (factory as (name: string, options?: SpawnOptions) => A)(name, options);
+  const isAgentClass = prototype === AgentProcess.prototype || (typeof prototype === "object" && prototype instanceof AgentProcess);
+  if (isAgentClass) return new (factory as new (name: string, options?: SpawnOptions) => A)(name, options);
+  if (isClassConstructor(factory)) throw notAnAgentClass(name, factory);
+  try {
+    return (factory as (name: string, options?: SpawnOptions) => A)(name, options);
+  } catch (error) {
+    // A class the source text did not reveal (a bound class, say) cannot be called without `new`.
+    if (error instanceof TypeError && /without 'new'/.test(error.message)) throw notAnAgentClass(name, factory);
+    throw error;
+  }
+}
+
+function isClassConstructor(value: unknown): boolean {
+  return typeof value === "function" && /^class[\s{]/.test(Function.prototype.toString.call(value));
+}
+
+function notAnAgentClass(name: string, factory: unknown): InvalidArgumentError {
+  return new InvalidArgumentError(
+    "factory",
+    `spawn('${name}'): ${describeValue(factory)} is a class that does not extend AgentProcess; pass an AgentProcess subclass or a factory function (name, options) => agent`,
+  );
 }
 
 function checkStopOptions(name: string, options: StopOptions): void {

@@ -19,19 +19,30 @@ export interface RestartOptions {
 /** {@link RestartOptions} with every default applied and checked. @internal */
 export type ResolvedRestartOptions = Required<RestartOptions>;
 
-/** Applies defaults and validates restart settings. @internal */
+/**
+ * Applies defaults and validates restart settings. Only a setting that is
+ * absent (`undefined`) takes its default; `null` (a YAML key without a value)
+ * is refused like any other bad value.
+ * @throws {@link InvalidArgumentError} naming the refused setting
+ * @internal
+ */
 export function resolveRestartOptions(owner: string, options: RestartOptions): ResolvedRestartOptions {
-  const backoff = options.backoff ?? "CONSTANT";
+  const backoff = orDefault(options.backoff, "CONSTANT");
   if (!BACKOFF_POLICIES.includes(backoff)) {
     throw new InvalidArgumentError("backoff", `supervisor '${owner}': backoff must be one of ${BACKOFF_POLICIES.join(", ")}, got ${describeValue(backoff)}`);
   }
   return {
-    maxRestarts: integerAtLeast(owner, "maxRestarts", options.maxRestarts ?? 3, 0),
-    restartWindowMs: integerAtLeast(owner, "restartWindowMs", options.restartWindowMs ?? 60_000, 1),
+    maxRestarts: integerAtLeast(owner, "maxRestarts", orDefault(options.maxRestarts, 3), 0),
+    restartWindowMs: integerAtLeast(owner, "restartWindowMs", orDefault(options.restartWindowMs, 60_000), 1),
     backoff,
-    backoffBaseMs: integerAtLeast(owner, "backoffBaseMs", options.backoffBaseMs ?? 1000, 0),
-    backoffMaxMs: integerAtLeast(owner, "backoffMaxMs", options.backoffMaxMs ?? 60_000, 0),
+    backoffBaseMs: integerAtLeast(owner, "backoffBaseMs", orDefault(options.backoffBaseMs, 1000), 0),
+    backoffMaxMs: integerAtLeast(owner, "backoffMaxMs", orDefault(options.backoffMaxMs, 60_000), 0),
   };
+}
+
+/** `value` unless it is absent; unlike `??`, keeps `null` so validation sees it. */
+function orDefault<T>(value: T | undefined, fallback: T): T {
+  return value === undefined ? fallback : value;
 }
 
 function integerAtLeast(owner: string, name: string, value: number, min: number): number {

@@ -67,7 +67,8 @@ export class Supervisor implements SupervisedChild, ChildParent {
     if (typeof options !== "object" || options === null) {
       throw new InvalidArgumentError("options", `supervisor '${name}' needs an options object with children, got ${describeValue(options)}`);
     }
-    const strategy = options.strategy ?? "ONE_FOR_ONE";
+    // Only a missing strategy takes the default: an explicit null (a YAML key without a value) is refused.
+    const strategy = options.strategy === undefined ? "ONE_FOR_ONE" : options.strategy;
     if (!RESTART_STRATEGIES.includes(strategy)) {
       throw new InvalidArgumentError("strategy", `supervisor '${name}': strategy must be one of ${RESTART_STRATEGIES.join(", ")}, got ${describeValue(strategy)}`);
     }
@@ -109,8 +110,16 @@ export class Supervisor implements SupervisedChild, ChildParent {
     return this.restarts;
   }
 
+  /** Whether it belongs to a runtime (it was passed to one). @internal */
+  get attached(): boolean {
+    return this.services !== undefined;
+  }
+
   /** @internal */
   attach(parent: ChildParent, services: RuntimeServices): void {
+    if (this.services !== undefined) {
+      throw new InvalidArgumentError("supervisor", `supervisor '${this.name}' already belongs to a runtime; create a new instance instead`);
+    }
     services.registry.registerSupervisor(this);
     this.parent = parent;
     this.services = services;

@@ -79,6 +79,32 @@ describe("Mailbox capacities", () => {
     }
   });
 
+  it.each<[string, unknown]>([
+    ["null", null],
+    ["a number", 5],
+    ["a string", "big"],
+  ])("refuses options that are %s with INVALID_ARGUMENT", (_what, options) => {
+    let caught: unknown;
+    try {
+      new Mailbox(options as undefined);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(InvalidArgumentError);
+    expect((caught as InvalidArgumentError).argument).toBe("options");
+  });
+
+  it("refuses something that is not a message with INVALID_ARGUMENT, enqueueing nothing", async () => {
+    const box = new Mailbox();
+    for (const bad of [undefined, null, 7, {}, { priority: "1" }]) {
+      const notAMessage = bad as unknown as Message;
+      await expect(box.put(notAMessage)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", argument: "message" });
+      expect(() => box.offer(notAMessage)).toThrow(InvalidArgumentError);
+      expect(() => box.force(notAMessage)).toThrow(InvalidArgumentError);
+    }
+    expect(box.size + box.prioritySize).toBe(0);
+  });
+
   it("routes by priority: 0 to the business lane, >= 1 to the priority lane", () => {
     const box = new Mailbox();
     box.force(msg(0));

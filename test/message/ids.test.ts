@@ -10,6 +10,19 @@ function timeOf(id: string): number {
   return Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
 }
 
+/** How far back a time may step and still continue the last id's sequence (see uuidv7). */
+const CLOCK_STEP_MS = 10_000;
+
+/**
+ * Mints an id for `ms` as the first of a fresh sequence: ids are monotonic,
+ * so a time at most 10 s behind the last one used would continue that
+ * one's sequence; a time further away starts a new one.
+ */
+function fresh(ms: number): string {
+  uuidv7(ms > MAX_48_BIT / 2 ? 0 : MAX_48_BIT);
+  return uuidv7(ms);
+}
+
 describe("uuidv7", () => {
   it("has the RFC 9562 layout: version nibble 7 and variant bits 10", () => {
     for (let i = 0; i < 2000; i++) {
@@ -24,7 +37,7 @@ describe("uuidv7", () => {
   it("encodes the given time in its first 48 bits (property)", () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: MAX_48_BIT }), (ms) => {
-        const id = uuidv7(ms);
+        const id = fresh(ms);
         expect(id).toMatch(UUID_V7);
         expect(timeOf(id)).toBe(ms);
       }),
@@ -39,14 +52,54 @@ describe("uuidv7", () => {
     expect(timeOf(id)).toBeLessThanOrEqual(after);
   });
 
-  it("sorts by creation time (property)", () => {
+  it("sorts by creation time, and never backwards for a clock stepped back at most 10 s (property)", () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: MAX_48_BIT }), fc.integer({ min: 0, max: MAX_48_BIT }), (a, b) => {
         fc.pre(a !== b);
-        const [ida, idb] = [uuidv7(a), uuidv7(b)];
-        expect(ida < idb).toBe(a < b);
+        const ida = fresh(a);
+        const idb = uuidv7(b);
+        expect(ida < idb).toBe(a < b || a - b <= CLOCK_STEP_MS);
       }),
     );
+  });
+
+  it("moves on to the next millisecond when the counter overflows, so ids in one millisecond stay in order", () => {
+    const ms = 1_600_000_000_000;
+    const ids = [fresh(ms)];
+    for (let i = 0; i < 10_000; i++) ids.push(uuidv7(ms));
+    for (let i = 1; i < ids.length; i++) expect(ids[i] as string > (ids[i - 1] as string)).toBe(true);
+    // at most 4,096 ids per millisecond (fewer from a random counter start): 10,001 ids span 3 to 5 milliseconds
+    const times = ids.map(timeOf);
+    expect(times[0]).toBe(ms);
+    expect(Math.max(...times)).toBeGreaterThanOrEqual(ms + 2);
+    expect(Math.max(...times)).toBeLessThanOrEqual(ms + 5);
+    // the clock catching up continues the same sequence
+    const caughtUp = uuidv7(ms + 1);
+    expect(caughtUp > (ids[ids.length - 1] as string)).toBe(true);
+  });
+
+  it("never goes below the last time used when the clock steps back up to 10 s", () => {
+    const ms = 1_650_000_000_000;
+    const first = fresh(ms);
+    const back = uuidv7(ms - 3_000);
+    const edge = uuidv7(ms - CLOCK_STEP_MS);
+    expect(back > first).toBe(true);
+    expect(edge > back).toBe(true);
+    expect(timeOf(back)).toBe(ms);
+    expect(timeOf(edge)).toBe(ms);
+    // further back is an explicit earlier time: encoded as given
+    expect(timeOf(uuidv7(ms - CLOCK_STEP_MS - 1))).toBe(ms - CLOCK_STEP_MS - 1);
+  });
+
+  it("stays well-formed and unique when the counter overflows at the last 48-bit millisecond", () => {
+    const ids = new Set<string>([fresh(MAX_48_BIT)]);
+    for (let i = 0; i < 5_000; i++) {
+      const id = uuidv7(MAX_48_BIT);
+      expect(id).toMatch(UUID_V7);
+      expect(timeOf(id)).toBe(MAX_48_BIT);
+      ids.add(id);
+    }
+    expect(ids.size).toBe(5_001);
   });
 
   it("stays well-formed for fractional, negative and non-finite times", () => {

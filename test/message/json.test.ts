@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { CivitasError } from "../../src/errors/civitas-error.js";
 import { PayloadNotSerializableError } from "../../src/errors/errors.js";
-import { assertJsonObject, copyJson, findNonJson, type JsonObject, type JsonValue } from "../../src/message/json.js";
+import { assertJsonObject, copyJson, findNonJson, MAX_JSON_DEPTH, type JsonObject, type JsonValue } from "../../src/message/json.js";
 import { createMessage } from "../../src/message/message.js";
 import { fromWire, toWire } from "../../src/message/wire.js";
 
@@ -185,6 +185,26 @@ describe("findNonJson / assertJsonObject", () => {
     expect(err.message).toContain("state of 'payer'");
     expect(err.message).toContain("Date");
     expect(err.message).toMatch(/convert/);
+  });
+
+  it(`accepts values nested ${MAX_JSON_DEPTH} levels deep and refuses deeper ones with a clear reason, never a RangeError`, () => {
+    const nest = (levels: number): JsonObject => {
+      let value: JsonObject = { leaf: [1] }; // the array is the innermost level
+      for (let i = 2; i < levels; i++) value = { n: value };
+      return value;
+    };
+    expect(findNonJson(nest(MAX_JSON_DEPTH))).toBeUndefined();
+    expect(() => assertJsonObject(nest(MAX_JSON_DEPTH), "payload")).not.toThrow();
+    expect(findNonJson(nest(MAX_JSON_DEPTH + 1))?.[1]).toBe(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+    // far deeper than the stack could recurse
+    const text = '{"n":'.repeat(100_000) + "1" + "}".repeat(100_000);
+    const err = thrown(() => assertJsonObject(JSON.parse(text), "payload")) as PayloadNotSerializableError;
+    expect(err).toBeInstanceOf(PayloadNotSerializableError);
+    expect(err.code).toBe("PAYLOAD_NOT_SERIALIZABLE");
+    expect(err.message).toContain(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+    expect(err.message).toMatch(/flatten/);
+    expect(err.message.length).toBeLessThan(400); // the long path is shortened in the message
+    expect(err.path.startsWith("$.n.n.n")).toBe(true);
   });
 
   it("does not confuse a shared object with a cycle after a cycle was rejected", () => {

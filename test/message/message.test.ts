@@ -114,6 +114,40 @@ describe("createMessage", () => {
     expect((caught as Error).message).toContain(String(value));
   });
 
+  it.each<[string, unknown]>([
+    ["sender", ""],
+    ["sender", 5],
+    ["recipient", ""],
+    ["recipient", null],
+    ["type", 42],
+    ["type", {}],
+    ["correlationId", 7],
+    ["replyTo", ["bob"]],
+    ["id", ""],
+    ["traceId", ""],
+    ["spanId", 0],
+    ["parentSpanId", ""],
+  ])("refuses %s = %j, which the wire form could not carry, with INVALID_ARGUMENT", (field, value) => {
+    let caught: unknown;
+    try {
+      createMessage({ ...base, [field]: value });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(InvalidArgumentError);
+    expect((caught as InvalidArgumentError).argument).toBe(field);
+    expect((caught as Error).message).toContain(field);
+  });
+
+  it("refuses a missing init with INVALID_ARGUMENT, not a TypeError", () => {
+    expect(() => createMessage(undefined as unknown as typeof base)).toThrow(InvalidArgumentError);
+  });
+
+  it("accepts an empty type, correlationId and replyTo, as the wire form does", () => {
+    const m = createMessage({ ...base, type: "", correlationId: "", replyTo: "" });
+    expect([m.type, m.correlationId, m.replyTo]).toEqual(["", "", ""]);
+  });
+
   it("accepts zero for ttlMs, attempt, priority and timestamp", () => {
     const m = createMessage({ ...base, ttlMs: 0, attempt: 0, priority: 0, timestamp: 0 });
     expect([m.ttlMs, m.attempt, m.priority, m.timestamp]).toEqual([0, 0, 0, 0]);
@@ -198,5 +232,12 @@ describe("system message types", () => {
     expect(isReservedType("civitas.eval.halt")).toBe(false);
     expect(isReservedType("agency.suspend")).toBe(false);
     expect(isReservedType("message")).toBe(false);
+  });
+
+  it("never throws for a type that is not a string: it is not reserved and travels on the business lane", () => {
+    for (const type of [42, null, undefined, {}, ["_agency.shutdown"]]) {
+      expect(isReservedType(type as string)).toBe(false);
+      expect(priorityOf(type as string)).toBe(0);
+    }
   });
 });

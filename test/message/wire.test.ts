@@ -67,6 +67,50 @@ const sample = (): WireMessage =>
   );
 
 describe("toWire", () => {
+  it.each<[string, unknown]>([
+    ["null", null],
+    ["undefined", undefined],
+    ["an empty object", {}],
+    ["a string", "message"],
+    ["an array", []],
+  ])("refuses %s with INVALID_WIRE_MESSAGE", (_what, input) => {
+    expect(() => toWire(input as Message)).toThrow(InvalidWireMessageError);
+  });
+
+  it.each<[string, unknown]>([
+    ["id", ""],
+    ["type", 42],
+    ["sender", undefined],
+    ["recipient", ""],
+    ["payload", null],
+    ["payload", [1]],
+    ["timestamp", "1"],
+    ["timestamp", -1],
+    ["traceId", 5],
+    ["spanId", ""],
+    ["attempt", 1.5],
+    ["priority", undefined],
+    ["correlationId", 5],
+    ["replyTo", {}],
+    ["parentSpanId", ""],
+    ["ttlMs", -1],
+  ])("refuses a message whose %s is %j, naming the field", (field, value) => {
+    const m = { ...createMessage({ sender: "a", recipient: "b", payload: {} }), [field]: value } as Message;
+    let caught: unknown;
+    try {
+      toWire(m);
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(InvalidWireMessageError);
+    expect((caught as Error).message).toContain(`'${field}'`);
+  });
+
+  it("round-trips an empty type, correlationId and replyTo", () => {
+    const m = createMessage({ sender: "a", recipient: "b", payload: { x: 1 }, type: "", correlationId: "", replyTo: "" });
+    expect(fromWire(JSON.stringify(toWire(m)))).toEqual(m);
+  });
+
   it("writes snake_case keys and schema_version 1", () => {
     const m = createMessage({
       sender: "alice",
@@ -235,6 +279,16 @@ describe("fromWire rejects malformed input with INVALID_WIRE_MESSAGE", () => {
     ["parent_span_id", 1],
   ])("mistyped field %s = %j", (field, value) => {
     expect(wireError({ ...sample(), [field]: value }).message).toContain(field);
+  });
+
+  it("refuses a payload nested deeper than 1000 levels with INVALID_WIRE_MESSAGE, not a RangeError", () => {
+    const nested = (levels: number): string => '{"n":'.repeat(levels - 1) + "[1]" + "}".repeat(levels - 1);
+    const text = (levels: number): string => JSON.stringify({ ...sample(), payload: null }).replace('"payload":null', `"payload":${nested(levels)}`);
+    expect(fromWire(text(1000)).payload).toHaveProperty("n");
+    expect(wireError(text(1001)).message).toContain("nested deeper than 1000 levels");
+    const deep = wireError(text(100_000));
+    expect(deep.message).toContain("payload");
+    expect(deep.message.length).toBeLessThan(400);
   });
 
   it("never throws anything but InvalidWireMessageError for a damaged message (property)", () => {

@@ -212,6 +212,28 @@ describe("Runtime.fromTopology refuses bad topologies with TOPOLOGY_INVALID", ()
     expect(error.message).toContain("topology.supervisor.name");
   });
 
+  it("a strategy or restart setting with no value (YAML null), pointing at it", () => {
+    for (const key of ["strategy", "maxRestarts", "backoff"]) {
+      const error = topologyError(`supervisor:\n  name: root\n  ${key}:\n  children: []\n`);
+      expect(error.path, key).toBe(`topology.supervisor.${key}`);
+    }
+    expect(topologyError("dynamicSupervisor:\n  name: d\n  maxChildren:\n").path).toBe("topology.dynamicSupervisor.maxChildren");
+  });
+
+  it("missing options, naming them", () => {
+    for (const options of [undefined, null]) {
+      let error: unknown;
+      try {
+        Runtime.fromTopology("agent: { name: a, type: Greeter }", options as unknown as Parameters<typeof Runtime.fromTopology>[1]);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(TopologyError);
+      expect((error as TopologyError).path).toBe("options");
+      expect((error as TopologyError).message).toContain("agents");
+    }
+  });
+
   it("a bad strategy, pointing at the strategy", () => {
     const error = topologyError({ supervisor: { name: "root", strategy: "ALL_FOR_NONE", children: [] } });
     expect(error.path).toBe("topology.supervisor.strategy");

@@ -133,6 +133,12 @@ describe("DynamicSupervisor spawn", () => {
     await expect(dyn.spawn(42 as unknown as typeof Probe, "n")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", argument: "factory" });
     await expect(dyn.spawn((() => ({})) as unknown as typeof Probe, "n")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", argument: "factory" });
     await expect(dyn.spawn(() => new Probe("other"), "n")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", argument: "factory" });
+    class NotAnAgent {
+      constructor(readonly name: string) {}
+    }
+    await expect(dyn.spawn(NotAnAgent as unknown as typeof Probe, "n")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", argument: "factory" });
+    const bound = (NotAnAgent as unknown as (...args: unknown[]) => unknown).bind(null) as unknown as typeof Probe;
+    await expect(dyn.spawn(bound, "n")).rejects.toMatchObject({ code: "INVALID_ARGUMENT", argument: "factory" });
     expect(runtime.getAgent("n")).toBeUndefined();
     expect(runtime.getAgent("other")).toBeUndefined();
     expect(dyn.children).toEqual([]);
@@ -413,6 +419,19 @@ describe("onChildTerminated to the spawning agent", () => {
     ]);
     expect(bystander.terminated).toEqual([]);
     expect(runtime.getAgent("kid")).toBeUndefined();
+  });
+
+  it('two despawns of the same child in flight together remove it once and report "despawned" once', async () => {
+    const { boss, ask, dyn, runtime } = await withBoss();
+    expect(await ask({ op: "spawn", name: "kid" })).toEqual({ ok: true });
+    const kid = runtime.getAgent("kid") as Probe;
+    await Promise.all([dyn.despawn("kid"), dyn.despawn("kid"), dyn.stop("kid", { drain: "all" })]);
+    await waitUntil(() => boss.terminated.length === 1, "the notification");
+    await turns(10);
+    expect(boss.terminated).toEqual([{ name: "kid", reason: "despawned" }]);
+    expect(kid.status).toBe(ProcessStatus.STOPPED);
+    expect(runtime.getAgent("kid")).toBeUndefined();
+    await expect(dyn.despawn("kid")).rejects.toMatchObject({ code: "AGENT_NOT_FOUND" });
   });
 
   it("an agent spawned directly on the supervisor (no spawner) produces no notification", async () => {

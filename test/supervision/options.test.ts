@@ -25,6 +25,12 @@ const badRestartOptions: Array<[string, AnyOptions, string]> = [
   ["infinite backoffMaxMs", { backoffMaxMs: Number.POSITIVE_INFINITY }, "backoffMaxMs"],
   ["unknown backoff name", { backoff: "FIBONACCI" }, "backoff"],
   ["lower-case backoff name", { backoff: "constant" }, "backoff"],
+  // null (a YAML key without a value) is refused, not taken as "use the default"
+  ["null maxRestarts", { maxRestarts: null }, "maxRestarts"],
+  ["null restartWindowMs", { restartWindowMs: null }, "restartWindowMs"],
+  ["null backoff", { backoff: null }, "backoff"],
+  ["null backoffBaseMs", { backoffBaseMs: null }, "backoffBaseMs"],
+  ["null backoffMaxMs", { backoffMaxMs: null }, "backoffMaxMs"],
 ];
 
 describe("Supervisor constructor validation", () => {
@@ -32,6 +38,7 @@ describe("Supervisor constructor validation", () => {
     ...badRestartOptions,
     ["unknown strategy", { strategy: "ALL_FOR_ONE" }, "strategy"],
     ["lower-case strategy", { strategy: "one_for_one" }, "strategy"],
+    ["null strategy", { strategy: null }, "strategy"],
     ["children not an array", { children: "a,b" }, "children"],
     ["a child that is not an agent or supervisor", { children: [{ name: "x" }] }, "children"],
   ] as Array<[string, AnyOptions, string]>) {
@@ -83,6 +90,7 @@ describe("DynamicSupervisor constructor validation", () => {
     ...badRestartOptions,
     ["zero maxChildren", { maxChildren: 0 }, "maxChildren"],
     ["fractional maxChildren", { maxChildren: 2.5 }, "maxChildren"],
+    ["null maxChildren", { maxChildren: null }, "maxChildren"],
   ] as Array<[string, AnyOptions, string]>) {
     it(`rejects ${what} with INVALID_ARGUMENT naming '${argument}'`, () => {
       const error = thrown(() => new DynamicSupervisor("dyn", options));
@@ -121,6 +129,39 @@ describe("duplicate names across the tree", () => {
       expect(error.name).toBe("DuplicateNameError");
     });
   }
+
+  it("a refused construction attaches nothing: every agent and supervisor can form another runtime", () => {
+    const a = new Probe("a");
+    const inner = new Supervisor("inner", { children: [a] });
+    const dyn = new DynamicSupervisor("d");
+    const late = new Probe("inner");
+    const error = thrown(() => new Runtime({ root: new Supervisor("root", { children: [inner, dyn, late] }), logger: silentLogger })) as unknown as { code: string };
+    expect(error.code).toBe("DUPLICATE_NAME");
+    const runtime = new Runtime({ root: new Supervisor("root", { children: [inner, dyn] }), logger: silentLogger });
+    expect(runtime.getAgent("a")).toBe(a);
+    expect(runtime.getSupervisor("d")).toBe(dyn);
+  });
+
+  it("new Runtime() refuses an agent or supervisor that already belongs to a runtime, registering nothing", () => {
+    const a = new Probe("a");
+    const sup = new Supervisor("sup", { children: [] });
+    new Runtime({ root: [a, sup], logger: silentLogger });
+    const fresh = new Probe("fresh");
+    for (const taken of [a, sup]) {
+      const error = thrown(() => new Runtime({ root: [fresh, taken], logger: silentLogger }));
+      expect(error.code).toBe("INVALID_ARGUMENT");
+      expect(error.message).toContain("already belongs to a runtime");
+    }
+    expect(() => new Runtime({ root: [fresh], logger: silentLogger })).not.toThrow();
+  });
+
+  it("new Runtime() refuses one instance at two places in the tree", () => {
+    const a = new Probe("a");
+    const error = thrown(() => new Runtime({ root: [a, new Supervisor("inner", { children: [a] })], logger: silentLogger }));
+    expect(error.code).toBe("INVALID_ARGUMENT");
+    expect(error.message).toContain("twice");
+    expect(() => new Runtime({ root: [a], logger: silentLogger })).not.toThrow();
+  });
 
   it("a list root is wrapped in a supervisor named root, which also takes part", () => {
     const error = thrown(() => new Runtime({ root: [new Probe("root")], logger: silentLogger })) as unknown as { code: string };
