@@ -107,7 +107,22 @@ export function composeReply(ctx: EnvelopeContext, request: Message, payload: Js
   const message = envelope(ctx, request.replyTo ?? request.sender, type, payload, span?.traceId ?? request.traceId, span?.spanId ?? newSpanId());
   if (request.correlationId !== undefined) message.correlationId = request.correlationId;
   message.parentSpanId = request.spanId;
+  lastReply = message;
   return message;
+}
+
+let lastReply: Message | undefined;
+
+/**
+ * Whether `message` is the reply {@link composeReply} built last: what
+ * `return this.reply(...)` hands back, already checked, needs no second look.
+ * Asking forgets that reply, so it is not kept alive.
+ * @internal
+ */
+export function isComposedReply(message: Message): boolean {
+  const composed = message === lastReply;
+  lastReply = undefined;
+  return composed;
 }
 
 /**

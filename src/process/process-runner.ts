@@ -20,7 +20,7 @@ import { isDynamicHost, type ChildTerminationReason } from "../supervision/dynam
 import { systemClock, type Clock } from "../time/clock.js";
 import { settlesWithin } from "../time/deadline.js";
 import { nonNegativeInteger, type ResolvedAgentOptions } from "./agent-options.js";
-import { composeReply, isMessage, type EnvelopeContext } from "./envelope.js";
+import { composeReply, isComposedReply, isMessage, type EnvelopeContext } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
 import { persistableState, readMarker } from "./suspension.js";
 import { isLegalTransition, ProcessStatus } from "./process-status.js";
@@ -530,7 +530,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       logger.warn(`'${this.agent.name}'.handle returned ${describeValue(result)}; return this.reply(...) or nothing`);
       return undefined;
     }
-    const problem = malformation(result);
+    const problem = isComposedReply(result) ? undefined : malformation(result);
     if (problem !== undefined) {
       logger.error(`'${this.agent.name}'.handle returned a message to '${result.recipient}' that is not well formed (${problem}); it is dropped. Build messages with this.reply(), or createMessage()`);
       return undefined;
