@@ -13,6 +13,16 @@ const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f
 
 const base = { sender: "alice", recipient: "bob", payload: { n: 1 } };
 
+/** What createMessage throws for `base` with `field` set to `value` (undefined when it accepts it). */
+function refusal(field: string, value: unknown): unknown {
+  try {
+    createMessage({ ...base, [field]: value });
+  } catch (err) {
+    return err;
+  }
+  return undefined;
+}
+
 describe("createMessage", () => {
   it("fills in defaults", () => {
     const before = Date.now();
@@ -102,12 +112,7 @@ describe("createMessage", () => {
     ["timestamp", Number.NaN],
     ["timestamp", Number.POSITIVE_INFINITY],
   ])("refuses %s = %s with INVALID_ARGUMENT", (field, value) => {
-    let caught: unknown;
-    try {
-      createMessage({ ...base, [field]: value });
-    } catch (err) {
-      caught = err;
-    }
+    const caught = refusal(field, value);
     expect(caught).toBeInstanceOf(InvalidArgumentError);
     expect((caught as InvalidArgumentError).code).toBe("INVALID_ARGUMENT");
     expect((caught as InvalidArgumentError).argument).toBe(field);
@@ -128,12 +133,7 @@ describe("createMessage", () => {
     ["spanId", 0],
     ["parentSpanId", ""],
   ])("refuses %s = %j, which the wire form could not carry, with INVALID_ARGUMENT", (field, value) => {
-    let caught: unknown;
-    try {
-      createMessage({ ...base, [field]: value });
-    } catch (err) {
-      caught = err;
-    }
+    const caught = refusal(field, value);
     expect(caught).toBeInstanceOf(InvalidArgumentError);
     expect((caught as InvalidArgumentError).argument).toBe(field);
     expect((caught as Error).message).toContain(field);

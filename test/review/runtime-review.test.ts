@@ -272,18 +272,20 @@ describe("fromWire on hostile input", () => {
 
 // ---------------------------------------------------------------- capability routing
 
+/** Handles messages until one says `quit`, then stops for good (ErrorAction.STOP). */
+class Quitter extends AgentProcess {
+  readonly handled: Message[] = [];
+  override async handle(message: Message): Promise<void> {
+    if (message.payload.quit === true) throw new Error("quit");
+    this.handled.push(message);
+  }
+  override async onError(): Promise<ErrorAction> {
+    return ErrorAction.STOP;
+  }
+}
+
 describe("capability routing", () => {
   it("sendCapable does not route to a capable agent that has stopped for good while another one runs", async () => {
-    class Quitter extends AgentProcess {
-      readonly handled: Message[] = [];
-      override async handle(message: Message): Promise<void> {
-        if (message.payload.quit === true) throw new Error("quit");
-        this.handled.push(message);
-      }
-      override async onError(): Promise<ErrorAction> {
-        return ErrorAction.STOP;
-      }
-    }
     const quitter = new Quitter("w1", { capabilities: ["work"] });
     const worker = new Quitter("w2", { capabilities: ["work"] });
     const outcomes: string[] = [];
@@ -305,16 +307,6 @@ describe("capability routing", () => {
   });
 
   it("broadcast still reaches the live matches when one matching agent has stopped for good", async () => {
-    class Quitter extends AgentProcess {
-      readonly handled: Message[] = [];
-      override async handle(message: Message): Promise<void> {
-        if (message.payload.quit === true) throw new Error("quit");
-        this.handled.push(message);
-      }
-      override async onError(): Promise<ErrorAction> {
-        return ErrorAction.STOP;
-      }
-    }
     const w1 = new Quitter("w1");
     const w2 = new Quitter("w2");
     let outcome: unknown = "not run";
