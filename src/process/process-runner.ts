@@ -18,7 +18,7 @@ import type { RuntimeServices } from "../runtime/services.js";
 import type { ChildExit, ChildParent, StopOptions } from "../supervision/child.js";
 import { isDynamicHost, type ChildTerminationReason } from "../supervision/dynamic-host.js";
 import { systemClock, type Clock } from "../time/clock.js";
-import { settlesWithin } from "../time/deadline.js";
+import { settlesUnlessAbandoned, settlesWithin } from "../time/deadline.js";
 import { nonNegativeInteger, type ResolvedAgentOptions } from "./agent-options.js";
 import { composeReply, isComposedReply, isMessage, type EnvelopeContext } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
@@ -209,7 +209,11 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       this.agent.state = (stored ?? JSON.parse(this.initialState)) as JsonObject;
       this.suspension.setMarker(this.suspension.marker);
       restored = true;
-      await this.agent.onStart();
+      const onStart = this.agent.onStart();
+      if (!(await settlesUnlessAbandoned(onStart, services.stopping, services.clock, this.options.shutdownTimeoutMs))) {
+        throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime stopped while '${this.agent.name}'.onStart was running, and it did not finish within ${this.options.shutdownTimeoutMs} ms; the start is abandoned`);
+      }
+      await onStart;
     } catch (error) {
       this.transition(ProcessStatus.CRASHED);
       services.telemetry.endSpan(span, error);
@@ -258,6 +262,9 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     const span = services.telemetry.startSpan("civitas.agent.stop", { "civitas.agent.name": this.agent.name });
     await this.runHook("onStop", () => this.agent.onStop(), this.options.shutdownTimeoutMs);
     if (this.currentStatus === ProcessStatus.STOPPING) this.transition(ProcessStatus.STOPPED);
+    // Stopped for good while the runtime stops: no one will take what is queued, so senders still
+    // waiting for room (an agent not stopped yet) get MAILBOX_CLOSED now instead of hanging their own stop.
+    if (services.stopping.aborted) this.close();
     const exit = this.exit;
     services.telemetry.endSpan(span);
     if (exit?.kind !== "crash") {

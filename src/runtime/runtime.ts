@@ -138,6 +138,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   private readonly outside: { -readonly [K in keyof EnvelopeContext]: EnvelopeContext[K] };
   private starting: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
+  /** Aborted when `stop()` begins (see {@link RuntimeServices.stopping}). */
+  private readonly stopSignal = new AbortController();
   private readonly keepAlive: boolean;
   private aliveHandle: NodeJS.Timeout | undefined;
 
@@ -179,6 +181,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
         logger.warn(`message ${message.id} to '${message.recipient}' expired after ${message.ttlMs} ms in the mailbox and was discarded`);
         this.emit("message.expired", message);
       },
+      stopping: this.stopSignal.signal,
     };
     this.outside = { sender: OUTSIDE_SENDER, clock, current: undefined, span: undefined };
     this.root.attach(this, this.services);
@@ -349,6 +352,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   }
 
   private async shutdown(): Promise<void> {
+    // A start in flight finishes first; an onStart that hangs gets its shutdownTimeoutMs, then its start fails.
+    this.stopSignal.abort();
     if (this.starting !== undefined) await this.starting.catch(() => undefined);
     // Asks no one will answer must not hold the stop up until they time out.
     this.services.bus.close();

@@ -27,6 +27,8 @@ export interface RuntimeServices {
   readonly authorizeResume: AuthorizeResume | undefined;
   /** Reports a message that expired in a mailbox (shared by every mailbox of the runtime). */
   readonly expired: (message: Message) => void;
+  /** Aborted when the runtime begins to stop: a start still in `onStart` then gets `shutdownTimeoutMs` more, no longer. */
+  readonly stopping: AbortSignal;
 }
 
 /**

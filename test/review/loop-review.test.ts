@@ -362,3 +362,79 @@ describe("throwing runtime event listeners", () => {
     expect({ status: sink.status, handled: sink.seen.length }).toEqual({ status: ProcessStatus.RUNNING, handled: 1 });
   });
 });
+
+describe("stopping while an agent starts", () => {
+  it("runtime.stop() is bounded by shutdownTimeoutMs even when an onStart never returns", async () => {
+    const log: string[] = [];
+    class Stuck extends AgentProcess {
+      override async onStart(): Promise<void> {
+        log.push("onStart");
+        await new Promise(() => undefined); // never settles
+      }
+      override async onStop(): Promise<void> {
+        log.push("onStop");
+      }
+    }
+    const stuck = new Stuck("stuck", { shutdownTimeoutMs: 50 });
+    const rt = runtime([new Sink("before"), stuck]);
+    const starting = outcome(rt.start(), 2000);
+    await until(() => log.includes("onStart"));
+    const stopped = await outcome(rt.stop(), 1000);
+    expect(stopped).toEqual({ ok: true, value: undefined });
+    const started = await starting;
+    expect(started !== "pending" && !started.ok && codeOf(started.error)).toBe("START_FAILED");
+    expect(log).toEqual(["onStart", "onStop"]);
+    expect(stuck.status).toBe(ProcessStatus.CRASHED);
+  });
+
+  it("an onStart that finishes within shutdownTimeoutMs of the stop lets the agent start, then stop", async () => {
+    let release!: () => void;
+    class Slow extends AgentProcess {
+      override async onStart(): Promise<void> {
+        await new Promise<void>((r) => (release = r));
+      }
+    }
+    const slow = new Slow("slow", { shutdownTimeoutMs: 1000 });
+    const rt = runtime([slow]);
+    const starting = outcome(rt.start(), 2000);
+    await until(() => release !== undefined);
+    const stopping = rt.stop();
+    setTimeout(() => release(), 20);
+    expect(await outcome(stopping, 1500)).toEqual({ ok: true, value: undefined });
+    expect(await starting).toEqual({ ok: true, value: undefined });
+    expect(slow.status).toBe(ProcessStatus.STOPPED);
+  });
+});
+
+describe("shutdown with senders blocked on backpressure", () => {
+  it("runtime.stop() does not wait out shutdownTimeoutMs for a handler blocked on a put to an agent that has already stopped", async () => {
+    let releaseB!: () => void;
+    const gate = new Promise<void>((r) => (releaseB = r));
+    let sendOutcome: string | undefined;
+    class Busy extends AgentProcess {
+      override async handle(): Promise<void> {
+        await gate;
+      }
+    }
+    class Sender extends AgentProcess {
+      override async handle(): Promise<void> {
+        // b's lane (capacity 1) is full: this put waits for room
+        sendOutcome = await this.send("b", { n: 3 }).then(() => "sent", (e: unknown) => codeOf(e));
+      }
+    }
+    const a = new Sender("a", { shutdownTimeoutMs: 5000 });
+    const b = new Busy("b", { mailboxSize: 1, shutdownTimeoutMs: 5000 });
+    const rt = runtime([a, b]); // stopped in reverse order: b first, then a
+    await rt.start();
+    await rt.send("b", { n: 1 }); // b handles it, blocked on the gate
+    await rt.send("b", { n: 2 }); // fills b's one slot
+    await rt.send("a", {});
+    await new Promise((r) => setTimeout(r, 20));
+    const stopping = rt.stop();
+    setTimeout(() => releaseB(), 20);
+    const started = Date.now();
+    expect(await outcome(stopping, 2000)).toEqual({ ok: true, value: undefined });
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(sendOutcome).toBe("MAILBOX_CLOSED");
+  });
+});
