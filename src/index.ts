@@ -11,6 +11,7 @@ export {
   InvalidArgumentError,
   InvalidWireMessageError,
   MailboxClosedError,
+  MailboxFullError,
   MaxChildrenError,
   NoDynamicSupervisorError,
   PayloadNotSerializableError,

@@ -33,6 +33,23 @@ export class MailboxClosedError extends CivitasError {
   }
 }
 
+/**
+ * An agent sent itself a message from inside its own `handle()` while its
+ * mailbox lane was full: waiting for room would wait forever, since only the
+ * loop running that very handler can make it.
+ */
+export class MailboxFullError extends CivitasError {
+  /** The agent whose mailbox was full. */
+  readonly agent: string;
+  constructor(agent: string) {
+    super(
+      "MAILBOX_FULL",
+      `'${agent}' sent itself a message from its own handle() while its mailbox was full; it would wait forever for room only its own loop can make. Raise mailboxSize, or carry the work on in the current handler`,
+    );
+    this.agent = agent;
+  }
+}
+
 /** A stored state record has an unknown schema version or is malformed. */
 export class StateSchemaError extends CivitasError {
   /** The agent whose record was refused. */

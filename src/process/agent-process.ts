@@ -146,6 +146,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     // Not async: this is the hot path, and an async wrapper costs an extra promise per message.
     try {
       const message = composeOutgoing(this.#runner, recipient, payload, options?.type, options?.ttlMs);
+      if (recipient === this.name) return this.#runner.sendToSelf(message, options?.signal);
       return this.#runner.requireServices().bus.deliver(message, options?.signal);
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what composing threw, a CivitasError

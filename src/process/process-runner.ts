@@ -4,6 +4,7 @@ import {
   IllegalTransitionError,
   InvalidArgumentError,
   MailboxClosedError,
+  MailboxFullError,
   NoDynamicSupervisorError,
   ReservedMessageTypeError,
   RuntimeStateError,
@@ -13,7 +14,7 @@ import { NOT_PENDING } from "../bus/message-bus.js";
 import { assertJsonObject, findNonJson, isJsonObject, type JsonObject } from "../message/json.js";
 import { checkNonNegative, isReply, nextAttempt, type Message } from "../message/message.js";
 import { isReservedType, priorityOf } from "../message/system-types.js";
-import { Mailbox, type MailboxConsumer } from "../mailbox/mailbox.js";
+import { Mailbox, RESOLVED, type MailboxConsumer } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../runtime/services.js";
 import type { ChildExit, ChildParent, StopOptions } from "../supervision/child.js";
 import { isDynamicHost, type ChildTerminationReason } from "../supervision/dynamic-host.js";
@@ -527,6 +528,24 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   }
 
   /**
+   * Delivers a message the agent sends itself. Inside its own handler a full
+   * lane is refused with `MAILBOX_FULL` instead of waited on: only the loop
+   * running that handler could make room.
+   */
+  sendToSelf(message: Message, signal: AbortSignal | undefined): Promise<void> {
+    const services = this.requireServices();
+    const mailbox = this.mailbox;
+    if (this.current === undefined || mailbox.closed) return services.bus.deliver(message, signal);
+    try {
+      if (mailbox.offer(message)) return RESOLVED;
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what offer threw, a CivitasError
+      return Promise.reject(error);
+    }
+    return Promise.reject(new MailboxFullError(this.agent.name));
+  }
+
+  /**
    * Routes what `handle` returned: a reply settles its ask at once, another
    * message is delivered. Anything that is not a well-formed message is
    * logged and dropped: it never reaches another agent.
@@ -544,6 +563,12 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     }
     if (isReply(result)) {
       this.settleReply(result);
+      return undefined;
+    }
+    if (result.recipient === this.agent.name && !this.mailbox.closed && !isReservedType(result.type)) {
+      // The loop awaiting this delivery is the only one that could make room: enqueue past a full lane
+      // (at most one message per message handled) rather than wait forever.
+      this.mailbox.force(result);
       return undefined;
     }
     return this.deliverQuietly(result);

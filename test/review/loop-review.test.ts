@@ -438,3 +438,67 @@ describe("shutdown with senders blocked on backpressure", () => {
     expect(sendOutcome).toBe("MAILBOX_CLOSED");
   });
 });
+
+describe("an agent messaging itself", () => {
+  /** Handles `first` by waiting at a gate, then messaging itself; records what it handles. */
+  function loopback(how: "send" | "return"): { agent: AgentProcess; seen: string[]; release: () => void; selfSend: () => Promise<void> | undefined } {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const seen: string[] = [];
+    let selfSend: Promise<void> | undefined;
+    class Loopback extends AgentProcess {
+      override async handle(message: Message): Promise<Message | void> {
+        seen.push(String(message.payload.id));
+        if (message.payload.id !== "first") return;
+        await gate;
+        if (how === "return") return createMessage({ sender: this.name, recipient: this.name, payload: { id: "returned" } });
+        selfSend = this.send(this.name, { id: "self" });
+        await selfSend.catch(() => undefined);
+      }
+    }
+    return { agent: new Loopback("loop", { mailboxSize: 1, shutdownTimeoutMs: 100 }), seen, release: () => release(), selfSend: () => selfSend };
+  }
+
+  it("a send to itself from handle() with its own mailbox full is refused with MAILBOX_FULL instead of waiting forever", async () => {
+    const { agent, seen, release, selfSend } = loopback("send");
+    const rt = runtime([agent]);
+    await rt.start();
+    await rt.send("loop", { id: "first" });
+    await until(() => seen.length === 1);
+    await rt.send("loop", { id: "queued" }); // the one business slot is now taken
+    release();
+    await until(() => selfSend() !== undefined);
+    const result = await outcome(selfSend() as Promise<void>, 300);
+    expect(result !== "pending" && !result.ok && codeOf(result.error)).toBe("MAILBOX_FULL");
+    await until(() => seen.length === 2);
+    expect(seen).toEqual(["first", "queued"]);
+  });
+
+  it("a message handle() returns to its own agent is queued even past a full lane, and handled", async () => {
+    const { agent, seen, release } = loopback("return");
+    const rt = runtime([agent]);
+    await rt.start();
+    await rt.send("loop", { id: "first" });
+    await until(() => seen.length === 1);
+    await rt.send("loop", { id: "queued" });
+    release();
+    await until(() => seen.length === 3);
+    expect(seen).toEqual(["first", "queued", "returned"]);
+  });
+
+  it("a send to itself with room in its mailbox is delivered as usual", async () => {
+    const seen: number[] = [];
+    class Counter extends AgentProcess {
+      override async handle(message: Message): Promise<void> {
+        const n = message.payload.n as number;
+        seen.push(n);
+        if (n < 3) await this.send(this.name, { n: n + 1 });
+      }
+    }
+    const rt = runtime([new Counter("counter", { mailboxSize: 1 })]);
+    await rt.start();
+    await rt.send("counter", { n: 1 });
+    await until(() => seen.length === 3);
+    expect(seen).toEqual([1, 2, 3]);
+  });
+});
