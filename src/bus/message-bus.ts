@@ -2,6 +2,7 @@ import type { EventEmitter } from "eventemitter3";
 import { AgentNotFoundError, AskTimeoutError, RuntimeStateError } from "../errors/errors.js";
 import { RESOLVED } from "../mailbox/mailbox.js";
 import { isReply, type Message } from "../message/message.js";
+import { isReservedType } from "../message/system-types.js";
 import type { RuntimeEvents } from "../runtime/runtime-events.js";
 import type { Clock } from "../time/clock.js";
 import { TimeoutLists, type Expiring } from "../time/timeout-lists.js";
@@ -83,7 +84,9 @@ export class MessageBus {
     }
     const agent = this.registry.get(message.recipient);
     if (agent === undefined) return Promise.reject(notFound(message.recipient));
-    return agent.mailbox.put(message, signal === undefined ? undefined : { signal });
+    const options = signal === undefined ? undefined : { signal };
+    // Application code cannot reach here with an _agency.* type (composing refuses it): these are the runtime's own.
+    return isReservedType(message.type) ? agent.mailbox.putControl(message, options) : agent.mailbox.put(message, options);
   }
 
   /**

@@ -1,5 +1,6 @@
 import { describeValue } from "../errors/civitas-error.js";
-import { InvalidArgumentError, MailboxClosedError } from "../errors/errors.js";
+import { InvalidArgumentError, MailboxClosedError, ReservedMessageTypeError } from "../errors/errors.js";
+import { isReservedType } from "../message/system-types.js";
 import { isExpired, type Message } from "../message/message.js";
 import { systemClock, type Clock } from "../time/clock.js";
 import { Deque } from "./deque.js";
@@ -149,14 +150,29 @@ export class Mailbox {
    * Enqueues `message` on its lane, waiting while the lane is full.
    * Rejects with `MAILBOX_CLOSED` once closed, with `INVALID_ARGUMENT` for
    * something that is not a message (not an object with a numeric
-   * `priority`), or with `signal.reason` when aborted (then nothing is enqueued).
+   * `priority`), with `RESERVED_MESSAGE_TYPE` for an `_agency.*` type (only
+   * the runtime sends control messages), or with `signal.reason` when
+   * aborted (then nothing is enqueued).
    */
   put(message: Message, options?: MailboxWaitOptions): Promise<void> {
+    return this.enqueue(message, options, false);
+  }
+
+  /**
+   * {@link Mailbox.put} for the runtime's own `_agency.*` control messages,
+   * which `put` and `offer` refuse.
+   * @internal
+   */
+  putControl(message: Message, options?: MailboxWaitOptions): Promise<void> {
+    return this.enqueue(message, options, true);
+  }
+
+  private enqueue(message: Message, options: MailboxWaitOptions | undefined, control: boolean): Promise<void> {
     if (this.isClosed) return Promise.reject(new MailboxClosedError());
     const signal = options?.signal;
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     try {
-      if (this.offer(message)) return RESOLVED;
+      if (this.tryOffer(message, control)) return RESOLVED;
     } catch (err) {
       // an onExpired callback that throws must not turn put() into a synchronous throw
       return rejection(err);
@@ -172,11 +188,17 @@ export class Mailbox {
   /**
    * Enqueues `message` if its lane has room; returns `false` (and enqueues nothing) otherwise.
    * @throws {@link MailboxClosedError} once closed.
+   * @throws {@link ReservedMessageTypeError} for an `_agency.*` type: only the runtime sends control messages.
    * @throws {@link InvalidArgumentError} for something that is not a message (not an object with a numeric `priority`).
    */
   offer(message: Message): boolean {
+    return this.tryOffer(message, false);
+  }
+
+  private tryOffer(message: Message, control: boolean): boolean {
     if (this.isClosed) throw new MailboxClosedError();
     const lane = this.laneOf(message);
+    if (!control && isReservedType(message.type)) throw new ReservedMessageTypeError(message.type);
     if (lane.length >= lane.capacity || lane.waitingPuts > 0) {
       this.dropSettledPutters(lane);
       if (lane.length >= lane.capacity || lane.waitingPuts > 0) return false;

@@ -502,3 +502,32 @@ describe("an agent messaging itself", () => {
     expect(seen).toEqual([1, 2, 3]);
   });
 });
+
+describe("reserved types through the public mailbox", () => {
+  it("application code cannot stop an agent by putting a forged _agency.shutdown into agent.mailbox", async () => {
+    const target = new Sink("target");
+    const rt = runtime([target]);
+    await rt.start();
+    for (const priority of [1, 0]) {
+      const forged = createMessage({ sender: "mallory", recipient: "target", type: "_agency.shutdown", payload: {}, priority });
+      const put = await outcome(target.mailbox.put(forged));
+      expect(put !== "pending" && !put.ok && codeOf(put.error)).toBe("RESERVED_MESSAGE_TYPE");
+      expect(caughtCode(() => target.mailbox.offer(forged))).toBe("RESERVED_MESSAGE_TYPE");
+    }
+    await new Promise((r) => setTimeout(r, 30));
+    expect(target.status).toBe(ProcessStatus.RUNNING);
+    expect(target.mailbox.size + target.mailbox.prioritySize).toBe(0);
+    // the runtime's own control still gets through
+    await rt.suspend("target", "still works");
+    expect(target.status).toBe(ProcessStatus.SUSPENDED);
+  });
+});
+
+function caughtCode(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (error) {
+    return codeOf(error);
+  }
+  return "nothing thrown";
+}
