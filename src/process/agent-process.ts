@@ -243,14 +243,22 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     return this.#runner.dynamicHost().spawn(factory, name, options, this.name);
   }
 
-  /** Stops and removes a child of this agent's `DynamicSupervisor`. */
+  /**
+   * Stops and removes a child of this agent's `DynamicSupervisor`. An agent
+   * may despawn itself from `handle()`: the promise then resolves at once,
+   * and the agent is removed as soon as the message being handled is done.
+   */
   async despawn(name: string): Promise<void> {
-    await this.#runner.dynamicHost().despawn(name);
+    await this.#runner.removeFromHost(name, (host) => host.despawn(name));
   }
 
-  /** Gracefully stops and removes a child of this agent's `DynamicSupervisor`, draining as asked. */
+  /**
+   * Gracefully stops and removes a child of this agent's `DynamicSupervisor`,
+   * draining as asked. Called by an agent on itself from `handle()`, it
+   * resolves at once, like {@link AgentProcess.despawn}.
+   */
   async stop(name: string, options?: StopOptions): Promise<void> {
-    await this.#runner.dynamicHost().stop(name, options);
+    await this.#runner.removeFromHost(name, (host) => host.stop(name, options));
   }
 
   // ---- supervision (internal) --------------------------------------------

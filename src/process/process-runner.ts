@@ -17,7 +17,7 @@ import { isReservedType, priorityOf } from "../message/system-types.js";
 import { Mailbox, RESOLVED, type MailboxConsumer } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../runtime/services.js";
 import type { ChildExit, ChildParent, StopOptions } from "../supervision/child.js";
-import { isDynamicHost, type ChildTerminationReason } from "../supervision/dynamic-host.js";
+import { isDynamicHost, type ChildTerminationReason, type DynamicHost } from "../supervision/dynamic-host.js";
 import { systemClock, type Clock } from "../time/clock.js";
 import { settlesUnlessAbandoned, settlesWithin } from "../time/deadline.js";
 import { nonNegativeInteger, type ResolvedAgentOptions } from "./agent-options.js";
@@ -611,6 +611,19 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   /** Whether the agent's class overrides `hook` of the base class (whose hooks are no-ops). */
   private overrides(hook: keyof AgentProcess): boolean {
     return (this.agent as unknown as Record<string, unknown>)[hook] !== (rootPrototype(this.agent) as Record<string, unknown>)[hook];
+  }
+
+  /**
+   * Runs `remove` (a despawn or stop of `name`) on this agent's dynamic
+   * host. On itself, from inside its own handler, it is not awaited: the stop
+   * waits for this very handler to return, so awaiting it would wait out the
+   * whole `shutdownTimeoutMs`. Its failure is then logged.
+   */
+  removeFromHost(name: string, remove: (host: DynamicHost) => Promise<void>): Promise<void> {
+    const host = this.dynamicHost();
+    if (name !== this.agent.name || this.current === undefined) return remove(host);
+    remove(host).catch((error: unknown) => this.requireServices().logger.error(`'${name}' could not remove itself`, { error }));
+    return RESOLVED;
   }
 
   requireServices(): RuntimeServices {

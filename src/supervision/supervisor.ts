@@ -27,7 +27,9 @@ export interface SupervisorOptions extends RestartOptions {
  * Supervises a fixed list of children the way an Erlang/OTP supervisor does.
  * A crashed child is restarted (after a backoff delay) together with the
  * siblings its strategy names: ONE_FOR_ONE only the child, ONE_FOR_ALL every
- * child, REST_FOR_ONE the child and those started after it. More than
+ * child, REST_FOR_ONE the child and those started after it. Under
+ * ONE_FOR_ONE each child's backoff runs on its own timer, so a crash-looping
+ * child never delays a sibling's restart. More than
  * `maxRestarts` restarts within `restartWindowMs` and the supervisor stops
  * all its children and escalates to its parent, which treats it like any
  * crashed child; at the root the runtime stops. A child that exits normally
@@ -59,6 +61,8 @@ export class Supervisor implements SupervisedChild, ChildParent {
   private stopping: Promise<void> | undefined;
   private startup: Promise<void> | undefined;
   private restarts = 0;
+  /** ONE_FOR_ONE: the crashed incarnation of each child whose restart backoff is pending. */
+  private readonly backoffs = new Map<SupervisedChild, number>();
 
   /** @throws {@link InvalidArgumentError} for a bad name, strategy, child list or restart setting */
   constructor(name: string, options: SupervisorOptions) {
@@ -150,6 +154,7 @@ export class Supervisor implements SupervisedChild, ChildParent {
     this.starts++;
     this.intensity = new RestartIntensity(this.restart.maxRestarts, this.restart.restartWindowMs);
     this.abort = new AbortController();
+    this.backoffs.clear();
     this.stopping = undefined;
     const started: SupervisedChild[] = [];
     for (const child of this.kids) {
@@ -172,9 +177,18 @@ export class Supervisor implements SupervisedChild, ChildParent {
     return this.stopping;
   }
 
-  /** @internal */
+  /**
+   * Exits are handled one at a time, in order, in the supervisor's work
+   * queue; the crash time is taken now, when the exit is reported.
+   * @internal
+   */
   childExited(child: SupervisedChild, exit: ChildExit, incarnation: number): void {
-    this.work = this.work.then(() => this.onChildExit(child, exit, incarnation)).catch((error: unknown) => {
+    const crashedAtMs = this.requireServices().clock.now();
+    this.enqueue(child, () => this.onChildExit(child, exit, incarnation, crashedAtMs));
+  }
+
+  private enqueue(child: SupervisedChild, step: () => Promise<void>): void {
+    this.work = this.work.then(step).catch((error: unknown) => {
       this.requireServices().logger.error(`supervisor '${this.name}' failed to handle the exit of '${child.name}'`, { error });
     });
   }
@@ -194,25 +208,33 @@ export class Supervisor implements SupervisedChild, ChildParent {
     for (const child of [...this.kids].reverse()) await child.stopChild(options);
   }
 
-  private async onChildExit(child: SupervisedChild, exit: ChildExit, incarnation: number): Promise<void> {
+  private async onChildExit(child: SupervisedChild, exit: ChildExit, incarnation: number, crashedAtMs: number): Promise<void> {
     const services = this.requireServices();
     // A child can crash while a later sibling is still starting: handle its exit once the start is over.
     if (this.currentStatus === ProcessStatus.INITIALIZING) await this.startup?.catch(() => undefined);
-    if (this.currentStatus !== ProcessStatus.RUNNING || child.incarnation !== incarnation) return;
+    if (this.currentStatus !== ProcessStatus.RUNNING || child.incarnation !== incarnation || this.backoffs.get(child) === incarnation) return;
     if (exit.kind === "normal") {
       services.logger.info(`'${child.name}' exited normally (${exit.reason}); not restarting it`);
       return;
     }
-    const now = services.clock.now();
-    if (!this.intensity.record(now)) {
+    // Intensity and backoff count the crash when it happened, not when the queue got to it.
+    if (!this.intensity.record(crashedAtMs)) {
       await this.giveUp(exit.error);
       return;
     }
+    const delayMs = backoffDelay(this.restart.backoff, this.intensity.count(crashedAtMs), this.restart.backoffBaseMs, this.restart.backoffMaxMs);
+    if (this.strategy === "ONE_FOR_ONE") {
+      // The backoff runs on the child's own timer, outside the queue, so it never holds up a sibling's restart or an escalation.
+      const waitMs = crashedAtMs + delayMs - services.clock.now();
+      if (waitMs > 0) this.scheduleRestart(child, exit.error, incarnation, delayMs, waitMs);
+      else await this.restartChildren([child], child, exit.error, delayMs);
+      return;
+    }
+    // ONE_FOR_ALL, REST_FOR_ONE: the group is stopped, waits and restarts inside the queue, so group restarts never overlap.
     const set = this.restartSet(child);
     for (const sibling of [...set].reverse()) {
       if (sibling !== child) await sibling.stopChild();
     }
-    const delayMs = backoffDelay(this.restart.backoff, this.intensity.count(now), this.restart.backoffBaseMs, this.restart.backoffMaxMs);
     if (delayMs > 0) {
       try {
         await sleep(services.clock, delayMs, this.abort.signal);
@@ -221,6 +243,31 @@ export class Supervisor implements SupervisedChild, ChildParent {
       }
     }
     await this.restartChildren(set, child, exit.error, delayMs);
+  }
+
+  /**
+   * ONE_FOR_ONE: arms the backoff of `child`'s crashed `incarnation`; when it
+   * expires the restart goes back through the queue. A stop or escalation of
+   * the supervisor aborts it (and disarms the timer).
+   */
+  private scheduleRestart(child: SupervisedChild, cause: unknown, incarnation: number, delayMs: number, waitMs: number): void {
+    const generation = this.starts;
+    const signal = this.abort.signal;
+    this.backoffs.set(child, incarnation);
+    void sleep(this.requireServices().clock, waitMs, signal).then(
+      () => this.enqueue(child, () => this.restartAfterBackoff(child, cause, incarnation, delayMs, generation, signal)),
+      () => undefined, // the supervisor is stopping or gave up
+    );
+  }
+
+  private async restartAfterBackoff(child: SupervisedChild, cause: unknown, incarnation: number, delayMs: number, generation: number, signal: AbortSignal): Promise<void> {
+    // Anything that happened during the backoff wins over the restart: a stop or escalation of this
+    // supervisor (or a later incarnation of it), or a new incarnation of the child.
+    if (signal.aborted || this.starts !== generation || this.currentStatus !== ProcessStatus.RUNNING) return;
+    if (this.backoffs.get(child) !== incarnation) return;
+    this.backoffs.delete(child);
+    if (child.incarnation !== incarnation || isLive(child)) return;
+    await this.restartChildren([child], child, cause, delayMs);
   }
 
   private async restartChildren(set: readonly SupervisedChild[], crashed: SupervisedChild, cause: unknown, delayMs: number): Promise<void> {
@@ -270,6 +317,8 @@ export class Supervisor implements SupervisedChild, ChildParent {
     services.logger.error(error.message);
     void services.telemetry.audit("supervisor.escalate", this.name, { maxRestarts: this.restart.maxRestarts, restartWindowMs: this.restart.restartWindowMs });
     this.currentStatus = ProcessStatus.STOPPING;
+    this.abort.abort(); // cancels the pending backoffs of ONE_FOR_ONE children
+    this.backoffs.clear();
     await this.stopAll();
     this.currentStatus = ProcessStatus.CRASHED;
     this.parent?.childExited(this, { kind: "crash", error }, this.starts);
@@ -281,6 +330,12 @@ export class Supervisor implements SupervisedChild, ChildParent {
     }
     return this.services;
   }
+}
+
+/** Whether `child` (an agent or supervisor: both expose `status`) is started or still starting or stopping. */
+function isLive(child: SupervisedChild): boolean {
+  const status = (child as { readonly status?: unknown }).status;
+  return status === ProcessStatus.INITIALIZING || status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED || status === ProcessStatus.STOPPING;
 }
 
 function isSupervisedChild(value: unknown): value is SupervisedChild {

@@ -283,3 +283,21 @@ describe("review: bad input", () => {
   });
 });
 
+
+describe("review: an agent removing itself", () => {
+  for (const op of ["despawn", "stop"] as const) {
+    it(`${op} of itself from handle() resolves at once and removes it when the message is done, not after its shutdown timeout`, async () => {
+      const dyn = new DynamicSupervisor("dyn");
+      const { runtime } = harness(new Supervisor("root", { children: [dyn] })); // a TestClock: a shutdown timeout would never elapse
+      await runtime.start();
+      const boss = await dyn.spawn(Spawner, "boss");
+      const kid = await dyn.spawn((name: string) => new Spawner(name, { shutdownTimeoutMs: 60_000 }), "kid", {}, "boss");
+      const reply = await runtime.ask("kid", { op, name: "kid" });
+      expect(reply.payload).toEqual({ ok: true });
+      await waitUntil(() => !dyn.children.includes(kid), "kid to be removed");
+      expect(kid.status).toBe(ProcessStatus.STOPPED);
+      await waitUntil(() => boss.terminated.length === 1, "boss to be told");
+      expect(boss.terminated).toEqual([{ name: "kid", reason: "despawned" }]);
+    });
+  }
+});

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus, RestartIntensityError, Supervisor, backoffDelay, type BackoffPolicy, type RestartStrategy } from "../../src/index.js";
-import { Probe, harness, probes, stopAll, turns, waitUntil } from "../support/agents.js";
+import { Probe, harness, probes, stopAll, turns, waitUntil, type Harness } from "../support/agents.js";
 
 afterEach(stopAll);
 
@@ -212,5 +212,140 @@ describe("backoff", () => {
     expect(kid.incarnation).toBe(1);
     expect(kid.status).toBe(ProcessStatus.CRASHED);
     expect(clock.pendingTimers).toBe(0);
+  });
+});
+
+describe("ONE_FOR_ONE: each child's backoff runs on its own timer", () => {
+  /** When each `agent.restart` of `name` was audited, in ms since `t0`. */
+  function restartTimes(audit: Harness["audit"], name: string, t0: number): number[] {
+    return audit.ofType("agent.restart", name).map((e) => Date.parse(e.ts) - t0);
+  }
+
+  async function crash(runtime: Harness["runtime"], kid: Probe): Promise<void> {
+    await runtime.send(kid.name, { op: "crash" });
+    await waitUntil(() => kid.status === ProcessStatus.CRASHED, `${kid.name} to crash`);
+    await turns(10);
+  }
+
+  it("a sibling's pending backoff does not delay a restart (LINEAR 1000: p0 crashes at 0 → 1000, p1 at 100 → 2100)", async () => {
+    const [p0, p1] = probes(2) as [Probe, Probe];
+    const root = new Supervisor("root", { children: [p0, p1], backoff: "LINEAR", backoffBaseMs: 1000, maxRestarts: 10 });
+    const { runtime, clock, audit } = harness(root);
+    await runtime.start();
+    const t0 = clock.now();
+    await crash(runtime, p0); // restart 1 in the window: 1000 ms
+    await clock.advance(100);
+    await crash(runtime, p1); // restart 2 in the window: 2000 ms, from its own crash
+    expect(clock.pendingTimers).toBe(2);
+
+    await clock.advance(899); // t = 999
+    await turns(10);
+    expect([p0.incarnation, p1.incarnation]).toEqual([1, 1]);
+    await clock.advance(1); // t = 1000
+    await waitUntil(() => p0.incarnation === 2 && p0.status === ProcessStatus.RUNNING, "p0's restart");
+    expect(p1.status).toBe(ProcessStatus.CRASHED);
+    await clock.advance(1099); // t = 2099 (before the fix: p1 restarted at 1000 + 2000 = 3000)
+    await turns(10);
+    expect(p1.incarnation).toBe(1);
+    await clock.advance(1); // t = 2100
+    await waitUntil(() => p1.incarnation === 2 && p1.status === ProcessStatus.RUNNING, "p1's restart");
+
+    expect(restartTimes(audit, "p0", t0)).toEqual([1000]);
+    expect(restartTimes(audit, "p1", t0)).toEqual([2100]);
+    expect(root.restartCount).toBe(2);
+    expect(clock.pendingTimers).toBe(0);
+    await turns(20);
+    expect([p0.incarnation, p1.incarnation]).toEqual([2, 2]); // restarted once each
+  });
+
+  it("CONSTANT: two crashes 100 ms apart restart 100 ms apart", async () => {
+    const [p0, p1] = probes(2) as [Probe, Probe];
+    const { runtime, clock, audit } = harness(new Supervisor("root", { children: [p0, p1], backoffBaseMs: 1000, maxRestarts: 10 }));
+    await runtime.start();
+    const t0 = clock.now();
+    await crash(runtime, p0);
+    await clock.advance(100);
+    await crash(runtime, p1);
+    await clock.advance(1000);
+    await waitUntil(() => p0.status === ProcessStatus.RUNNING && p1.status === ProcessStatus.RUNNING, "both restarts");
+    expect(restartTimes(audit, "p0", t0)).toEqual([1000]);
+    expect(restartTimes(audit, "p1", t0)).toEqual([1100]);
+  });
+
+  it("escalation is immediate while a sibling's backoff is pending, and cancels that backoff", async () => {
+    const [p0, p1] = probes(2) as [Probe, Probe];
+    const root = new Supervisor("root", { children: [p0, p1], backoffBaseMs: 1000, maxRestarts: 1 });
+    const { runtime, clock } = harness(root);
+    const escalations: Error[] = [];
+    runtime.on("escalated", (e) => escalations.push(e));
+    await runtime.start();
+    const t0 = clock.now();
+    await crash(runtime, p0);
+    await clock.advance(100);
+    await runtime.send("p1", { op: "crash" });
+    await waitUntil(() => escalations.length === 1 && root.status === ProcessStatus.STOPPED, "the escalation");
+    expect(clock.now() - t0).toBe(100);
+    expect(escalations[0]).toBeInstanceOf(RestartIntensityError);
+    expect(clock.pendingTimers).toBe(0);
+    await clock.advance(10_000);
+    await turns(20);
+    expect([p0.incarnation, p1.incarnation]).toEqual([1, 1]);
+    expect(p0.status).toBe(ProcessStatus.CRASHED);
+  });
+
+  it("a supervisor restarted by its parent drops the backoffs of its previous incarnation (no double restart)", async () => {
+    const [x, y] = probes(2, "x") as [Probe, Probe];
+    const inner = new Supervisor("inner", { children: [x, y], backoffBaseMs: 1000, maxRestarts: 1 });
+    const root = new Supervisor("root", { children: [inner], backoffBaseMs: 0 });
+    const { runtime, clock } = harness(root);
+    await runtime.start();
+    await crash(runtime, x); // x's backoff is pending ...
+    await clock.advance(100);
+    await runtime.send("x1", { op: "crash" }); // ... when inner gives up and root restarts it
+    await waitUntil(() => inner.incarnation === 2 && inner.status === ProcessStatus.RUNNING, "root to restart inner");
+    expect([x.incarnation, y.incarnation]).toEqual([2, 2]);
+    expect(clock.pendingTimers).toBe(0);
+    await clock.advance(10_000);
+    await turns(20);
+    expect([x.incarnation, y.incarnation]).toEqual([2, 2]);
+    expect([x.startCalls, y.startCalls]).toEqual([2, 2]);
+    expect(x.status).toBe(ProcessStatus.RUNNING);
+  });
+
+  it("runtime.stop() cancels every pending backoff", async () => {
+    const kids = probes(3);
+    const { runtime, clock } = harness(new Supervisor("root", { children: kids, backoffBaseMs: 1000, maxRestarts: 10 }));
+    await runtime.start();
+    for (const kid of kids) {
+      await crash(runtime, kid);
+      await clock.advance(10);
+    }
+    expect(clock.pendingTimers).toBe(3);
+    await runtime.stop();
+    expect(clock.pendingTimers).toBe(0);
+    await clock.advance(10_000);
+    await turns(20);
+    expect(kids.map((k) => k.incarnation)).toEqual([1, 1, 1]);
+    expect(kids.every((k) => k.status !== ProcessStatus.RUNNING)).toBe(true);
+  });
+});
+
+describe("restart intensity counts crashes when they happen", () => {
+  it("REST_FOR_ONE: a crash during a group backoff is counted at its crash time, not when the queue reaches it", async () => {
+    const kids = probes(3);
+    const root = new Supervisor("root", { children: kids, strategy: "REST_FOR_ONE", backoffBaseMs: 1000, maxRestarts: 1, restartWindowMs: 1000 });
+    const { runtime, clock } = harness(root);
+    const escalations: Error[] = [];
+    runtime.on("escalated", (e) => escalations.push(e));
+    await runtime.start();
+    await runtime.send("p1", { op: "crash" }); // t = 0: p1 and p2 restart at 1000
+    await waitUntil(() => kids[2]!.status === ProcessStatus.STOPPED, "p2 to be stopped");
+    await clock.advance(100);
+    await runtime.send("p0", { op: "crash" }); // t = 100: the second crash within 1000 ms
+    await waitUntil(() => kids[0]!.status === ProcessStatus.CRASHED, "p0 to crash");
+    await clock.advance(900); // the group restart runs, then p0's exit is handled at t = 1000
+    await waitUntil(() => escalations.length === 1, "the escalation");
+    expect(escalations[0]).toBeInstanceOf(RestartIntensityError);
+    expect(root.status).toBe(ProcessStatus.STOPPED);
   });
 });
