@@ -511,7 +511,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     }
   }
 
-  /** Refuses a reserved type or a non-JSON payload before any target is chosen. */
+  /** Refuses a reserved type, a bad `ttlMs` or a non-JSON payload before any target is chosen. */
   checkOutgoing(payload: JsonObject, options: SendOptions | undefined): void {
     if (options?.type !== undefined && isReservedType(options.type)) throw new ReservedMessageTypeError(options.type);
     checkNonNegative("ttlMs", options?.ttlMs);
