@@ -151,6 +151,39 @@ function isNonEmptyString(value: unknown): value is string {
   return typeof value === "string" && value.length > 0;
 }
 
+function isCount(value: unknown): boolean {
+  return typeof value === "number" && Number.isInteger(value) && value >= 0;
+}
+
+const REQUIRED_STRINGS = ["id", "sender", "recipient", "traceId", "spanId"] as const;
+const OPTIONAL_STRINGS = ["correlationId", "replyTo"] as const;
+
+/**
+ * The first field of `value` that a {@link Message} cannot have, as
+ * `[field, what it must be]`, or `undefined` when every field has the type
+ * SPEC 2 and the wire form require (`null` counts as absent for the optional
+ * ones, as on the wire). The payload's top level only: its contents are
+ * checked when a message is created. One place for every check of a
+ * message built elsewhere (`toWire`, a message `handle()` returns).
+ * @internal
+ */
+export function envelopeProblem(value: unknown): [field: string, expected: string] | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return ["message", "a Message (from createMessage or fromWire)"];
+  const m = value as Record<string, unknown>;
+  for (const key of REQUIRED_STRINGS) if (!isNonEmptyString(m[key])) return [key, "a non-empty string"];
+  if (typeof m.type !== "string") return ["type", "a string"];
+  const payload = m.payload;
+  if (typeof payload !== "object" || payload === null || Array.isArray(payload)) return ["payload", "a plain JSON object"];
+  const timestamp = m.timestamp;
+  if (!(typeof timestamp === "number" && Number.isFinite(timestamp) && timestamp >= 0)) return ["timestamp", "a non-negative number"];
+  if (!isCount(m.attempt)) return ["attempt", "a non-negative integer"];
+  if (!isCount(m.priority)) return ["priority", "a non-negative integer"];
+  for (const key of OPTIONAL_STRINGS) if (m[key] != null && typeof m[key] !== "string") return [key, "a string or absent"];
+  if (m.parentSpanId != null && !isNonEmptyString(m.parentSpanId)) return ["parentSpanId", "a non-empty string or absent"];
+  if (m.ttlMs != null && !isCount(m.ttlMs)) return ["ttlMs", "a non-negative integer or absent"];
+  return undefined;
+}
+
 /** @internal Throws `INVALID_ARGUMENT` unless `value` is undefined or a non-negative integer. */
 export function checkNonNegative(name: string, value: number | undefined): void {
   if (value !== undefined && !(Number.isInteger(value) && value >= 0)) {

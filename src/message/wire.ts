@@ -1,7 +1,7 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidWireMessageError } from "../errors/errors.js";
 import { findNonJson, shortPath, type JsonObject } from "./json.js";
-import type { Message } from "./message.js";
+import { envelopeProblem, type Message } from "./message.js";
 
 /** The wire schema version this library writes and reads. */
 export const WIRE_SCHEMA_VERSION = 1;
@@ -62,75 +62,13 @@ export function toWire(message: Message): WireMessage {
   return wire;
 }
 
-/**
- * Throws unless `value` has every field of a {@link Message} with the type
- * {@link fromWire} requires of it (`null` counts as absent for the optional
- * ones, as on the wire). One quick test for the common, valid case; the
- * slow path finds the field to name.
- */
+/** Throws `INVALID_WIRE_MESSAGE` naming the first field that keeps `value` from being a {@link Message}. */
 function checkMessage(value: unknown): void {
-  const m = value as Partial<Record<keyof Message, unknown>> | null | undefined;
-  if (
-    typeof m === "object" &&
-    m !== null &&
-    isNonEmptyString(m.id) &&
-    typeof m.type === "string" &&
-    isNonEmptyString(m.sender) &&
-    isNonEmptyString(m.recipient) &&
-    isNonEmptyString(m.traceId) &&
-    isNonEmptyString(m.spanId) &&
-    typeof m.payload === "object" &&
-    m.payload !== null &&
-    !Array.isArray(m.payload) &&
-    typeof m.timestamp === "number" &&
-    Number.isFinite(m.timestamp) &&
-    m.timestamp >= 0 &&
-    isCount(m.attempt) &&
-    isCount(m.priority) &&
-    (m.correlationId === undefined || m.correlationId === null || typeof m.correlationId === "string") &&
-    (m.replyTo === undefined || m.replyTo === null || typeof m.replyTo === "string") &&
-    (m.parentSpanId === undefined || m.parentSpanId === null || isNonEmptyString(m.parentSpanId)) &&
-    (m.ttlMs === undefined || m.ttlMs === null || isCount(m.ttlMs))
-  ) {
-    return;
-  }
-  throw notAMessage(value);
-}
-
-/** What is wrong with `value`, which {@link checkMessage} refused. */
-function notAMessage(value: unknown): InvalidWireMessageError {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    return new InvalidWireMessageError(`toWire needs a Message (from createMessage or fromWire), got ${describeValue(value)}`);
-  }
-  const m = value as Record<string, unknown>;
-  for (const key of ["id", "sender", "recipient", "traceId", "spanId"]) if (!isNonEmptyString(m[key])) return badField(key, m[key], "a non-empty string");
-  if (typeof m.type !== "string") return badField("type", m.type, "a string");
-  const payload = m.payload;
-  if (typeof payload !== "object" || payload === null || Array.isArray(payload)) return badField("payload", payload, "a plain JSON object");
-  const timestamp = m.timestamp;
-  if (!(typeof timestamp === "number" && Number.isFinite(timestamp) && timestamp >= 0)) return badField("timestamp", timestamp, "a non-negative number");
-  for (const key of ["attempt", "priority"]) if (!isCount(m[key])) return badField(key, m[key], "a non-negative integer");
-  for (const key of ["correlationId", "replyTo"]) {
-    if (m[key] !== undefined && m[key] !== null && typeof m[key] !== "string") return badField(key, m[key], "a string or absent");
-  }
-  if (m.parentSpanId !== undefined && m.parentSpanId !== null && !isNonEmptyString(m.parentSpanId)) {
-    return badField("parentSpanId", m.parentSpanId, "a non-empty string or absent");
-  }
-  return badField("ttlMs", m.ttlMs, "a non-negative integer or absent");
-}
-
-function isNonEmptyString(value: unknown): boolean {
-  return typeof value === "string" && value.length > 0;
-}
-
-function isCount(value: unknown): boolean {
-  return typeof value === "number" && Number.isInteger(value) && value >= 0;
-}
-
-function badField(key: string, value: unknown, expected: string): InvalidWireMessageError {
-  return new InvalidWireMessageError(
-    `toWire: message field '${key}' must be ${expected}, got ${describeValue(value)}; pass a Message made by createMessage or fromWire`,
-  );
+  const problem = envelopeProblem(value);
+  if (problem === undefined) return;
+  const [field, expected] = problem;
+  const got = field === "message" ? value : (value as Record<string, unknown>)[field];
+  throw new InvalidWireMessageError(`toWire: ${field === "message" ? "the message" : `message field '${field}'`} must be ${expected}, got ${describeValue(got)}; pass a Message made by createMessage or fromWire`);
 }
 
 /**

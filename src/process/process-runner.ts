@@ -12,7 +12,7 @@ import {
 } from "../errors/errors.js";
 import { NOT_PENDING } from "../bus/message-bus.js";
 import { assertJsonObject, findNonJson, isJsonObject, type JsonObject } from "../message/json.js";
-import { checkNonNegative, isReply, nextAttempt, type Message } from "../message/message.js";
+import { checkNonNegative, envelopeProblem, isReply, nextAttempt, type Message } from "../message/message.js";
 import { isReservedType, priorityOf } from "../message/system-types.js";
 import { Mailbox, RESOLVED, type MailboxConsumer } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../runtime/services.js";
@@ -650,19 +650,11 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
  * priority lane would be handled while the agent is SUSPENDED).
  */
 function malformation(message: Message): string | undefined {
-  const { type, sender, recipient, payload, timestamp, attempt, priority, ttlMs } = message;
-  if (typeof type !== "string" || type.length === 0) return `its type is ${describeValue(type)}, not a non-empty string`;
-  if (typeof sender !== "string" || sender.length === 0) return `its sender is ${describeValue(sender)}, not a non-empty string`;
-  if (recipient.length === 0) return "its recipient is empty";
-  if (typeof message.traceId !== "string" || typeof message.spanId !== "string") return "its traceId or spanId is not a string";
-  if (!isJsonObject(payload) && (typeof payload !== "object" || payload === null || Array.isArray(payload) || findNonJson(payload) !== undefined)) {
-    return "its payload is not a plain JSON object";
-  }
-  if (!(Number.isFinite(timestamp) && timestamp >= 0)) return `its timestamp is ${describeValue(timestamp)}`;
-  if (!(Number.isInteger(attempt) && attempt >= 0)) return `its attempt is ${describeValue(attempt)}`;
-  if (!(Number.isInteger(priority) && priority >= 0)) return `its priority is ${describeValue(priority)}`;
+  const problem = envelopeProblem(message);
+  if (problem !== undefined) return `its ${problem[0]} is ${describeValue((message as unknown as Record<string, unknown>)[problem[0]])}, not ${problem[1]}`;
+  const { type, payload, priority } = message;
+  if (!isJsonObject(payload) && findNonJson(payload) !== undefined) return "its payload is not plain JSON";
   if ((priority === 0) !== (priorityOf(type) === 0)) return `its priority ${priority} does not match its type '${type}' (control types travel on priority >= 1, business types on 0)`;
-  if (ttlMs !== undefined && !(Number.isInteger(ttlMs) && ttlMs >= 0)) return `its ttlMs is ${describeValue(ttlMs)}`;
   return undefined;
 }
 
