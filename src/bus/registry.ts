@@ -100,11 +100,7 @@ export class Registry {
 
 /** Whether `agent` still takes messages: not stopped for good (a restart keeps its mailbox open). */
 function takesMessages(agent: AgentProcess): boolean {
-  try {
-    return !agent.mailbox.closed;
-  } catch {
-    return true; // registered but not attached to a runtime yet (no mailbox): nothing has stopped it
-  }
+  return !agent.attached || !agent.mailbox.closed; // an agent not attached yet has no mailbox, and nothing has stopped it
 }
 
 /**

@@ -263,6 +263,11 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
 
   // ---- supervision (internal) --------------------------------------------
 
+  /** Whether it belongs to a runtime (it was passed to one). @internal */
+  get attached(): boolean {
+    return this.#runner.services !== undefined;
+  }
+
   /** @internal */
   attach(parent: ChildParent, services: RuntimeServices): void {
     this.#runner.attach(parent, services);

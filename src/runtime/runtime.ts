@@ -407,7 +407,7 @@ function checkTree(root: SupervisedChild): void {
     }
     seen.add(node);
     assertValidName(node.name, what);
-    if (belongsToRuntime(node)) {
+    if (node.attached) {
       throw new InvalidArgumentError(what, `${what} '${node.name}' already belongs to a runtime; create a new instance instead`);
     }
     const first = names.get(node.name);
@@ -418,18 +418,6 @@ function checkTree(root: SupervisedChild): void {
     if (node instanceof Supervisor || node instanceof DynamicSupervisor) for (const child of node.children) visit(child);
   };
   visit(root);
-}
-
-function belongsToRuntime(node: SupervisedChild): boolean {
-  if (node instanceof Supervisor || node instanceof DynamicSupervisor) return node.attached;
-  if (!(node instanceof AgentProcess)) return false;
-  try {
-    // An agent's mailbox exists once, and only once, it belongs to a runtime.
-    void node.mailbox;
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function rootOf(root: RuntimeOptions["root"]): SupervisedChild {

@@ -35,6 +35,8 @@ export interface SupervisedChild {
   readonly name: string;
   /** Counts starts; an exit report names the incarnation it ended. */
   readonly incarnation: number;
+  /** Whether it belongs to a runtime (it was attached to one). */
+  readonly attached: boolean;
   /** Links the child to its parent and the runtime's services, registering its names. */
   attach(parent: ChildParent, services: RuntimeServices): void;
   /** Frees the names the child (and its subtree) registered. */
