@@ -31,6 +31,13 @@ export interface Message<P extends JsonObject = JsonObject> {
   readonly spanId: string;
   /** Id of that span's parent, when known. */
   readonly parentSpanId?: string;
+  /**
+   * W3C trace flags of the span that sent this message (bit 0: sampled), so
+   * the receiver's handle span follows the sender's sampling decision.
+   * Absent when the message was sent outside any span: its trace and span
+   * ids were then minted for correlation only, and handling it starts a new trace.
+   */
+  readonly traceFlags?: number;
   /** 0 on first delivery; a RETRY re-enqueues the message with `attempt + 1`. */
   readonly attempt: number;
   /** 0 = business lane, >= 1 = priority (control) lane. */
@@ -51,6 +58,7 @@ export interface MessageInit<P extends JsonObject = JsonObject> {
   traceId?: string | undefined;
   spanId?: string | undefined;
   parentSpanId?: string | undefined;
+  traceFlags?: number | undefined;
   attempt?: number | undefined;
   priority?: number | undefined;
   ttlMs?: number | undefined;
@@ -66,7 +74,7 @@ export interface MessageInit<P extends JsonObject = JsonObject> {
  * @throws {@link InvalidArgumentError} for a `sender` or `recipient` that is not a non-empty string;
  *   a `type`, `correlationId` or `replyTo` that is not a string (they may be empty);
  *   an `id`, `traceId`, `spanId` or `parentSpanId` given as anything but a non-empty string;
- *   a negative or non-integer `ttlMs`, `attempt` or `priority`; or a timestamp that is not a finite, non-negative number.
+ *   a negative or non-integer `ttlMs`, `attempt` or `priority`; `traceFlags` other than an integer 0-255; or a timestamp that is not a finite, non-negative number.
  * @example
  * ```ts
  * const m = createMessage({ sender: "a", recipient: "b", payload: { n: 1 } });
@@ -98,6 +106,9 @@ export function buildMessage<P extends JsonObject>(init: MessageInit<P>): Messag
   checkNonNegative("ttlMs", init.ttlMs);
   checkNonNegative("attempt", init.attempt);
   checkNonNegative("priority", init.priority);
+  if (init.traceFlags !== undefined && !isTraceFlags(init.traceFlags)) {
+    throw new InvalidArgumentError("traceFlags", `message traceFlags must be the W3C trace-flags byte (an integer 0-255, 1 = sampled) or left out, got ${describeValue(init.traceFlags)}`);
+  }
   const message: {
     -readonly [K in keyof Message<P>]: Message<P>[K];
   } = {
@@ -115,6 +126,7 @@ export function buildMessage<P extends JsonObject>(init: MessageInit<P>): Messag
   if (init.correlationId !== undefined) message.correlationId = init.correlationId;
   if (init.replyTo !== undefined) message.replyTo = init.replyTo;
   if (init.parentSpanId !== undefined) message.parentSpanId = init.parentSpanId;
+  if (init.traceFlags !== undefined) message.traceFlags = init.traceFlags;
   if (init.ttlMs !== undefined) message.ttlMs = init.ttlMs;
   return message;
 }
@@ -155,6 +167,11 @@ function isCount(value: unknown): boolean {
   return typeof value === "number" && Number.isInteger(value) && value >= 0;
 }
 
+/** Whether `value` is a W3C trace-flags byte. @internal */
+export function isTraceFlags(value: unknown): value is number {
+  return isCount(value) && (value as number) <= 255;
+}
+
 const REQUIRED_STRINGS = ["id", "sender", "recipient", "traceId", "spanId"] as const;
 const OPTIONAL_STRINGS = ["correlationId", "replyTo"] as const;
 
@@ -180,6 +197,7 @@ export function envelopeProblem(value: unknown): [field: string, expected: strin
   if (!isCount(m.priority)) return ["priority", "a non-negative integer"];
   for (const key of OPTIONAL_STRINGS) if (m[key] != null && typeof m[key] !== "string") return [key, "a string or absent"];
   if (m.parentSpanId != null && !isNonEmptyString(m.parentSpanId)) return ["parentSpanId", "a non-empty string or absent"];
+  if (m.traceFlags != null && !isTraceFlags(m.traceFlags)) return ["traceFlags", "an integer 0-255 or absent"];
   if (m.ttlMs != null && !isCount(m.ttlMs)) return ["ttlMs", "a non-negative integer or absent"];
   return undefined;
 }

@@ -1,7 +1,7 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidWireMessageError } from "../errors/errors.js";
 import { findNonJson, shortPath, type JsonObject } from "./json.js";
-import { envelopeProblem, type Message } from "./message.js";
+import { envelopeProblem, isTraceFlags, type Message } from "./message.js";
 
 /** The wire schema version this library writes and reads. */
 export const WIRE_SCHEMA_VERSION = 1;
@@ -23,6 +23,8 @@ export interface WireMessage {
   trace_id: string;
   span_id: string;
   parent_span_id: string | null;
+  /** W3C trace flags of the sending span; absent when the ids were minted outside any span. */
+  trace_flags?: number;
   attempt: number;
   priority: number;
   ttl_ms?: number;
@@ -58,6 +60,7 @@ export function toWire(message: Message): WireMessage {
     attempt: message.attempt,
     priority: message.priority,
   };
+  if (message.traceFlags !== undefined && message.traceFlags !== null) wire.trace_flags = message.traceFlags;
   if (message.ttlMs !== undefined && message.ttlMs !== null) wire.ttl_ms = message.ttlMs;
   return wire;
 }
@@ -122,6 +125,10 @@ export function fromWire(input: unknown): Message {
   if (replyTo !== undefined) message.replyTo = replyTo;
   const parentSpanId = optionalString(w, "parent_span_id");
   if (parentSpanId !== undefined) message.parentSpanId = parentSpanId;
+  if (w.trace_flags !== undefined && w.trace_flags !== null) {
+    if (!isTraceFlags(w.trace_flags)) throw new InvalidWireMessageError(`wire message field 'trace_flags' must be the W3C trace-flags byte (an integer 0-255), got ${describeValue(w.trace_flags)}`);
+    message.traceFlags = w.trace_flags;
+  }
   if (w.ttl_ms !== undefined && w.ttl_ms !== null) message.ttlMs = requireNumber(w, "ttl_ms", true);
   return message;
 }

@@ -1,9 +1,7 @@
 import {
-  context,
   ROOT_CONTEXT,
   SpanStatusCode,
   trace,
-  TraceFlags,
   type Attributes,
   type Span,
   type Tracer,
@@ -18,10 +16,11 @@ import { isoTime, type Clock } from "../time/clock.js";
 /** The tracer name civitas-ts reports spans under. */
 export const TRACER_NAME = "civitas-ts";
 
-/** A span's remote parent, as carried in a message. */
-export interface SpanParent {
-  traceId: string;
-  spanId: string;
+/** The trace context a message carries: what {@link Telemetry.startMessageSpan} continues. */
+export interface MessageTraceContext {
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly traceFlags?: number | undefined;
 }
 
 /**
@@ -55,20 +54,33 @@ export class Telemetry {
     this.tracing = tracer !== undefined;
   }
 
-  /** Starts a span (a child of `parent` when given), or returns `undefined` when tracing is off. */
-  startSpan(name: string, attributes: Attributes, parent?: SpanParent): Span | undefined {
+  /** Starts a span, a child of the active context's span if any, or returns `undefined` when tracing is off. */
+  startSpan(name: string, attributes: Attributes): Span | undefined {
     if (this.tracer === undefined) return undefined;
     try {
-      const ctx =
-        parent === undefined
-          ? context.active()
-          : trace.setSpanContext(ROOT_CONTEXT, {
-              traceId: parent.traceId,
-              spanId: parent.spanId,
-              traceFlags: TraceFlags.SAMPLED,
-              isRemote: true,
-            });
-      return this.tracer.startSpan(name, { attributes }, ctx);
+      return this.tracer.startSpan(name, { attributes });
+    } catch (err) {
+      this.logger.warn("telemetry: could not start span", { span: name, error: err });
+      return undefined;
+    }
+  }
+
+  /**
+   * Starts the span of handling `message`, or returns `undefined` when
+   * tracing is off. When the message carries trace flags, its sending span
+   * is the remote parent, so the tracer's sampler follows that span's
+   * decision (a `ParentBased` sampler records the child only when the parent
+   * was sampled). Without flags the message was sent outside any span, its
+   * ids were minted for correlation only and name no span: the handle span
+   * is then the root of a new trace, sampled as a root.
+   */
+  startMessageSpan(name: string, attributes: Attributes, message: MessageTraceContext): Span | undefined {
+    if (this.tracer === undefined) return undefined;
+    try {
+      const traceFlags = message.traceFlags;
+      if (traceFlags === undefined) return this.tracer.startSpan(name, { attributes, root: true });
+      const parent = trace.setSpanContext(ROOT_CONTEXT, { traceId: message.traceId, spanId: message.spanId, traceFlags, isRemote: true });
+      return this.tracer.startSpan(name, { attributes }, parent);
     } catch (err) {
       this.logger.warn("telemetry: could not start span", { span: name, error: err });
       return undefined;

@@ -1,4 +1,4 @@
-import type { Span, SpanContext } from "@opentelemetry/api";
+import { isSpanContextValid, type Span, type SpanContext } from "@opentelemetry/api";
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, ReservedMessageTypeError } from "../errors/errors.js";
 import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
@@ -58,8 +58,11 @@ export function composeOutgoing(
     message.correlationId = message.id;
     message.replyTo = replyTo;
   }
-  const parentSpanId = span === undefined ? current?.parentSpanId : current?.spanId;
+  // A handle span is a child of the message's sending span only when that message carried trace flags (see Telemetry.startMessageSpan).
+  const parentSpanId = span === undefined ? current?.parentSpanId : current?.traceFlags === undefined ? undefined : current.spanId;
   if (parentSpanId !== undefined) message.parentSpanId = parentSpanId;
+  const traceFlags = span === undefined ? current?.traceFlags : span.traceFlags;
+  if (traceFlags !== undefined) message.traceFlags = traceFlags;
   if (ttlMs !== undefined) message.ttlMs = ttlMs;
   return message;
 }
@@ -107,6 +110,7 @@ export function composeReply(ctx: EnvelopeContext, request: Message, payload: Js
   const message = envelope(ctx, request.replyTo ?? request.sender, type, payload, span?.traceId ?? request.traceId, span?.spanId ?? newSpanId());
   if (request.correlationId !== undefined) message.correlationId = request.correlationId;
   message.parentSpanId = request.spanId;
+  if (span !== undefined) message.traceFlags = span.traceFlags;
   lastReply = message;
   return message;
 }
@@ -126,14 +130,15 @@ export function isComposedReply(message: Message): boolean {
 }
 
 /**
- * The context of the span being handled, or `undefined` when there is none or
- * reading it throws (a broken tracer): telemetry never throws into user code,
+ * The context of the span being handled, or `undefined` when there is none,
+ * it is not a valid context (the all-zero one), or reading it throws (a broken tracer): telemetry never throws into user code,
  * and the composers then carry on the ids of the message being handled.
  */
 function spanContextOf(span: Span | undefined): SpanContext | undefined {
   if (span === undefined) return undefined;
   try {
-    return span.spanContext();
+    const context = span.spanContext();
+    return isSpanContextValid(context) ? context : undefined;
   } catch {
     return undefined;
   }

@@ -343,10 +343,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
           continue;
         }
         const span = telemetry.tracing
-          ? telemetry.startSpan(
+          ? telemetry.startMessageSpan(
               "civitas.agent.handle",
               { "civitas.agent.name": this.agent.name, "civitas.message.type": type, "civitas.message.id": message.id, "civitas.message.attempt": message.attempt },
-              { traceId: message.traceId, spanId: message.spanId },
+              message,
             )
           : undefined;
         this.current = message;

@@ -127,6 +127,7 @@ export function messageArbitrary(options: MessageArbitraryOptions = {}): Arbitra
       traceId: hex(32).filter((h) => /[^0]/.test(h)),
       spanId: hex(16).filter((h) => /[^0]/.test(h)),
       parentSpanId: fc.option(hex(16).filter((h) => /[^0]/.test(h)), { nil: undefined }),
+      traceFlags: fc.option(fc.integer({ min: 0, max: 255 }), { nil: undefined }),
       attempt: fc.nat(3),
       priority,
       ttlMs,
@@ -149,6 +150,7 @@ export function messageArbitrary(options: MessageArbitraryOptions = {}): Arbitra
       if (r.role !== "send") message.correlationId = uuidv7From(r.timestamp, r.correlationBits);
       if (r.role === "request") message.replyTo = r.sender;
       if (r.parentSpanId !== undefined) message.parentSpanId = r.parentSpanId;
+      if (r.traceFlags !== undefined) message.traceFlags = r.traceFlags;
       if (r.ttlMs !== undefined) message.ttlMs = r.ttlMs;
       return message;
     });

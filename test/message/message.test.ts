@@ -41,7 +41,7 @@ describe("createMessage", () => {
     expect(m.timestamp).toBeGreaterThanOrEqual(before);
     expect(m.timestamp).toBeLessThanOrEqual(after);
     // optional fields are absent, not present-and-undefined
-    for (const key of ["correlationId", "replyTo", "parentSpanId", "ttlMs"]) expect(key in m).toBe(false);
+    for (const key of ["correlationId", "replyTo", "parentSpanId", "traceFlags", "ttlMs"]) expect(key in m).toBe(false);
   });
 
   it("derives the id's time from the message timestamp", () => {
@@ -95,6 +95,11 @@ describe("createMessage", () => {
     expect(priorityOf(type)).toBe(priority);
   });
 
+  it("keeps traceFlags 0 (not sampled) and 1 (sampled) as given", () => {
+    expect(createMessage({ ...base, traceFlags: 0 }).traceFlags).toBe(0);
+    expect(createMessage({ ...base, traceFlags: 1 }).traceFlags).toBe(1);
+  });
+
   it("lets an explicit priority override the type's", () => {
     expect(createMessage({ ...base, type: "_agency.suspend", priority: 0 }).priority).toBe(0);
     expect(createMessage({ ...base, type: "work", priority: 2 }).priority).toBe(2);
@@ -111,6 +116,9 @@ describe("createMessage", () => {
     ["timestamp", -1],
     ["timestamp", Number.NaN],
     ["timestamp", Number.POSITIVE_INFINITY],
+    ["traceFlags", -1],
+    ["traceFlags", 256],
+    ["traceFlags", 0.5],
   ])("refuses %s = %s with INVALID_ARGUMENT", (field, value) => {
     const caught = refusal(field, value);
     expect(caught).toBeInstanceOf(InvalidArgumentError);

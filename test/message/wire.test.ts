@@ -94,6 +94,8 @@ describe("toWire", () => {
     ["replyTo", {}],
     ["parentSpanId", ""],
     ["ttlMs", -1],
+    ["traceFlags", 256],
+    ["traceFlags", "1"],
   ])("refuses a message whose %s is %j, naming the field", (field, value) => {
     const m = { ...createMessage({ sender: "a", recipient: "b", payload: {} }), [field]: value } as Message;
     let caught: unknown;
@@ -119,6 +121,7 @@ describe("toWire", () => {
       correlationId: "c",
       replyTo: "alice",
       parentSpanId: "p".repeat(16),
+      traceFlags: 1,
       ttlMs: 5,
     });
     const wire = toWire(m);
@@ -136,6 +139,7 @@ describe("toWire", () => {
       trace_id: m.traceId,
       span_id: m.spanId,
       parent_span_id: "p".repeat(16),
+      trace_flags: 1,
       attempt: 0,
       priority: 0,
       ttl_ms: 5,
@@ -148,6 +152,7 @@ describe("toWire", () => {
     expect(wire.reply_to).toBeNull();
     expect(wire.parent_span_id).toBeNull();
     expect("ttl_ms" in wire).toBe(false);
+    expect("trace_flags" in wire).toBe(false);
     expect(Object.keys(wire).every((key) => key === key.toLowerCase())).toBe(true);
   });
 });
@@ -185,6 +190,13 @@ describe("fromWire round trip", () => {
     expect(Object.keys(m)).not.toContain("extra");
   });
 
+  it("reads trace_flags 0 and 1, and null or a missing key as absent", () => {
+    expect(fromWire({ ...sample(), trace_flags: 0 }).traceFlags).toBe(0);
+    expect(fromWire({ ...sample(), trace_flags: 1 }).traceFlags).toBe(1);
+    expect("traceFlags" in fromWire({ ...sample(), trace_flags: null })).toBe(false);
+    expect("traceFlags" in fromWire(sample())).toBe(false);
+  });
+
   it("accepts null for ttl_ms and a fractional timestamp", () => {
     const m = fromWire({ ...sample(), ttl_ms: null, timestamp: 1_700_000_000.25 });
     expect("ttlMs" in m).toBe(false);
@@ -210,6 +222,16 @@ describe("fromWire rejects malformed input with INVALID_WIRE_MESSAGE", () => {
     if (version === undefined) delete wire.schema_version;
     else wire.schema_version = version;
     expect(wireError(wire).message).toContain("schema_version");
+  });
+
+  it.each<[string, unknown]>([
+    ["negative", -1],
+    ["above a byte", 256],
+    ["fractional", 1.5],
+    ["a string", "01"],
+    ["a boolean", true],
+  ])("trace_flags %s", (_what, flags) => {
+    expect(wireError({ ...sample(), trace_flags: flags }).message).toContain("'trace_flags'");
   });
 
   it("checks schema_version before anything else", () => {

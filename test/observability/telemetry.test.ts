@@ -1,4 +1,15 @@
-import { SpanStatusCode, trace, type Span, type Tracer, type TracerProvider } from "@opentelemetry/api";
+import {
+  context,
+  ROOT_CONTEXT,
+  SpanStatusCode,
+  trace,
+  TraceFlags,
+  type Context,
+  type ContextManager,
+  type Span,
+  type Tracer,
+  type TracerProvider,
+} from "@opentelemetry/api";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { Telemetry } from "../../src/observability/telemetry.js";
 import {
@@ -8,18 +19,21 @@ import {
   silentLogger,
   Supervisor,
   systemClock,
+  createMessage,
   type Logger,
   type Message,
   type RuntimeOptions,
 } from "../../src/index.js";
+import { AlwaysOffSampler, ParentBasedSampler, SamplingDecision, type Sampler } from "@opentelemetry/sdk-trace-base";
+import { fromWire, toWire } from "../../src/index.js";
 import { Echo, eventually, Silent } from "../runtime/fixtures.js";
 import { parentSpanId, testTracing, type TestTracing } from "../support/tracing.js";
 
 const runtimes: Runtime[] = [];
 const tracings: TestTracing[] = [];
 
-function traced(root: RuntimeOptions["root"]): { rt: Runtime; tracing: TestTracing } {
-  const tracing = testTracing();
+function traced(root: RuntimeOptions["root"], sampler?: Sampler): { rt: Runtime; tracing: TestTracing } {
+  const tracing = testTracing(sampler);
   tracings.push(tracing);
   const rt = new Runtime({ root, logger: silentLogger, tracerProvider: tracing.provider });
   runtimes.push(rt);
@@ -161,6 +175,160 @@ describe("trace context", () => {
   });
 });
 
+/** Forwards each message to `next` (when given) and records what it handled. */
+class Relay extends AgentProcess {
+  static readonly seen: Message[] = [];
+  constructor(
+    name: string,
+    private readonly next: string | undefined,
+  ) {
+    super(name);
+  }
+  override async handle(message: Message): Promise<void> {
+    if (this.next !== undefined) await this.send(this.next, message.payload);
+    Relay.seen.push(message);
+  }
+}
+
+/** A synchronous context manager: enough for `context.with` around a call that reads the active span before it returns. */
+class StackContextManager implements ContextManager {
+  private readonly stack: Context[] = [];
+  active(): Context {
+    return this.stack.at(-1) ?? ROOT_CONTEXT;
+  }
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+    this.stack.push(ctx);
+    try {
+      return fn.call(thisArg, ...args);
+    } finally {
+      this.stack.pop();
+    }
+  }
+  bind<T>(_context: Context, target: T): T {
+    return target;
+  }
+  enable(): this {
+    return this;
+  }
+  disable(): this {
+    this.stack.length = 0;
+    return this;
+  }
+}
+
+/** The trace flags each agent's message arrived with. */
+function flagsByRecipient(messages: readonly Message[]): Record<string, number | undefined> {
+  return Object.fromEntries(messages.map((m) => [m.recipient, m.traceFlags]));
+}
+
+function relayChain(): AgentProcess[] {
+  Relay.seen.length = 0;
+  return [new Relay("a", "b"), new Relay("b", "c"), new Relay("c", undefined)];
+}
+
+/** Samples root spans of handling by agent "a" only; children follow their parent (via ParentBasedSampler). */
+const rootsOfA: Sampler = {
+  shouldSample: (_context, _traceId, _name, _kind, attributes) => ({
+    decision: attributes["civitas.agent.name"] === "a" ? SamplingDecision.RECORD_AND_SAMPLED : SamplingDecision.NOT_RECORD,
+  }),
+  toString: () => "rootsOfA",
+};
+
+describe("sampling", () => {
+  it("records no handle span under ParentBased(AlwaysOff) for messages sent outside any span", async () => {
+    const { rt, tracing } = traced(relayChain(), new ParentBasedSampler({ root: new AlwaysOffSampler() }));
+    await rt.start();
+    await rt.send("a", { hop: 1 });
+    await eventually(() => Relay.seen.some((m) => m.recipient === "c"), "the message to reach c");
+    await rt.stop();
+    expect(tracing.named("civitas.agent.handle")).toEqual([]);
+    // the message from outside carries no flags; the ones sent from (unsampled) handle spans say "not sampled"
+    expect(flagsByRecipient(Relay.seen)).toEqual({ a: undefined, b: 0, c: 0 });
+  });
+
+  it("follows the first agent's sampling decision down the chain, whichever it is", async () => {
+    const { rt, tracing } = traced(relayChain(), new ParentBasedSampler({ root: rootsOfA }));
+    await rt.start();
+    await rt.send("a", { trace: "sampled" });
+    await eventually(() => tracing.named("civitas.agent.handle").length === 3, "three sampled handle spans");
+    const sampled = tracing.named("civitas.agent.handle");
+    expect(new Set(sampled.map((s) => s.spanContext().traceId)).size).toBe(1);
+
+    await rt.send("b", { trace: "unsampled" });
+    await eventually(() => Relay.seen.filter((m) => m.payload.trace === "unsampled").length === 2, "the unsampled chain to reach c");
+    await rt.stop();
+    // b's root span was not sampled, so c's child span is not either
+    expect(tracing.named("civitas.agent.handle")).toHaveLength(3);
+    expect(flagsByRecipient(Relay.seen.filter((m) => m.payload.trace === "sampled"))).toEqual({ a: undefined, b: 1, c: 1 });
+    expect(flagsByRecipient(Relay.seen.filter((m) => m.payload.trace === "unsampled"))).toEqual({ b: undefined, c: 0 });
+  });
+
+  it("starts a new trace (a root span, not an orphan) for a message sent outside any span", async () => {
+    const { rt, tracing } = traced(relayChain());
+    await rt.start();
+    await rt.send("a", {});
+    await eventually(() => tracing.named("civitas.agent.handle").length === 3, "three handle spans");
+    const byAgent = (name: string) => tracing.named("civitas.agent.handle").find((s) => s.attributes["civitas.agent.name"] === name)!;
+    expect(parentSpanId(byAgent("a"))).toBeUndefined();
+    expect(parentSpanId(byAgent("b"))).toBe(byAgent("a").spanContext().spanId);
+    // what b received names a's handle span as its sender, and carries no parent for it
+    const toB = Relay.seen.find((m) => m.recipient === "b")!;
+    expect(toB.spanId).toBe(byAgent("a").spanContext().spanId);
+    expect(toB.traceId).toBe(byAgent("a").spanContext().traceId);
+    expect(toB.parentSpanId).toBeUndefined();
+    const toC = Relay.seen.find((m) => m.recipient === "c")!;
+    expect(toC.parentSpanId).toBe(toB.spanId);
+  });
+
+  it("joins the span active where runtime.send is called, and follows its sampling decision", async () => {
+    const { rt, tracing } = traced(relayChain());
+    await rt.start();
+    const manager = new StackContextManager();
+    expect(context.setGlobalContextManager(manager)).toBe(true);
+    const caller = (traceFlags: number) => trace.setSpanContext(ROOT_CONTEXT, { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7", traceFlags, isRemote: true });
+    try {
+      await context.with(caller(TraceFlags.SAMPLED), () => rt.send("a", { caller: "sampled" }));
+      await context.with(caller(TraceFlags.NONE), () => rt.send("a", { caller: "unsampled" }));
+    } finally {
+      context.disable();
+    }
+    await eventually(() => Relay.seen.length === 6, "both chains to reach c");
+    await rt.stop();
+    const spans = tracing.named("civitas.agent.handle");
+    expect(spans).toHaveLength(3);
+    for (const span of spans) expect(span.spanContext().traceId).toBe("4bf92f3577b34da6a3ce929d0e0e4736");
+    const a = spans.find((span) => span.attributes["civitas.agent.name"] === "a")!;
+    expect(parentSpanId(a)).toBe("00f067aa0ba902b7");
+    expect(flagsByRecipient(Relay.seen.filter((m) => m.payload.caller === "unsampled"))).toEqual({ a: 0, b: 0, c: 0 });
+  });
+
+  it("continues a remote sender's trace from a wire message's trace_flags, and honours 'not sampled'", async () => {
+    const { rt, tracing } = traced([new Relay("c", undefined)]);
+    Relay.seen.length = 0;
+    await rt.start();
+    const remote = { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" };
+    const wire = (flags: number | undefined, n: number) => {
+      const w: Record<string, unknown> = { ...toWire(createMessage({ sender: "remote", recipient: "c", payload: { n }, ...remote })) };
+      if (flags !== undefined) w.trace_flags = flags;
+      return fromWire(JSON.stringify(w));
+    };
+    const c = rt.getAgent("c")!;
+    await c.mailbox.put(wire(1, 1));
+    await c.mailbox.put(wire(0, 2));
+    await c.mailbox.put(wire(undefined, 3));
+    await eventually(() => Relay.seen.length === 3, "three messages handled");
+    await rt.stop();
+    const spans = tracing.named("civitas.agent.handle");
+    expect(spans).toHaveLength(2);
+    const [continued, fresh] = spans;
+    expect(continued!.spanContext().traceId).toBe(remote.traceId);
+    expect(parentSpanId(continued!)).toBe(remote.spanId);
+    // no flags: the ids name no span this process can vouch for, so a new trace starts
+    expect(fresh!.spanContext().traceId).not.toBe(remote.traceId);
+    expect(parentSpanId(fresh!)).toBeUndefined();
+  });
+});
+
 describe("telemetry never throws into user code", () => {
   function throwingTracer(): Tracer {
     return {
@@ -241,7 +409,7 @@ describe("without a tracer provider", () => {
     const telemetry = new Telemetry(undefined, undefined, "signer", systemClock, silentLogger);
     expect(telemetry.tracing).toBe(false);
     expect(telemetry.startSpan("x", {})).toBeUndefined();
-    expect(telemetry.startSpan("x", {}, { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331" })).toBeUndefined();
+    expect(telemetry.startMessageSpan("x", {}, { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331", traceFlags: 1 })).toBeUndefined();
     expect(() => telemetry.endSpan(undefined, new Error("e"))).not.toThrow();
   });
 

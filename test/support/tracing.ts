@@ -3,6 +3,7 @@ import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
   type ReadableSpan,
+  type Sampler,
 } from "@opentelemetry/sdk-trace-base";
 
 /** An in-memory tracer provider for tests: every ended span lands in `exporter`. */
@@ -17,10 +18,14 @@ export interface TestTracing {
   close(): Promise<void>;
 }
 
-/** Builds a `BasicTracerProvider` (sdk-trace-base 2.x) exporting through a `SimpleSpanProcessor` to memory. */
-export function testTracing(): TestTracing {
+/**
+ * Builds a `BasicTracerProvider` (sdk-trace-base 2.x) exporting through a
+ * `SimpleSpanProcessor` to memory (sampled spans only), with the SDK's
+ * default sampler (`ParentBased(AlwaysOn)`) unless one is given.
+ */
+export function testTracing(sampler?: Sampler): TestTracing {
   const exporter = new InMemorySpanExporter();
-  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)], ...(sampler === undefined ? {} : { sampler }) });
   return {
     provider,
     exporter,
