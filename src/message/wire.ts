@@ -7,8 +7,9 @@ import { envelopeProblem, isTraceFlags, type Message } from "./message.js";
 export const WIRE_SCHEMA_VERSION = 1;
 
 /**
- * A message in wire form: snake_case keys and `schema_version`, the same
- * envelope the Python Civitas runtime uses, so both can share a bus.
+ * A message in wire form: snake_case keys and `schema_version`, the key
+ * names of the Python Civitas envelope. Not yet interchangeable with it
+ * (Python writes seconds and `ttl`): see docs/messaging.md, "The Python Civitas envelope".
  */
 export interface WireMessage {
   schema_version: number;
