@@ -63,6 +63,7 @@ export type { AgentClasses } from "./runtime/topology.js";
 
 export { InMemoryStateStore } from "./state/in-memory-state-store.js";
 export { StoreClosedError } from "./state/store-closed-error.js";
+export { StoreUnavailableError } from "./state/store-unavailable-error.js";
 export type { StateStore } from "./state/state-store.js";
 
 export { MemoryAuditSink } from "./audit/memory-audit-sink.js";

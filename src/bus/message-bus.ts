@@ -1,5 +1,6 @@
 import type { EventEmitter } from "eventemitter3";
 import { AgentNotFoundError, AskTimeoutError, RuntimeStateError } from "../errors/errors.js";
+import { checkSignal } from "../errors/check-signal.js";
 import { RESOLVED } from "../mailbox/mailbox.js";
 import { isReply, type Message } from "../message/message.js";
 import { isReservedType } from "../message/system-types.js";
@@ -124,6 +125,12 @@ export class MessageBus {
   }
 
   private await<T>(message: Message, timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<T> {
+    try {
+      checkSignal(signal, `ask('${message.recipient}')`);
+    } catch (err) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checkSignal threw, a CivitasError
+      return Promise.reject(err);
+    }
     if (this.closedReason !== undefined) return Promise.reject(this.closedReason);
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     const correlationId = message.correlationId as string;

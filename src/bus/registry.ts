@@ -40,9 +40,17 @@ export class Registry {
     if (agent === undefined) return;
     this.agents.delete(name);
     for (const capability of agent.capabilities) {
-      const list = this.capable.get(capability)?.filter((a) => a !== agent) ?? [];
-      if (list.length === 0) this.capable.delete(capability);
-      else this.capable.set(capability, list);
+      const before = this.capable.get(capability) ?? [];
+      const list = before.filter((a) => a !== agent);
+      if (list.length === 0) {
+        this.capable.delete(capability);
+        this.cursor.delete(capability);
+        continue;
+      }
+      this.capable.set(capability, list);
+      // Keep the turn where it was: the agent after the removed one is still next.
+      const cursor = this.cursor.get(capability);
+      if (cursor !== undefined) this.cursor.set(capability, (before.indexOf(agent) < cursor ? cursor - 1 : cursor) % list.length);
     }
   }
 
@@ -91,7 +99,7 @@ export class Registry {
     for (let step = 0; step < list.length; step++) {
       const agent = list[(start + step) % list.length] as AgentProcess;
       if (!takesMessages(agent)) continue;
-      this.cursor.set(capability, start + step + 1);
+      this.cursor.set(capability, (start + step + 1) % list.length);
       return agent;
     }
     return undefined;

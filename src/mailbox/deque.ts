@@ -37,6 +37,21 @@ export class Deque<T> {
     return this.count === 0 ? undefined : this.buffer[this.head];
   }
 
+  /**
+   * Removes the first occurrence of `item`, closing the gap; returns whether
+   * it was there. O(n): for rare removals from the middle (an aborted wait).
+   */
+  remove(item: T): boolean {
+    const mask = this.buffer.length - 1;
+    let i = 0;
+    while (i < this.count && this.buffer[(this.head + i) & mask] !== item) i++;
+    if (i === this.count) return false;
+    for (; i < this.count - 1; i++) this.buffer[(this.head + i) & mask] = this.buffer[(this.head + i + 1) & mask];
+    this.buffer[(this.head + this.count - 1) & mask] = undefined;
+    this.count--;
+    return true;
+  }
+
   /** Removes every item and returns them front to back. */
   drain(): T[] {
     const items: T[] = [];

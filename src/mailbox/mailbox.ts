@@ -1,4 +1,5 @@
 import { describeValue } from "../errors/civitas-error.js";
+import { checkSignal } from "../errors/check-signal.js";
 import { InvalidArgumentError, MailboxClosedError, ReservedMessageTypeError } from "../errors/errors.js";
 import { isReservedType } from "../message/system-types.js";
 import { isExpired, type Message } from "../message/message.js";
@@ -122,7 +123,14 @@ export class Mailbox {
     }
     this.business = new Lane(checkCapacity("capacity", options.capacity ?? 1000));
     this.priority = new Lane(checkCapacity("priorityCapacity", options.priorityCapacity ?? 100));
-    this.clock = options.clock ?? systemClock;
+    const clock = options.clock ?? systemClock;
+    if (typeof (clock as Partial<Clock> | null)?.now !== "function") {
+      throw new InvalidArgumentError("clock", `Mailbox option clock must have a now() method returning epoch ms, got ${describeValue(clock)}; leave it out for the system clock`);
+    }
+    if (options.onExpired !== undefined && typeof options.onExpired !== "function") {
+      throw new InvalidArgumentError("onExpired", `Mailbox option onExpired must be a function called with each expired message, got ${describeValue(options.onExpired)}`);
+    }
+    this.clock = clock;
     this.onExpired = options.onExpired;
   }
 
@@ -168,8 +176,15 @@ export class Mailbox {
   }
 
   private enqueue(message: Message, options: MailboxWaitOptions | undefined, control: boolean): Promise<void> {
-    if (this.isClosed) return Promise.reject(new MailboxClosedError());
     const signal = options?.signal;
+    if (signal !== undefined) {
+      try {
+        checkSignal(signal, "Mailbox.put");
+      } catch (err) {
+        return rejection(err);
+      }
+    }
+    if (this.isClosed) return Promise.reject(new MailboxClosedError());
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     try {
       if (this.tryOffer(message, control)) return RESOLVED;
@@ -180,8 +195,9 @@ export class Mailbox {
     const lane = this.laneOf(message);
     return new Promise<void>((resolve, reject) => {
       const putter: Putter = { message, resolve, reject, settled: false };
-      if (signal) attachAbort(putter, signal);
-      (lane.putters ??= new Deque<Putter>()).push(putter);
+      const putters = (lane.putters ??= new Deque<Putter>());
+      if (signal) attachAbort(putter, signal, putters);
+      putters.push(putter);
     });
   }
 
@@ -334,7 +350,8 @@ export class Mailbox {
         if (this.isClosed || !this.admitPutter(lane)) return undefined;
         continue;
       }
-      this.admitPutter(lane);
+      // A forced message (a retry, a control) may hold the lane at capacity: a waiting put gets in only when there is room.
+      if (lane.length < lane.capacity) this.admitPutter(lane);
       if (!this.discardIfExpired(message)) return message;
     }
   }
@@ -362,13 +379,18 @@ export class Mailbox {
   }
 
   private discardIfExpired(message: Message): boolean {
-    if (message.ttlMs === undefined || !isExpired(message, this.clock.now())) return false;
+    if (message.ttlMs == null || !isExpired(message, this.clock.now())) return false;
     this.expired++;
     this.onExpired?.(message);
     return true;
   }
 
   private wait(priorityOnly: boolean, signal: AbortSignal | undefined): Promise<Message> {
+    try {
+      checkSignal(signal, priorityOnly ? "Mailbox.getPriority" : "Mailbox.get");
+    } catch (err) {
+      return rejection(err);
+    }
     if (this.isClosed) return Promise.reject(new MailboxClosedError());
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     const waiting = (this.waiting ??= { any: new Deque<Getter>(), priorityOnly: new Deque<Getter>(), seq: 0 });
@@ -378,7 +400,7 @@ export class Mailbox {
     while (queue.peek()?.settled) queue.shift();
     return new Promise<Message>((resolve, reject) => {
       const getter: Getter = { priorityOnly, seq: waiting.seq++, resolve, reject, settled: false };
-      if (signal) attachAbort(getter, signal);
+      if (signal) attachAbort(getter, signal, queue);
       queue.push(getter);
     });
   }
@@ -391,8 +413,17 @@ function rejection<T>(reason: unknown): Promise<T> {
   });
 }
 
-function attachAbort(waiter: Getter | Putter, signal: AbortSignal): void {
-  const onAbort = (): void => settle(waiter, signal.reason);
+/**
+ * Rejects `waiter` with the signal's reason when it aborts, and takes it out
+ * of its queue at once: waits aborted behind a long-lived one must not pile
+ * up (with their messages) until the queue drains.
+ */
+function attachAbort<W extends Getter | Putter>(waiter: W, signal: AbortSignal, queue: Deque<W>): void {
+  const onAbort = (): void => {
+    if (waiter.settled) return;
+    settle(waiter, signal.reason);
+    queue.remove(waiter);
+  };
   signal.addEventListener("abort", onAbort, { once: true });
   waiter.release = () => signal.removeEventListener("abort", onAbort);
 }

@@ -211,12 +211,13 @@ export function checkNonNegative(name: string, value: number | undefined): void 
 
 /** Whether `message` is a reply to an `ask` (it has a `correlationId` and no `replyTo`). */
 export function isReply(message: Message): boolean {
-  return message.correlationId !== undefined && message.replyTo === undefined;
+  // null counts as absent, as on the wire
+  return message.correlationId != null && message.replyTo == null;
 }
 
 /** Whether `message` has outlived its `ttlMs` at time `nowMs`. */
 export function isExpired(message: Message, nowMs: number): boolean {
-  return message.ttlMs !== undefined && nowMs - message.timestamp > message.ttlMs;
+  return message.ttlMs != null && nowMs - message.timestamp > message.ttlMs;
 }
 
 /** A copy of `message` for its next delivery attempt. */

@@ -163,7 +163,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    */
   ask(recipient: string, payload: JsonObject, options?: AskOptions): Promise<Message> {
     try {
-      const timeoutMs = durationMs("timeoutMs", options?.timeoutMs ?? 30_000);
+      const timeoutMs = durationMs("timeoutMs", options?.timeoutMs === undefined ? 30_000 : options.timeoutMs); // null is refused, not defaulted
       const services = this.#runner.requireServices();
       if (options?.failIfSuspended === true && services.registry.get(recipient)?.status === ProcessStatus.SUSPENDED) {
         throw new AgentSuspendedError(recipient);

@@ -1,5 +1,6 @@
 import type { Span } from "@opentelemetry/api";
 import { describeValue } from "../errors/civitas-error.js";
+import { checkSignal } from "../errors/check-signal.js";
 import {
   IllegalTransitionError,
   InvalidArgumentError,
@@ -13,13 +14,14 @@ import {
 import { NOT_PENDING } from "../bus/message-bus.js";
 import { assertJsonObject, findNonJson, isJsonObject, type JsonObject } from "../message/json.js";
 import { checkNonNegative, envelopeProblem, isReply, nextAttempt, type Message } from "../message/message.js";
-import { isReservedType, priorityOf } from "../message/system-types.js";
+import { DEFAULT_MESSAGE_TYPE, isReservedType, priorityOf } from "../message/system-types.js";
 import { Mailbox, RESOLVED, type MailboxConsumer } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../runtime/services.js";
 import type { ChildExit, ChildParent, StopOptions } from "../supervision/child.js";
 import { isDynamicHost, type ChildTerminationReason, type DynamicHost } from "../supervision/dynamic-host.js";
 import { systemClock, type Clock } from "../time/clock.js";
 import { settlesUnlessAbandoned, settlesWithin } from "../time/deadline.js";
+import { checkStoredState } from "../state/state-record.js";
 import { nonNegativeInteger, type ResolvedAgentOptions } from "./agent-options.js";
 import { composeReply, isComposedReply, isMessage, type EnvelopeContext } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
@@ -204,7 +206,9 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
         assertJsonObject(this.agent.state, `initial state of '${this.agent.name}'`);
         this.initialState = JSON.stringify(this.agent.state);
       }
-      const stored = await services.store.get(this.agent.name);
+      // A custom store may hand back what no agent can run on (Infinity, a Date): STATE_SCHEMA, as for a bad record.
+      const fetched = await services.store.get(this.agent.name);
+      const stored = fetched === undefined ? undefined : checkStoredState(this.agent.name, fetched);
       // The same instance restarting knows its pause at least as well as the store does.
       this.suspension.marker ??= stored === undefined ? undefined : readMarker(this.agent.name, stored);
       this.agent.state = (stored ?? JSON.parse(this.initialState)) as JsonObject;
@@ -250,6 +254,9 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
         `'${this.agent.name}' did not finish its message within ${timeoutMs} ms; stopping it anyway (its handle() keeps running, its result will be dropped, and a restarted '${this.agent.name}' handles nothing until it returns)`,
       );
       this.generation++;
+      // The abandoned handler is no longer "the message being handled": reply() from onStop (or from it) must not answer it.
+      this.current = undefined;
+      this.span = undefined;
       this.abandoned = this.loopDone;
       this.loopDone = undefined;
     }
@@ -513,7 +520,12 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   /** Refuses a reserved type, a bad `ttlMs` or a non-JSON payload before any target is chosen. */
   checkOutgoing(payload: JsonObject, options: SendOptions | undefined): void {
-    if (options?.type !== undefined && isReservedType(options.type)) throw new ReservedMessageTypeError(options.type);
+    const type: unknown = options?.type;
+    if (type !== undefined && (typeof type !== "string" || type.length === 0)) {
+      throw new InvalidArgumentError("type", `'${this.agent.name}' tried to send a message of type ${describeValue(type)}; pass a non-empty string, or leave type out for '${DEFAULT_MESSAGE_TYPE}'`);
+    }
+    if (type !== undefined && isReservedType(type)) throw new ReservedMessageTypeError(type);
+    checkSignal(options?.signal, `'${this.agent.name}' sending`);
     checkNonNegative("ttlMs", options?.ttlMs);
     if (!isJsonObject(payload)) assertJsonObject(payload, `payload from '${this.agent.name}'`);
   }
@@ -533,6 +545,13 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
    * running that handler could make room.
    */
   sendToSelf(message: Message, signal: AbortSignal | undefined): Promise<void> {
+    try {
+      checkSignal(signal, `'${this.agent.name}' sending to itself`);
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checkSignal threw, a CivitasError
+      return Promise.reject(error);
+    }
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
     const services = this.requireServices();
     const mailbox = this.mailbox;
     if (this.current === undefined || mailbox.closed) return services.bus.deliver(message, signal);

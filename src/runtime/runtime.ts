@@ -23,6 +23,7 @@ import { systemClock, type Clock } from "../time/clock.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import { Scheduler } from "./scheduler.js";
 import type { AuthorizeResume, RuntimeServices } from "./services.js";
+import { checkRuntimeOptions } from "./check-runtime-options.js";
 import { buildTopology, type AgentClasses } from "./topology.js";
 
 /** Options of a {@link Runtime}. */
@@ -157,6 +158,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     if (typeof options !== "object" || options === null) {
       throw new InvalidArgumentError("options", `new Runtime() needs an options object with a root, got ${describeValue(options)}`);
     }
+    checkRuntimeOptions(options);
     this.root = rootOf(options.root);
     checkTree(this.root);
     this.keepAlive = options.keepAlive ?? true;
@@ -273,7 +275,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    */
   ask(name: string, payload: JsonObject, options?: RuntimeAskOptions): Promise<Message> {
     try {
-      const timeoutMs = options?.timeoutMs ?? 30_000;
+      const timeoutMs: unknown = options?.timeoutMs === undefined ? 30_000 : options.timeoutMs; // null is refused, not defaulted
       if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0) {
         throw new InvalidArgumentError("timeoutMs", `ask('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
       }
@@ -294,6 +296,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    */
   suspend(name: string, reason = "", options: ControlOptions = {}): Promise<void> {
     try {
+      checkOptionsObject(`suspend('${name}')`, options);
       if (typeof reason !== "string") {
         throw new InvalidArgumentError("reason", `suspend('${name}') needs a string reason, got ${describeValue(reason)}`);
       }
@@ -314,6 +317,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    */
   resume(name: string, approver: string, options: ResumeOptions = {}): Promise<void> {
     try {
+      checkOptionsObject(`resume('${name}')`, options);
       assertApprover(name, approver);
       const suspensionId = options.suspensionId;
       if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
@@ -344,11 +348,15 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   /** @internal */
   childExited(child: SupervisedChild, exit: ChildExit): void {
     const error = exit.kind === "crash" && exit.error instanceof Error ? exit.error : new Error(`root '${child.name}' exited: ${exit.kind}`);
+    void this.stop();
     if (exit.kind === "crash") {
       this.services.logger.error(`the root supervisor '${child.name}' gave up; the runtime stops`, { error });
-      this.emit("escalated", error);
+      try {
+        this.emit("escalated", error);
+      } catch (listenerError) {
+        this.services.logger.error("an 'escalated' listener threw", { error: listenerError });
+      }
     }
-    void this.stop();
   }
 
   private async shutdown(): Promise<void> {
@@ -399,7 +407,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
 function checkTree(root: SupervisedChild): void {
   const names = new Map<string, string>();
   const seen = new Set<SupervisedChild>();
-  const visit = (node: SupervisedChild): void => {
+  // A loop, not recursion: a tree built in code may nest deeper than the stack allows.
+  const pending: SupervisedChild[] = [root];
+  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
     const agent = node instanceof AgentProcess;
     const what = agent ? "agent" : "supervisor";
     if (seen.has(node)) {
@@ -415,9 +425,15 @@ function checkTree(root: SupervisedChild): void {
       throw new DuplicateNameError(node.name, `${what} name '${node.name}' is already used in this tree by a ${first}; names of agents and supervisors must be unique`);
     }
     names.set(node.name, what);
-    if (node instanceof Supervisor || node instanceof DynamicSupervisor) for (const child of node.children) visit(child);
-  };
-  visit(root);
+    if (node instanceof Supervisor || node instanceof DynamicSupervisor) pending.push(...[...node.children].reverse());
+  }
+}
+
+/** Refuses options given as anything but an object (`null`, a number) with `INVALID_ARGUMENT`. */
+function checkOptionsObject(call: string, options: unknown): void {
+  if (typeof options !== "object" || options === null) {
+    throw new InvalidArgumentError("options", `${call}: options must be an object (or left out), got ${describeValue(options)}`);
+  }
 }
 
 function rootOf(root: RuntimeOptions["root"]): SupervisedChild {

@@ -1,8 +1,8 @@
-import { parse as parseYaml } from "yaml";
+import { parseDocument } from "yaml";
 import { CivitasError, describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, TopologyError } from "../errors/errors.js";
 import type { AgentProcessOptions } from "../process/agent-options.js";
-import type { AgentProcess } from "../process/agent-process.js";
+import { AgentProcess } from "../process/agent-process.js";
 import type { SupervisedChild } from "../supervision/child.js";
 import { DynamicSupervisor } from "../supervision/dynamic-supervisor.js";
 import { Supervisor } from "../supervision/supervisor.js";
@@ -14,6 +14,8 @@ const SUPERVISOR_KEYS = ["name", "strategy", "maxRestarts", "restartWindowMs", "
 const DYNAMIC_KEYS = ["name", "maxChildren", "maxRestarts", "restartWindowMs", "backoff", "backoffBaseMs", "backoffMaxMs"];
 const AGENT_KEYS = ["name", "type", "options"];
 const NODE_KINDS = ["supervisor", "dynamicSupervisor", "agent"];
+/** How deeply supervisors may nest in a topology: far beyond any real tree, far below the stack limit. */
+const MAX_TOPOLOGY_DEPTH = 100;
 
 /**
  * Builds a supervision tree from a topology: YAML text or the equivalent
@@ -33,18 +35,30 @@ const NODE_KINDS = ["supervisor", "dynamicSupervisor", "agent"];
  * ```
  */
 export function buildTopology(topology: string | object, classes: AgentClasses): SupervisedChild {
-  let description: unknown = topology;
-  if (typeof topology === "string") {
-    try {
-      description = parseYaml(topology);
-    } catch (error) {
-      throw new TopologyError("topology", `is not valid YAML: ${(error as Error).message}`, { cause: error });
-    }
-  }
+  const description = typeof topology === "string" ? parseTopologyText(topology) : topology;
   if (typeof classes !== "object" || classes === null) {
     throw new TopologyError("options.agents", "must map class names to AgentProcess subclasses, e.g. { agents: { Greeter } }");
   }
-  return new TopologyBuilder(classes).node(description, "topology");
+  const builder = new TopologyBuilder(classes);
+  // A top-level agent runs under a supervisor the runtime names "root": the name is taken.
+  if (typeof description === "object" && description !== null && "agent" in description) builder.reserve("root", "the supervisor that wraps a top-level agent");
+  return builder.node(description, "topology", 1);
+}
+
+/**
+ * Parses topology YAML, refusing what the yaml library would only warn
+ * about (an unknown tag such as `!Agent`, silently dropped otherwise) and
+ * keeping its warnings off stderr: what is wrong is in the error.
+ */
+function parseTopologyText(text: string): unknown {
+  try {
+    const document = parseDocument(text, { logLevel: "silent" });
+    const problem = document.errors[0] ?? document.warnings[0];
+    if (problem !== undefined) throw problem;
+    return document.toJS();
+  } catch (error) {
+    throw new TopologyError("topology", `is not valid YAML: ${(error as Error).message}`, { cause: error });
+  }
 }
 
 class TopologyBuilder {
@@ -52,7 +66,13 @@ class TopologyBuilder {
 
   constructor(private readonly classes: AgentClasses) {}
 
-  node(value: unknown, path: string): SupervisedChild {
+  /** Marks `name` as taken by something the topology does not list itself. */
+  reserve(name: string, by: string): void {
+    this.seen.set(name, by);
+  }
+
+  node(value: unknown, path: string, depth: number): SupervisedChild {
+    if (depth > MAX_TOPOLOGY_DEPTH) throw new TopologyError(path, `nests supervisors deeper than ${MAX_TOPOLOGY_DEPTH} levels; flatten the tree`);
     const entry = record(value, path);
     const kinds = Object.keys(entry);
     if (kinds.length !== 1 || !NODE_KINDS.includes(kinds[0] as string)) {
@@ -63,15 +83,16 @@ class TopologyBuilder {
     const body = record(entry[kind], at);
     if (kind === "agent") return this.agent(body, at);
     if (kind === "dynamicSupervisor") return this.dynamic(body, at);
-    return this.supervisor(body, at);
+    return this.supervisor(body, at, depth);
   }
 
-  private supervisor(body: Record<string, unknown>, at: string): Supervisor {
+  private supervisor(body: Record<string, unknown>, at: string, depth: number): Supervisor {
     onlyKeys(body, SUPERVISOR_KEYS, at);
     const name = this.name(body, at);
     const children = body.children ?? [];
     if (!Array.isArray(children)) throw new TopologyError(`${at}.children`, `must be a list, got ${describeValue(children)}`);
-    const built = children.map((child, i) => this.node(child, `${at}.children[${i}]`));
+    // Array.from, not map: a hole in a sparse list is reported at its index instead of skipped.
+    const built = Array.from(children as unknown[], (child, i) => this.node(child, `${at}.children[${i}]`, depth + 1));
     const { children: _children, name: _name, ...options } = body;
     return construct(at, () => new Supervisor(name, { ...(options as object), children: built }), body);
   }
@@ -88,13 +109,23 @@ class TopologyBuilder {
     const name = this.name(body, at);
     const type = body.type;
     if (typeof type !== "string" || type.length === 0) throw new TopologyError(`${at}.type`, `must name an agent class, got ${describeValue(type)}`);
-    const Class = Object.hasOwn(this.classes, type) ? this.classes[type] : undefined;
-    if (typeof Class !== "function") {
+    if (!Object.hasOwn(this.classes, type)) {
       const known = Object.keys(this.classes);
       throw new TopologyError(`${at}.type`, `unknown agent class '${type}'; known: ${known.length > 0 ? known.join(", ") : "none"} — add it to { agents: { ${type} } }`);
     }
+    const Class = this.classes[type];
+    if (typeof Class !== "function") {
+      throw new TopologyError(`options.agents.${type}`, `must be an AgentProcess subclass, got ${describeValue(Class)}`);
+    }
     const options = body.options === undefined ? {} : record(body.options, `${at}.options`);
-    return construct(at, () => new Class(name, options), body, options);
+    const agent: unknown = construct(at, () => new Class(name, options), body, options);
+    if (!(agent instanceof AgentProcess)) {
+      throw new TopologyError(`${at}.type`, `'${type}' does not build an AgentProcess (got ${describeValue(agent)}); register a class that extends AgentProcess under { agents: { ${type} } }`);
+    }
+    if (agent.name !== name) {
+      throw new TopologyError(`${at}.type`, `'${type}' built an agent named '${agent.name}' instead of '${name}'; pass the name its constructor gets on to super(name, options)`);
+    }
+    return agent as AgentProcess;
   }
 
   private name(body: Record<string, unknown>, at: string): string {

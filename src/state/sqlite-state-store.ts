@@ -1,11 +1,12 @@
 import Database from "better-sqlite3";
-import { describeValue } from "../errors/civitas-error.js";
+import { CivitasError, describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
 import { isoTime, systemClock, type Clock } from "../time/clock.js";
 import { assertStateName, decodeState, encodeState, STATE_RECORD_VERSION } from "./state-record.js";
 import type { StateStore } from "./state-store.js";
 import { StoreClosedError } from "./store-closed-error.js";
+import { StoreUnavailableError } from "./store-unavailable-error.js";
 
 /** Options of {@link SqliteStateStore}. */
 export interface SqliteStateStoreOptions {
@@ -21,7 +22,29 @@ export interface SqliteStateStoreOptions {
    * @defaultValue the system clock
    */
   clock?: Clock;
+  /**
+   * How long a call waits for another connection (another process on the
+   * same file) to release the database's write lock before it rejects with
+   * `STORE_BUSY`. A whole number of milliseconds.
+   * @defaultValue 5000
+   */
+  busyTimeoutMs?: number;
 }
+
+interface ColumnInfo {
+  name: string;
+  type: string;
+  notnull: number;
+  pk: number;
+}
+
+/** The columns of the records table: declared type, `NOT NULL`, and whether it is the primary key. */
+const COLUMNS: Record<string, { type: string; notNull: boolean; pk: boolean }> = {
+  name: { type: "TEXT", notNull: false, pk: true },
+  version: { type: "INTEGER", notNull: true, pk: false },
+  state: { type: "TEXT", notNull: true, pk: false },
+  updated_at: { type: "TEXT", notNull: true, pk: false },
+};
 
 interface RecordRow {
   version: unknown;
@@ -29,6 +52,8 @@ interface RecordRow {
 }
 
 const DEFAULT_TABLE = "civitas_state";
+const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 const SQL_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 /**
@@ -77,6 +102,7 @@ export class SqliteStateStore implements StateStore {
 
   private readonly db: Database.Database;
   private readonly clock: Clock;
+  private readonly busyTimeoutMs: number;
   private readonly selectOne: Database.Statement<[string], RecordRow>;
   private readonly upsert: Database.Statement<[string, number, string, string]>;
   private readonly deleteOne: Database.Statement<[string]>;
@@ -84,12 +110,18 @@ export class SqliteStateStore implements StateStore {
   private closed = false;
 
   /**
-   * Opens (creating if needed) the database at `path` and its table.
+   * Opens (creating if needed) the database at `path` and its table. An
+   * existing table must have the documented columns; it is checked before
+   * the file is changed in any way (such as being switched to WAL).
    *
    * @param path - the SQLite file; its directory must exist. `":memory:"` and
    *   other non-file databases are refused: use `InMemoryStateStore` instead.
-   * @throws {@link InvalidArgumentError} (`INVALID_ARGUMENT`) for a bad `path`
-   *   or `table`; the better-sqlite3 error when the file cannot be opened.
+   * @throws {@link InvalidArgumentError} (`INVALID_ARGUMENT`) for a bad `path`,
+   *   `options`, `table`, `clock` or `busyTimeoutMs`.
+   * @throws {@link StoreUnavailableError} (`STORE_UNAVAILABLE`) when the file
+   *   cannot be opened (a directory, a missing directory, not an SQLite
+   *   database) or its table has another shape; `STORE_BUSY` when another
+   *   connection holds the write lock past `busyTimeoutMs`.
    */
   constructor(path: string, options: SqliteStateStoreOptions = {}) {
     if (typeof path !== "string" || path.length === 0 || path === ":memory:") {
@@ -98,6 +130,9 @@ export class SqliteStateStore implements StateStore {
         `new SqliteStateStore(path) needs the path of a database file, got ${describeValue(path)}; for a store that need not survive the process use InMemoryStateStore`,
       );
     }
+    if (typeof options !== "object" || options === null) {
+      throw new InvalidArgumentError("options", `new SqliteStateStore(path, options) takes an options object (or nothing), got ${describeValue(options)}`);
+    }
     const table = options.table === undefined ? DEFAULT_TABLE : options.table;
     if (typeof table !== "string" || !SQL_IDENTIFIER.test(table) || table.toLowerCase().startsWith("sqlite_")) {
       throw new InvalidArgumentError(
@@ -105,12 +140,28 @@ export class SqliteStateStore implements StateStore {
         `SqliteStateStore option table must be a plain SQL identifier (letters, digits and _, not starting with a digit or 'sqlite_', at most 128 characters), got ${describeValue(table)}`,
       );
     }
+    const clock = options.clock ?? systemClock;
+    if (typeof (clock as Partial<Clock> | null)?.now !== "function") {
+      throw new InvalidArgumentError("clock", `SqliteStateStore option clock must have a now() method returning epoch ms, got ${describeValue(clock)}; leave it out for the system clock`);
+    }
+    const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+    if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0 || busyTimeoutMs > MAX_TIMEOUT_MS) {
+      throw new InvalidArgumentError("busyTimeoutMs", `SqliteStateStore option busyTimeoutMs must be a whole number of milliseconds from 0 to ${MAX_TIMEOUT_MS}, got ${describeValue(busyTimeoutMs)}`);
+    }
     this.path = path;
     this.table = table;
-    this.clock = options.clock ?? systemClock;
+    this.clock = clock;
+    this.busyTimeoutMs = busyTimeoutMs;
 
-    const db = new Database(path);
+    let db: Database.Database;
     try {
+      db = new Database(path, { timeout: busyTimeoutMs });
+    } catch (err) {
+      throw this.failure("opening the database", err);
+    }
+    try {
+      const quoted = `"${table}"`;
+      this.checkTable(db.prepare<[], ColumnInfo>(`PRAGMA table_info(${quoted})`).all());
       const mode = db.pragma("journal_mode = WAL", { simple: true });
       if (typeof mode !== "string" || mode.toLowerCase() !== "wal") {
         throw new InvalidArgumentError(
@@ -119,7 +170,6 @@ export class SqliteStateStore implements StateStore {
         );
       }
       db.pragma("synchronous = FULL");
-      const quoted = `"${table}"`;
       db.exec(
         `CREATE TABLE IF NOT EXISTS ${quoted} (
           name TEXT PRIMARY KEY,
@@ -137,7 +187,7 @@ export class SqliteStateStore implements StateStore {
       this.selectNames = db.prepare<[], string>(`SELECT name FROM ${quoted}`).pluck();
     } catch (err) {
       db.close();
-      throw err;
+      throw err instanceof CivitasError ? err : this.failure("opening the database", err);
     }
     this.db = db;
   }
@@ -145,45 +195,50 @@ export class SqliteStateStore implements StateStore {
   /**
    * The state last set for `name`, decoded afresh, or `undefined`.
    * @throws (rejects) `STATE_SCHEMA` ({@link StateSchemaError}) when the stored record has an
-   *   unknown version or is not a JSON object — the row is left as it is;
-   *   `INVALID_ARGUMENT` for a bad name; `STORE_CLOSED` after `close()`.
+   *   unknown version or is not a plain JSON object — the row is left as it is;
+   *   `INVALID_ARGUMENT` for a bad name; `STORE_CLOSED` after `close()`;
+   *   `STORE_BUSY` / `STORE_UNAVAILABLE` ({@link StoreUnavailableError}) when SQLite fails.
    */
   async get(name: string): Promise<JsonObject | undefined> {
     this.assertOpen();
     assertStateName(name);
-    const row = this.selectOne.get(name);
+    const row = this.sqlite("reading", () => this.selectOne.get(name));
     return row === undefined ? undefined : decodeState(name, row.version, row.state);
   }
 
   /**
    * Replaces the state of `name` in one atomic, fsync'ed statement.
    * @throws (rejects) `PAYLOAD_NOT_SERIALIZABLE` when `state` is not plain JSON (nothing is written),
-   *   `INVALID_ARGUMENT` for a bad name, `STORE_CLOSED` after `close()`.
+   *   `INVALID_ARGUMENT` for a bad name, `STORE_CLOSED` after `close()`;
+   *   `STORE_BUSY` when another connection holds the write lock past `busyTimeoutMs`, and
+   *   `STORE_UNAVAILABLE` for any other SQLite failure (the record is then as it was).
    */
   async set(name: string, state: JsonObject): Promise<void> {
     this.assertOpen();
     assertStateName(name);
     const text = encodeState(name, state);
-    this.upsert.run(name, STATE_RECORD_VERSION, text, isoTime(this.clock.now()));
+    const updatedAt = isoTime(this.clock.now());
+    this.sqlite("writing", () => this.upsert.run(name, STATE_RECORD_VERSION, text, updatedAt));
   }
 
   /**
    * Removes the state of `name`; a no-op when there is none.
-   * @throws (rejects) `INVALID_ARGUMENT` for a bad name, `STORE_CLOSED` after `close()`.
+   * @throws (rejects) `INVALID_ARGUMENT` for a bad name, `STORE_CLOSED` after `close()`,
+   *   `STORE_BUSY` / `STORE_UNAVAILABLE` when SQLite fails.
    */
   async delete(name: string): Promise<void> {
     this.assertOpen();
     assertStateName(name);
-    this.deleteOne.run(name);
+    this.sqlite("deleting", () => this.deleteOne.run(name));
   }
 
   /**
    * Names that have state, sorted by UTF-16 code unit (JavaScript's default sort).
-   * @throws (rejects) `STORE_CLOSED` after `close()`.
+   * @throws (rejects) `STORE_CLOSED` after `close()`, `STORE_BUSY` / `STORE_UNAVAILABLE` when SQLite fails.
    */
   async list(): Promise<string[]> {
     this.assertOpen();
-    return this.selectNames.all().sort();
+    return this.sqlite("listing", () => this.selectNames.all()).sort();
   }
 
   /** Closes the database connection; later calls reject with `STORE_CLOSED`. Idempotent. */
@@ -191,6 +246,58 @@ export class SqliteStateStore implements StateStore {
     if (this.closed) return;
     this.closed = true;
     this.db.close();
+  }
+
+  /** Runs one better-sqlite3 call, turning its errors into {@link StoreUnavailableError}s. */
+  private sqlite<T>(doing: string, call: () => T): T {
+    try {
+      return call();
+    } catch (err) {
+      throw this.failure(doing, err);
+    }
+  }
+
+  private failure(doing: string, err: unknown): StoreUnavailableError {
+    const store = `SqliteStateStore('${this.path}')`;
+    const code = (err as { code?: unknown } | null)?.code;
+    if (typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"))) {
+      return new StoreUnavailableError(
+        "STORE_BUSY",
+        store,
+        `${store}: ${doing} waited ${this.busyTimeoutMs} ms for another connection to release the database lock; retry later, or raise busyTimeoutMs`,
+        { cause: err },
+      );
+    }
+    const why = err instanceof Error ? err.message : describeValue(err);
+    return new StoreUnavailableError(
+      "STORE_UNAVAILABLE",
+      store,
+      `${store}: ${doing} failed: ${why}; pass the path of an SQLite database file (or a new file) in an existing, writable directory, whose table '${this.table}' was made by SqliteStateStore`,
+      { cause: err },
+    );
+  }
+
+  /** Refuses an existing table whose columns are not the ones this store reads and writes (no columns: the table is still to be created). */
+  private checkTable(columns: readonly ColumnInfo[]): void {
+    if (columns.length === 0) return;
+    const problems: string[] = [];
+    for (const [name, want] of Object.entries(COLUMNS)) {
+      const column = columns.find((c) => c.name === name);
+      if (column === undefined) problems.push(`no column '${name}'`);
+      else if (column.type.toUpperCase() !== want.type) problems.push(`column '${name}' is ${column.type || "untyped"}, not ${want.type}`);
+      else if (want.notNull && column.notnull === 0) problems.push(`column '${name}' allows NULL`);
+      else if ((column.pk === 1) !== want.pk) problems.push(want.pk ? `'${name}' is not the primary key` : `column '${name}' is part of the primary key`);
+    }
+    for (const column of columns) if (!(column.name in COLUMNS)) problems.push(`an extra column '${column.name}'`);
+    if (columns.filter((c) => c.pk > 0).length > 1) problems.push("a primary key of several columns");
+    if (problems.length > 0) {
+      const store = `SqliteStateStore('${this.path}')`;
+      throw new StoreUnavailableError(
+        "STORE_UNAVAILABLE",
+        store,
+        `${store}: the existing table '${this.table}' has ${problems.join(", ")}; it needs (name TEXT PRIMARY KEY, version INTEGER NOT NULL, state TEXT NOT NULL, updated_at TEXT NOT NULL). Pass another table option, or migrate the table. The file was not changed`,
+      );
+    }
   }
 
   private assertOpen(): void {

@@ -1,6 +1,6 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, StateSchemaError } from "../errors/errors.js";
-import { assertJsonObject, type JsonObject } from "../message/json.js";
+import { assertJsonObject, findNonJson, isJsonObject, shortPath, type JsonObject } from "../message/json.js";
 
 /** The schema version of stored state records this library writes and reads. */
 export const STATE_RECORD_VERSION = 1;
@@ -33,10 +33,25 @@ export function decodeState(name: string, version: unknown, text: unknown): Json
       cause: err,
     });
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-    throw new StateSchemaError(name, `stored state of '${name}' is not a JSON object; restore it from a backup or delete it`);
+  return checkStoredState(name, parsed);
+}
+
+/**
+ * `state` as read from a store, refused with `STATE_SCHEMA` unless it is a
+ * plain JSON object an agent can run on and checkpoint again (finite
+ * numbers, nested at most `MAX_JSON_DEPTH` levels).
+ * @throws {@link StateSchemaError} naming where the record goes wrong.
+ */
+export function checkStoredState(name: string, state: unknown): JsonObject {
+  if (isJsonObject(state)) return state;
+  if (typeof state !== "object" || state === null || Array.isArray(state)) {
+    throw new StateSchemaError(name, `stored state of '${name}' is not a JSON object, got ${describeValue(state)}; restore it from a backup or delete it`);
   }
-  return parsed as JsonObject;
+  const bad = findNonJson(state, "$");
+  if (bad !== undefined) {
+    throw new StateSchemaError(name, `stored state of '${name}' is not plain JSON at ${shortPath(bad[0])}: ${bad[1]}; restore it from a backup or delete it`);
+  }
+  return state as JsonObject;
 }
 
 const LONE_SURROGATE = /\p{Cs}/u;

@@ -66,10 +66,24 @@ describe("Deque", () => {
     expect(deque.drain()).toEqual([7]);
   });
 
+  it("removes an item from the middle of a wrapped buffer, keeping the others in order", () => {
+    const deque = new Deque<number>();
+    for (const n of [1, 2, 3]) deque.push(n);
+    deque.shift();
+    deque.shift();
+    for (const n of [4, 5, 6]) deque.push(n); // wrapped: 3 4 5 6 with the head at index 2
+    expect(deque.remove(5)).toBe(true);
+    expect(deque.remove(42)).toBe(false);
+    expect(deque.length).toBe(3);
+    deque.push(7);
+    expect(deque.drain()).toEqual([3, 4, 6, 7]);
+  });
+
   it("behaves like an array used as a queue (property)", () => {
-    type Op = { op: "push"; value: number } | { op: "shift" } | { op: "peek" } | { op: "drain" };
+    type Op = { op: "push"; value: number } | { op: "shift" } | { op: "peek" } | { op: "drain" } | { op: "remove"; value: number };
     const opArb: fc.Arbitrary<Op> = fc.oneof(
-      { weight: 5, arbitrary: fc.integer().map((value): Op => ({ op: "push", value })) },
+      { weight: 5, arbitrary: fc.integer({ min: 0, max: 20 }).map((value): Op => ({ op: "push", value })) },
+      { weight: 2, arbitrary: fc.integer({ min: 0, max: 20 }).map((value): Op => ({ op: "remove", value })) },
       { weight: 3, arbitrary: fc.constant<Op>({ op: "shift" }) },
       { weight: 1, arbitrary: fc.constant<Op>({ op: "peek" }) },
       { weight: 1, arbitrary: fc.constant<Op>({ op: "drain" }) },
@@ -93,6 +107,12 @@ describe("Deque", () => {
             case "drain":
               expect(deque.drain()).toEqual(model.splice(0));
               break;
+            case "remove": {
+              const index = model.indexOf(op.value);
+              expect(deque.remove(op.value)).toBe(index >= 0);
+              if (index >= 0) model.splice(index, 1);
+              break;
+            }
           }
           expect(deque.length).toBe(model.length);
         }

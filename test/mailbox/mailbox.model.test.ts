@@ -90,11 +90,14 @@ function modelDeliver(m: Model, lane: Lane, msg: string): void {
   m.queues[lane].push(msg);
 }
 
-/** Takes the head of `lane`; a put waiting for room on that lane moves in behind. */
+/**
+ * Takes the head of `lane`; a put waiting for room on that lane moves in
+ * behind, if that leaves room (forced messages can hold a lane at or over capacity).
+ */
 function modelTake(m: Model, lane: Lane): string | undefined {
   const msg = m.queues[lane].shift();
   if (msg === undefined) return undefined;
-  const putter = m.putters[lane].shift();
+  const putter = m.queues[lane].length < capacityOf(m, lane) ? m.putters[lane].shift() : undefined;
   if (putter) {
     m.queues[lane].push(putter.msg);
     m.expected.set(putter.op, { state: "resolved", value: undefined });

@@ -352,14 +352,18 @@ describe("AgentProcess state", () => {
 
   it("refuses a stored record of an unknown version before the agent runs (STATE_SCHEMA)", async () => {
     let started = false;
-    const store = new InMemoryStateStore();
-    const broken = { ...store, durable: false, get: () => Promise.reject(Object.assign(new Error("x"), { code: "STATE_SCHEMA" })) };
+    class Broken extends InMemoryStateStore {
+      override get(): Promise<undefined> {
+        return Promise.reject(Object.assign(new Error("x"), { code: "STATE_SCHEMA" }));
+      }
+    }
+    const broken = new Broken();
     class Never extends AgentProcess {
       override async onStart(): Promise<void> {
         started = true;
       }
     }
-    const rt = runtime([new Never("n")], { store: broken as unknown as InMemoryStateStore });
+    const rt = runtime([new Never("n")], { store: broken });
     await expect(rt.start()).rejects.toMatchObject({ code: "START_FAILED", cause: { code: "STATE_SCHEMA" } });
     expect(started).toBe(false);
   });

@@ -1,0 +1,46 @@
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidArgumentError } from "../errors/errors.js";
+import type { RuntimeOptions } from "./runtime.js";
+
+const STORE_METHODS = ["get", "set", "delete", "list", "close"] as const;
+const LOGGER_METHODS = ["debug", "info", "warn", "error"] as const;
+
+/**
+ * Refuses, with `INVALID_ARGUMENT` naming the option, a runtime option that
+ * is given but cannot be what it says (a store without `set`, a clock
+ * without `now`), before the runtime touches any agent: a mistake fails at
+ * `new Runtime()`, not as a `TypeError` in the middle of a start.
+ * @internal
+ */
+export function checkRuntimeOptions(options: RuntimeOptions): void {
+  const { store, clock, logger, auditSink, tracerProvider, signerId, keepAlive, authorizeResume } = options;
+  if (store !== undefined) {
+    const missing = STORE_METHODS.filter((method) => typeof (store as unknown as Record<string, unknown> | null)?.[method] !== "function");
+    if (missing.length > 0 || typeof store.durable !== "boolean") {
+      throw new InvalidArgumentError(
+        "store",
+        `Runtime option store must implement StateStore (durable: boolean; get, set, delete, list, close), got ${describeValue(store)}${missing.length > 0 ? ` without ${missing.join(", ")}` : " without a boolean durable"}; use InMemoryStateStore, SqliteStateStore from civitas-ts/sqlite, or your own implementation`,
+      );
+    }
+  }
+  if (clock !== undefined) requireMethods("clock", clock, ["now"], "a Clock (now() returning epoch ms), e.g. TestClock from civitas-ts/testing");
+  if (logger !== undefined) requireMethods("logger", logger, LOGGER_METHODS, "a Logger (debug, info, warn, error), e.g. silentLogger");
+  if (auditSink !== undefined) requireMethods("auditSink", auditSink, ["emit"], "an AuditSink (emit(event)), e.g. MemoryAuditSink");
+  if (tracerProvider !== undefined) requireMethods("tracerProvider", tracerProvider, ["getTracer"], "an OpenTelemetry TracerProvider");
+  if (signerId !== undefined && (typeof signerId !== "string" || signerId.length === 0)) {
+    throw new InvalidArgumentError("signerId", `Runtime option signerId must be a non-empty string naming this runtime in audit events, got ${describeValue(signerId)}`);
+  }
+  if (keepAlive !== undefined && typeof keepAlive !== "boolean") {
+    throw new InvalidArgumentError("keepAlive", `Runtime option keepAlive must be true or false, got ${describeValue(keepAlive)}`);
+  }
+  if (authorizeResume !== undefined && typeof authorizeResume !== "function") {
+    throw new InvalidArgumentError("authorizeResume", `Runtime option authorizeResume must be a function deciding each resume, got ${describeValue(authorizeResume)}`);
+  }
+}
+
+function requireMethods(option: string, value: unknown, methods: readonly string[], what: string): void {
+  const missing = methods.filter((method) => typeof (value as Record<string, unknown> | null)?.[method] !== "function");
+  if (missing.length > 0) {
+    throw new InvalidArgumentError(option, `Runtime option ${option} must be ${what}, got ${describeValue(value)} without ${missing.join(", ")}`);
+  }
+}
