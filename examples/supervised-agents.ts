@@ -99,20 +99,6 @@ function say(line: string): void {
   console.log(line);
 }
 
-/**
- * The runtime's own timers (restart backoff, ask timeouts) are unref()ed and
- * do not keep Node alive. A server has its listening socket for that; this
- * script holds a timer while it waits for a restart.
- */
-async function keepAlive<T>(promise: Promise<T>): Promise<T> {
-  const timer = setInterval(() => undefined, 1000);
-  try {
-    return await promise;
-  } finally {
-    clearInterval(timer);
-  }
-}
-
 function buildRuntime(store: SqliteStateStore, audit: MemoryAuditSink): { runtime: Runtime; workers: DynamicSupervisor } {
   const workers = new DynamicSupervisor("workers", { maxChildren: 4 });
   const root = new Supervisor("root", {
@@ -170,7 +156,7 @@ try {
     await crashed;
     const crashedAt = Date.now();
     say("  flaky crashed: cannot digest a poison job");
-    await keepAlive(running);
+    await running; // the runtime keeps Node alive from start() until stop() (keepAlive)
     say(`  root restarted flaky after ${Date.now() - crashedAt} ms of backoff (EXPONENTIAL from 50 ms: 50, then 100)`);
   }
 

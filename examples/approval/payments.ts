@@ -64,9 +64,10 @@ export class Payments extends AgentProcess<PaymentsState> {
       return this.reply({ status: "paid" });
     }
     // Checkpoint-and-return: the approval may take days; handle() does not wait for it.
+    // suspend() first: the checkpoint after it stores the pending payment and the pause in one write.
     this.state.pending = payment;
-    await this.checkpoint();
     this.suspend(`approve payment ${payment.invoice}: ${money(payment.cents)} to ${payment.payee}`);
+    await this.checkpoint();
     return this.reply({ status: "awaiting-approval" });
   }
 

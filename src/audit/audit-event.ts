@@ -20,5 +20,6 @@ export interface AuditEvent {
  * The runtime never closes a sink it was given.
  */
 export interface AuditSink {
+  /** Records `event`; the runtime waits for a returned promise where a receipt must exist before the effect (a resume). Rejecting means "not recorded". */
   emit(event: AuditEvent): void | Promise<void>;
 }

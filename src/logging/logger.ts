@@ -3,9 +3,13 @@ export type LogFields = Record<string, unknown>;
 
 /** Where the runtime reports what nobody else can observe. Replace it with the `logger` option. */
 export interface Logger {
+  /** Detail for debugging; the default logger drops it. */
   debug(message: string, fields?: LogFields): void;
+  /** Something worth knowing that needs no action; the default logger drops it. */
   info(message: string, fields?: LogFields): void;
+  /** Something went wrong and was handled (a dropped late reply, a hook that overran). */
   warn(message: string, fields?: LogFields): void;
+  /** Something failed that someone should look at (a crash, a sink that cannot record). */
   error(message: string, fields?: LogFields): void;
 }
 

@@ -48,20 +48,35 @@ export interface Message<P extends JsonObject = JsonObject> {
 
 /** What {@link createMessage} needs; everything else gets a default. */
 export interface MessageInit<P extends JsonObject = JsonObject> {
+  /** Name of the sending agent. */
   sender: string;
+  /** Name of the agent it is addressed to. */
   recipient: string;
+  /** A plain JSON object. */
   payload: P;
+  /** @defaultValue `"message"` */
   type?: string | undefined;
+  /** Pairs a request with its reply. */
   correlationId?: string | undefined;
+  /** Where the reply to this request goes. */
   replyTo?: string | undefined;
+  /** Epoch milliseconds. @defaultValue now */
   timestamp?: number | undefined;
+  /** @defaultValue a new random trace id */
   traceId?: string | undefined;
+  /** @defaultValue a new random span id */
   spanId?: string | undefined;
+  /** The sending span's parent, when known. */
   parentSpanId?: string | undefined;
+  /** W3C trace flags of the sending span (1 = sampled); leave out when there is no such span. */
   traceFlags?: number | undefined;
+  /** @defaultValue 0 */
   attempt?: number | undefined;
+  /** @defaultValue what the type implies: 1 for `_agency.*` control and `civitas.eval.halt`, else 0 */
   priority?: number | undefined;
+  /** Discard at dequeue once older than this. */
   ttlMs?: number | undefined;
+  /** @defaultValue a new UUIDv7 carrying `timestamp` */
   id?: string | undefined;
 }
 

@@ -12,22 +12,37 @@ export const WIRE_SCHEMA_VERSION = 1;
  * (Python writes seconds and `ttl`): see docs/messaging.md, "The Python Civitas envelope".
  */
 export interface WireMessage {
+  /** Always {@link WIRE_SCHEMA_VERSION}; a reader refuses any other. */
   schema_version: number;
+  /** `Message.id`. */
   id: string;
+  /** `Message.type`. */
   type: string;
+  /** `Message.sender`. */
   sender: string;
+  /** `Message.recipient`. */
   recipient: string;
+  /** `Message.correlationId`, or `null`. */
   correlation_id: string | null;
+  /** `Message.replyTo`, or `null`. */
   reply_to: string | null;
+  /** `Message.payload`. */
   payload: JsonObject;
+  /** `Message.timestamp`, epoch milliseconds. */
   timestamp: number;
+  /** `Message.traceId`. */
   trace_id: string;
+  /** `Message.spanId`. */
   span_id: string;
+  /** `Message.parentSpanId`, or `null`. */
   parent_span_id: string | null;
   /** W3C trace flags of the sending span; absent when the ids were minted outside any span. */
   trace_flags?: number;
+  /** `Message.attempt`. */
   attempt: number;
+  /** `Message.priority`. */
   priority: number;
+  /** `Message.ttlMs`; absent without a TTL. */
   ttl_ms?: number;
 }
 

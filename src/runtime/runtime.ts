@@ -82,9 +82,13 @@ export interface ResumeOptions extends ControlOptions {
 
 /** One suspended agent, as {@link Runtime.listSuspended} reports it. */
 export interface SuspendedAgent {
+  /** The agent's name. */
   readonly name: string;
+  /** Why it was suspended (the latest reason, when suspended again). */
   readonly reason: string;
+  /** When the pause began, ISO-8601 UTC with milliseconds. */
   readonly since: string;
+  /** Names this pause; pass it to `resume` so an approval cannot settle a later pause. */
   readonly suspensionId: string;
 }
 
