@@ -296,12 +296,19 @@ export const suspend: Benchmark = {
         await runtime.suspend("sink", "flood");
         const counts = { wakeups: 0, polls: 0, priorityPolls: 0 };
         const agent: AgentProcessType = sink;
-        const mailboxReady = agent.mailboxReady.bind(agent);
-        agent.mailboxReady = (): void => {
-          counts.wakeups++;
-          mailboxReady();
-        };
         const mailbox = agent.mailbox;
+        // Count the loop's wake-ups: wrap whatever consumer parks on the mailbox, starting with the one parked now.
+        type Consumer = Parameters<typeof mailbox.park>[0];
+        const counting = (consumer: Consumer): Consumer => ({
+          mailboxReady: (): void => {
+            counts.wakeups++;
+            consumer.mailboxReady();
+          },
+        });
+        const park = mailbox.park.bind(mailbox);
+        mailbox.park = (consumer, priorityOnly): void => park(counting(consumer), priorityOnly);
+        const parked = (mailbox as unknown as { consumer?: Consumer }).consumer;
+        if (parked !== undefined) mailbox.park(parked, true);
         const poll = mailbox.poll.bind(mailbox);
         const pollPriority = mailbox.pollPriority.bind(mailbox);
         mailbox.poll = (): Message | undefined => {

@@ -50,7 +50,7 @@ export type { RestartStrategy, SupervisorOptions } from "./supervision/superviso
 export { DynamicSupervisor } from "./supervision/dynamic-supervisor.js";
 export type { DynamicSupervisorOptions } from "./supervision/dynamic-supervisor.js";
 export type { AgentFactory, ChildTerminationReason, SpawnOptions } from "./supervision/dynamic-host.js";
-export type { StopOptions } from "./supervision/child.js";
+export type { StopOptions, SupervisedChild } from "./supervision/child.js";
 export type { RestartOptions } from "./supervision/supervision-options.js";
 export { backoffDelay } from "./supervision/backoff.js";
 export type { BackoffPolicy } from "./supervision/backoff.js";

@@ -4,9 +4,9 @@ import { assertValidName } from "../bus/registry.js";
 import { uuidv7 } from "../message/ids.js";
 import type { JsonObject } from "../message/json.js";
 import type { Message } from "../message/message.js";
-import type { Mailbox, MailboxConsumer } from "../mailbox/mailbox.js";
+import type { Mailbox } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../runtime/services.js";
-import type { ChildParent, StopOptions, SupervisedChild } from "../supervision/child.js";
+import { attachChild, closeChild, detachChild, startChild, stopChild, type ChildParent, type StopOptions, type SupervisedChild } from "../supervision/child.js";
 import type { AgentFactory, ChildTerminationReason } from "../supervision/dynamic-host.js";
 import { durationMs, resolveAgentOptions, type AgentProcessOptions } from "./agent-options.js";
 import { composeOutgoing, composeReply } from "./envelope.js";
@@ -38,6 +38,9 @@ export interface AskOptions extends SendOptions {
 
 
 
+/** Key of an agent's "forget your suspension" hook, used by a `DynamicSupervisor` removing it. @internal */
+export const clearSuspension: unique symbol = Symbol("civitas.clearSuspension");
+
 /**
  * An agent: a named process with a mailbox, lifecycle hooks and a
  * checkpointed `state`. Subclass it and override the hooks you need; the
@@ -55,7 +58,7 @@ export interface AskOptions extends SendOptions {
  * }
  * ```
  */
-export class AgentProcess<S extends JsonObject = JsonObject> implements SupervisedChild, MailboxConsumer {
+export class AgentProcess<S extends JsonObject = JsonObject> implements SupervisedChild {
   /** The agent's unique name within its runtime. */
   readonly name: string;
   /** A UUIDv7 that identifies this instance. */
@@ -269,27 +272,27 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   }
 
   /** @internal */
-  attach(parent: ChildParent, services: RuntimeServices): void {
+  [attachChild](parent: ChildParent, services: RuntimeServices): void {
     this.#runner.attach(parent, services);
   }
 
   /** @internal */
-  detach(): void {
+  [detachChild](): void {
     this.#runner.detach();
   }
 
   /** @internal */
-  close(): void {
+  [closeChild](): void {
     this.#runner.close();
   }
 
   /** @internal */
-  startChild(): Promise<void> {
+  [startChild](): Promise<void> {
     return this.#runner.startChild();
   }
 
   /** @internal */
-  stopChild(options?: StopOptions): Promise<void> {
+  [stopChild](options?: StopOptions): Promise<void> {
     return this.#runner.stopChild(options);
   }
 
@@ -298,12 +301,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * of the same name does not come back paused.
    * @internal
    */
-  clearSuspension(): Promise<void> {
+  [clearSuspension](): Promise<void> {
     return this.#runner.suspension.clearSuspension();
-  }
-
-  /** @internal Called by the mailbox when a message lands while the loop is parked. */
-  mailboxReady(): void {
-    this.#runner.mailboxReady();
   }
 }

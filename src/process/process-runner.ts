@@ -328,7 +328,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
             message = priorityOnly ? mailbox.pollPriority() : mailbox.poll();
             if (message === undefined) {
               this.driving = false;
-              mailbox.park(this.agent, priorityOnly);
+              mailbox.park(this, priorityOnly);
               return;
             }
             break;
@@ -628,7 +628,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   }
 
   /** Whether the agent's class overrides `hook` of the base class (whose hooks are no-ops). */
-  private overrides(hook: keyof AgentProcess): boolean {
+  private overrides(hook: keyof AgentProcess & string): boolean {
     return (this.agent as unknown as Record<string, unknown>)[hook] !== (rootPrototype(this.agent) as Record<string, unknown>)[hook];
   }
 

@@ -16,7 +16,7 @@ import { ProcessStatus } from "../process/process-status.js";
 import { assertApprover } from "../process/suspension.js";
 import { InMemoryStateStore } from "../state/in-memory-state-store.js";
 import type { StateStore } from "../state/state-store.js";
-import type { ChildExit, ChildParent, SupervisedChild } from "../supervision/child.js";
+import { attachChild, closeChild, startChild, stopChild, type ChildExit, type ChildParent, type SupervisedChild } from "../supervision/child.js";
 import { DynamicSupervisor } from "../supervision/dynamic-supervisor.js";
 import { Supervisor } from "../supervision/supervisor.js";
 import { systemClock, type Clock } from "../time/clock.js";
@@ -142,6 +142,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   /** Where messages sent from outside the tree are composed: sender `_runtime`; `span` is set to the caller's active span when tracing. */
   private readonly outside: { -readonly [K in keyof EnvelopeContext]: EnvelopeContext[K] };
   private starting: Promise<void> | undefined;
+  /** Set when `start()` failed: the tree was stopped again and takes no messages. */
+  private startFailed = false;
   private stopping: Promise<void> | undefined;
   /** Aborted when `stop()` begins (see {@link RuntimeServices.stopping}). */
   private readonly stopSignal = new AbortController();
@@ -190,7 +192,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       stopping: this.stopSignal.signal,
     };
     this.outside = { sender: OUTSIDE_SENDER, clock, current: undefined, span: undefined };
-    this.root.attach(this, this.services);
+    this.root[attachChild](this, this.services);
   }
 
   /**
@@ -220,7 +222,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     }
     if (this.starting === undefined) {
       if (this.keepAlive) this.aliveHandle = setInterval(() => undefined, 2 ** 30);
-      this.starting = this.root.startChild().catch((error: unknown) => {
+      this.starting = this.root[startChild]().catch((error: unknown) => {
+        this.startFailed = true;
         clearInterval(this.aliveHandle);
         throw error;
       });
@@ -370,13 +373,24 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     // Asks no one will answer must not hold the stop up until they time out.
     this.services.bus.close();
     try {
-      await this.root.stopChild();
+      await this.root[stopChild]();
     } finally {
-      this.root.close();
+      this.root[closeChild]();
       clearInterval(this.aliveHandle);
     }
   }
 
+
+  /**
+   * Refuses a call from outside after a failed start (`RUNTIME_STOPPED`): the
+   * agents were stopped again, and nothing would ever act on it. Calls made
+   * before `start()`, or while it runs, wait in the mailbox until the agent runs.
+   */
+  private assertStarted(call: string): void {
+    if (this.startFailed) {
+      throw new RuntimeStateError("RUNTIME_STOPPED", `${call}: the runtime failed to start and stopped its agents again; fix the cause of START_FAILED and build a new Runtime`);
+    }
+  }
 
   /**
    * Sends a runtime control request on the priority lane; the returned
@@ -389,6 +403,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       throw new InvalidArgumentError("timeoutMs", `${type.slice(8)}('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
     }
     if (this.services.registry.get(name) === undefined) throw notFound(name);
+    this.assertStarted(`${type.slice(8)}('${name}')`);
     return this.services.bus.control(composeControl(this.outside, name, type, payload), timeoutMs, options.signal);
   }
 
@@ -398,7 +413,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     if (this.services.registry.get(name) === undefined) throw notFound(name);
     // A send from inside the caller's own span (an HTTP request, say) continues its trace.
     this.outside.span = this.services.telemetry.tracing ? trace.getSpan(context.active()) : undefined;
-    return composeOutgoing(this.outside, name, payload, type, options?.ttlMs, request ? OUTSIDE_SENDER : undefined);
+    const message = composeOutgoing(this.outside, name, payload, type, options?.ttlMs, request ? OUTSIDE_SENDER : undefined);
+    this.assertStarted(request ? `ask('${name}')` : `send('${name}')`); // after the checks of what was passed: bad input is reported as such
+    return message;
   }
 }
 
@@ -443,7 +460,7 @@ function checkOptionsObject(call: string, options: unknown): void {
 function rootOf(root: RuntimeOptions["root"]): SupervisedChild {
   if (Array.isArray(root)) return new Supervisor("root", { children: root as SupervisedChild[] });
   if (root instanceof AgentProcess) return new Supervisor("root", { children: [root] });
-  if (typeof root !== "object" || root === null || typeof (root as SupervisedChild).startChild !== "function") {
+  if (typeof root !== "object" || root === null || typeof (root as SupervisedChild)[startChild] !== "function") {
     throw new InvalidArgumentError("root", `new Runtime({ root }) needs a Supervisor, DynamicSupervisor, AgentProcess or an array of them, got ${describeValue(root)}`);
   }
   return root as SupervisedChild;

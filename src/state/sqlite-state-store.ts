@@ -1,4 +1,5 @@
-import Database from "better-sqlite3";
+import { createRequire } from "node:module";
+import type Database from "better-sqlite3";
 import { CivitasError, describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
@@ -155,9 +156,10 @@ export class SqliteStateStore implements StateStore {
 
     let db: Database.Database;
     try {
-      db = new Database(path, { timeout: busyTimeoutMs });
+      const Driver = loadDriver(`SqliteStateStore('${path}')`);
+      db = new Driver(path, { timeout: busyTimeoutMs });
     } catch (err) {
-      throw this.failure("opening the database", err);
+      throw err instanceof CivitasError ? err : this.failure("opening the database", err);
     }
     try {
       const quoted = `"${table}"`;
@@ -305,3 +307,24 @@ export class SqliteStateStore implements StateStore {
   }
 }
 
+let driver: typeof Database | undefined;
+
+/**
+ * better-sqlite3, loaded on first use: it is an optional peer dependency, and
+ * a missing one should say how to install it, not fail the import of
+ * `civitas-ts/sqlite` with a module-resolution error.
+ */
+function loadDriver(store: string): typeof Database {
+  if (driver !== undefined) return driver;
+  try {
+    driver = createRequire(import.meta.url)("better-sqlite3") as typeof Database;
+    return driver;
+  } catch (err) {
+    throw new StoreUnavailableError(
+      "STORE_UNAVAILABLE",
+      store,
+      `${store} needs the optional dependency better-sqlite3, which could not be loaded (${err instanceof Error ? err.message.split("\n")[0] : String(err)}); install it with: npm install better-sqlite3@12`,
+      { cause: err },
+    );
+  }
+}

@@ -27,24 +27,43 @@ export interface ChildParent {
   childExited(child: SupervisedChild, exit: ChildExit, incarnation: number): void;
 }
 
+/*
+ * The runtime's side of an agent or supervisor is keyed by symbols, not
+ * names: a user's agent class is free to have its own `close()` or
+ * `attach()` without the runtime calling it, or the compiler asking for
+ * `override`.
+ */
+/** @internal */
+export const attachChild: unique symbol = Symbol("civitas.attachChild");
+/** @internal */
+export const detachChild: unique symbol = Symbol("civitas.detachChild");
+/** @internal */
+export const startChild: unique symbol = Symbol("civitas.startChild");
+/** @internal */
+export const stopChild: unique symbol = Symbol("civitas.stopChild");
+/** @internal */
+export const closeChild: unique symbol = Symbol("civitas.closeChild");
+
 /**
- * Anything a supervisor can hold: an agent or another supervisor.
- * @internal
+ * Anything a supervisor can hold: an agent, a `Supervisor` or a
+ * `DynamicSupervisor`. Its runtime-facing methods are symbol-keyed and
+ * internal; what user code reads is `name`, `incarnation` and `attached`.
  */
 export interface SupervisedChild {
+  /** Its name, unique within the runtime. */
   readonly name: string;
   /** Counts starts; an exit report names the incarnation it ended. */
   readonly incarnation: number;
   /** Whether it belongs to a runtime (it was attached to one). */
   readonly attached: boolean;
-  /** Links the child to its parent and the runtime's services, registering its names. */
-  attach(parent: ChildParent, services: RuntimeServices): void;
-  /** Frees the names the child (and its subtree) registered. */
-  detach(): void;
-  /** Starts (or restarts) the child. */
-  startChild(): Promise<void>;
-  /** Stops the child; resolves once it is stopped. */
-  stopChild(options?: StopOptions): Promise<void>;
-  /** Closes mailboxes for good: the child will not be started again. */
-  close(): void;
+  /** Links the child to its parent and the runtime's services, registering its names. @internal */
+  [attachChild](parent: ChildParent, services: RuntimeServices): void;
+  /** Frees the names the child (and its subtree) registered. @internal */
+  [detachChild](): void;
+  /** Starts (or restarts) the child. @internal */
+  [startChild](): Promise<void>;
+  /** Stops the child; resolves once it is stopped. @internal */
+  [stopChild](options?: StopOptions): Promise<void>;
+  /** Closes mailboxes for good: the child will not be started again. @internal */
+  [closeChild](): void;
 }

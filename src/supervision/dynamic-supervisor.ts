@@ -9,12 +9,12 @@ import {
 import { notFound } from "../bus/message-bus.js";
 import { assertValidName } from "../bus/registry.js";
 import { buildMessage } from "../message/message.js";
-import { AgentProcess } from "../process/agent-process.js";
+import { AgentProcess, clearSuspension } from "../process/agent-process.js";
 import { ProcessStatus } from "../process/process-status.js";
 import type { RuntimeServices } from "../runtime/services.js";
 import { sleep } from "../time/clock.js";
 import { backoffDelay } from "./backoff.js";
-import type { ChildExit, ChildParent, StopOptions, SupervisedChild } from "./child.js";
+import { attachChild, closeChild, detachChild, startChild, stopChild, type ChildExit, type ChildParent, type StopOptions, type SupervisedChild } from "./child.js";
 import type { AgentFactory, ChildTerminationReason, DynamicHost, SpawnOptions } from "./dynamic-host.js";
 import { RestartIntensity } from "./restart-intensity.js";
 import { resolveRestartOptions, type ResolvedRestartOptions, type RestartOptions } from "./supervision-options.js";
@@ -117,14 +117,14 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     if (!(agent instanceof AgentProcess) || agent.name !== name) {
       throw new InvalidArgumentError("factory", `spawn('${name}'): the factory must return an AgentProcess named '${name}', got ${describeValue(agent)}`);
     }
-    agent.attach(this, services);
+    agent[attachChild](this, services);
     this.kids.set(name, { agent, spawner, intensity: new RestartIntensity(this.restart.maxRestarts, this.restart.restartWindowMs) });
     try {
-      await agent.startChild();
+      await agent[startChild]();
     } catch (error) {
       this.kids.delete(name);
-      agent.close();
-      agent.detach();
+      agent[closeChild]();
+      agent[detachChild]();
       throw error instanceof StartFailedError ? error : new StartFailedError(name, { cause: error });
     }
     return agent;
@@ -151,7 +151,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     checkStopOptions(name, options);
     const child = this.kids.get(name);
     if (child === undefined) throw notFound(name);
-    await this.remove(child, "despawned", () => child.agent.stopChild(options));
+    await this.remove(child, "despawned", () => child.agent[stopChild](options));
   }
 
   /** Whether it belongs to a runtime (it was passed to one). @internal */
@@ -160,7 +160,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
   }
 
   /** @internal */
-  attach(parent: ChildParent, services: RuntimeServices): void {
+  [attachChild](parent: ChildParent, services: RuntimeServices): void {
     if (this.services !== undefined) {
       throw new InvalidArgumentError("supervisor", `dynamic supervisor '${this.name}' already belongs to a runtime; create a new instance instead`);
     }
@@ -170,18 +170,18 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
   }
 
   /** @internal */
-  detach(): void {
-    for (const child of this.kids.values()) child.agent.detach();
+  [detachChild](): void {
+    for (const child of this.kids.values()) child.agent[detachChild]();
     this.services?.registry.release(this.name);
   }
 
   /** @internal */
-  close(): void {
-    for (const child of this.kids.values()) child.agent.close();
+  [closeChild](): void {
+    for (const child of this.kids.values()) child.agent[closeChild]();
   }
 
   /** @internal */
-  async startChild(): Promise<void> {
+  async [startChild](): Promise<void> {
     this.requireServices();
     for (const child of [...this.kids.values()]) this.forget(child);
     this.starts++;
@@ -191,7 +191,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
   }
 
   /** @internal */
-  stopChild(options: StopOptions = {}): Promise<void> {
+  [stopChild](options: StopOptions = {}): Promise<void> {
     this.stopping ??= this.shutdown(options);
     return this.stopping;
   }
@@ -236,12 +236,12 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
       "civitas.restart.delay_ms": delayMs,
     });
     try {
-      await child.agent.startChild();
+      await child.agent[startChild]();
       services.telemetry.endSpan(span);
       if (!this.isCurrent(child)) {
         // Removed or stopped while it was starting: nobody would ever stop it again, so stop it now.
-        await child.agent.stopChild();
-        if (this.kids.get(child.agent.name) !== child) child.agent.close();
+        await child.agent[stopChild]();
+        if (this.kids.get(child.agent.name) !== child) child.agent[closeChild]();
         return;
       }
       void services.telemetry.audit("agent.restart", child.agent.name, {
@@ -260,7 +260,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     this.currentStatus = ProcessStatus.STOPPING;
     this.abort.abort();
     await Promise.all(this.pending);
-    for (const child of [...this.kids.values()].reverse()) await child.agent.stopChild(options);
+    for (const child of [...this.kids.values()].reverse()) await child.agent[stopChild](options);
     this.currentStatus = ProcessStatus.STOPPED;
   }
 
@@ -293,7 +293,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
       }
     }
     try {
-      await child.agent.clearSuspension();
+      await child.agent[clearSuspension]();
     } catch (error) {
       this.requireServices().logger.error(`could not clear the suspension marker of removed agent '${child.agent.name}'; a new agent of that name would start SUSPENDED`, { error });
     }
@@ -305,8 +305,8 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
 
   private forget(child: DynamicChild): void {
     this.kids.delete(child.agent.name);
-    child.agent.close();
-    child.agent.detach();
+    child.agent[closeChild]();
+    child.agent[detachChild]();
   }
 
   private notifySpawner(child: DynamicChild, reason: ChildTerminationReason): void {

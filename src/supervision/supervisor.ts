@@ -5,7 +5,7 @@ import { ProcessStatus } from "../process/process-status.js";
 import type { RuntimeServices } from "../runtime/services.js";
 import { sleep } from "../time/clock.js";
 import { backoffDelay } from "./backoff.js";
-import type { ChildExit, ChildParent, StopOptions, SupervisedChild } from "./child.js";
+import { attachChild, closeChild, detachChild, startChild, stopChild, type ChildExit, type ChildParent, type StopOptions, type SupervisedChild } from "./child.js";
 import { RestartIntensity } from "./restart-intensity.js";
 import { resolveRestartOptions, type ResolvedRestartOptions, type RestartOptions } from "./supervision-options.js";
 
@@ -120,29 +120,29 @@ export class Supervisor implements SupervisedChild, ChildParent {
   }
 
   /** @internal */
-  attach(parent: ChildParent, services: RuntimeServices): void {
+  [attachChild](parent: ChildParent, services: RuntimeServices): void {
     if (this.services !== undefined) {
       throw new InvalidArgumentError("supervisor", `supervisor '${this.name}' already belongs to a runtime; create a new instance instead`);
     }
     services.registry.registerSupervisor(this);
     this.parent = parent;
     this.services = services;
-    for (const child of this.kids) child.attach(this, services);
+    for (const child of this.kids) child[attachChild](this, services);
   }
 
   /** @internal */
-  detach(): void {
-    for (const child of this.kids) child.detach();
+  [detachChild](): void {
+    for (const child of this.kids) child[detachChild]();
     this.services?.registry.release(this.name);
   }
 
   /** @internal */
-  close(): void {
-    for (const child of this.kids) child.close();
+  [closeChild](): void {
+    for (const child of this.kids) child[closeChild]();
   }
 
   /** @internal */
-  startChild(): Promise<void> {
+  [startChild](): Promise<void> {
     const startup = this.startAll();
     this.startup = startup;
     return startup;
@@ -159,11 +159,11 @@ export class Supervisor implements SupervisedChild, ChildParent {
     const started: SupervisedChild[] = [];
     for (const child of this.kids) {
       try {
-        await child.startChild();
+        await child[startChild]();
         started.push(child);
       } catch (error) {
         services.logger.error(`supervisor '${this.name}' could not start '${child.name}'; stopping the children it started`, { error });
-        for (const done of started.reverse()) await done.stopChild();
+        for (const done of started.reverse()) await done[stopChild]();
         this.currentStatus = ProcessStatus.CRASHED;
         throw error instanceof StartFailedError ? error : new StartFailedError(child.name, { cause: error });
       }
@@ -172,7 +172,7 @@ export class Supervisor implements SupervisedChild, ChildParent {
   }
 
   /** @internal */
-  stopChild(options: StopOptions = {}): Promise<void> {
+  [stopChild](options: StopOptions = {}): Promise<void> {
     this.stopping ??= this.shutdown(options);
     return this.stopping;
   }
@@ -205,7 +205,7 @@ export class Supervisor implements SupervisedChild, ChildParent {
   }
 
   private async stopAll(options: StopOptions = {}): Promise<void> {
-    for (const child of [...this.kids].reverse()) await child.stopChild(options);
+    for (const child of [...this.kids].reverse()) await child[stopChild](options);
   }
 
   private async onChildExit(child: SupervisedChild, exit: ChildExit, incarnation: number, crashedAtMs: number): Promise<void> {
@@ -233,7 +233,7 @@ export class Supervisor implements SupervisedChild, ChildParent {
     // ONE_FOR_ALL, REST_FOR_ONE: the group is stopped, waits and restarts inside the queue, so group restarts never overlap.
     const set = this.restartSet(child);
     for (const sibling of [...set].reverse()) {
-      if (sibling !== child) await sibling.stopChild();
+      if (sibling !== child) await sibling[stopChild]();
     }
     if (delayMs > 0) {
       try {
@@ -282,7 +282,7 @@ export class Supervisor implements SupervisedChild, ChildParent {
     for (const child of set) {
       if (this.currentStatus !== ProcessStatus.RUNNING) break;
       try {
-        await child.startChild();
+        await child[startChild]();
         this.restarts++;
         void services.telemetry.audit("agent.restart", child.name, {
           supervisor: this.name,
@@ -341,5 +341,5 @@ function isLive(child: SupervisedChild): boolean {
 function isSupervisedChild(value: unknown): value is SupervisedChild {
   if (typeof value !== "object" || value === null) return false;
   const child = value as Partial<SupervisedChild>;
-  return typeof child.name === "string" && typeof child.attach === "function" && typeof child.startChild === "function" && typeof child.stopChild === "function";
+  return typeof child.name === "string" && typeof child[attachChild] === "function" && typeof child[startChild] === "function" && typeof child[stopChild] === "function";
 }

@@ -7,7 +7,11 @@ import { InvalidArgumentError, StateSchemaError } from "../../src/errors/errors.
 import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
 import { STATE_RECORD_VERSION } from "../../src/state/state-record.js";
 import type { Clock } from "../../src/time/clock.js";
+import { fileURLToPath } from "node:url";
+import { runTsChild } from "../support/child-process.js";
 import { describeStateStoreContract } from "./store-contract.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
 
 function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), "civitas-sqlite-"));
@@ -203,5 +207,23 @@ describe("SqliteStateStore", () => {
 
   it("throws when the file cannot be opened", () => {
     expect(() => new SqliteStateStore(path.join(dir, "missing-dir", "state.db"))).toThrow();
+  });
+});
+
+describe("SqliteStateStore without better-sqlite3 installed", () => {
+  it("importing civitas-ts/sqlite works, and opening a store says how to install the driver (STORE_UNAVAILABLE)", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-nodriver-"));
+    try {
+      const file = path.join(dir, "state.db");
+      const run = await runTsChild(path.join(here, "fixtures", "without-driver.ts"), [file], { timeoutMs: 15_000 });
+      expect(run.code, run.stderr).toBe(0);
+      const result = JSON.parse(run.lines[0] ?? "{}") as { name?: string; code?: string; message?: string };
+      expect(result.name).toBe("StoreUnavailableError");
+      expect(result.code).toBe("STORE_UNAVAILABLE");
+      expect(result.message).toContain("npm install better-sqlite3@12");
+      expect(fs.existsSync(file)).toBe(false);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

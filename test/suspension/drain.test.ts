@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createMessage, ProcessStatus, SUSPENSION_KEY, type Message } from "../../src/index.js";
 import { Pausable, rig, teardown, track, turns, waitUntil } from "./helpers.js";
+import { ProcessRunner } from "../../src/process/process-runner.js";
 
 afterEach(teardown);
 
@@ -116,7 +117,7 @@ describe("no spurious wake-ups while SUSPENDED", () => {
   it("10,000 business puts never wake the parked loop and none is handled; after resume all run in order", async () => {
     const { agent, runtime } = await suspendedAgent("a", { mailboxSize: 20_000 });
     await turns(3);
-    const ready = vi.spyOn(agent, "mailboxReady");
+    const ready = vi.spyOn(ProcessRunner.prototype, "mailboxReady") // the loop's wake-up: the only agent here is "a";
     const N = 10_000;
     for (let seq = 0; seq < N; seq++) await runtime.send("a", { seq });
     await turns(10);

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { DynamicSupervisor, ProcessStatus, Supervisor, SUSPENSION_KEY, type RestartStrategy } from "../../src/index.js";
 import { Probe } from "../support/agents.js";
 import { gate, Pausable, pathOf, RecordingStore, rejectsWithCode, rig, teardown, track, turns, waitUntil } from "./helpers.js";
+import { ProcessRunner } from "../../src/process/process-runner.js";
 
 afterEach(teardown);
 
@@ -14,7 +15,7 @@ describe("stopping a suspended agent (S7)", () => {
     await r.runtime.start();
     await r.runtime.suspend("a");
     for (let seq = 1; seq <= 3; seq++) await r.runtime.send("a", { seq });
-    const ready = vi.spyOn(agent, "mailboxReady");
+    const ready = vi.spyOn(ProcessRunner.prototype, "mailboxReady") // the loop's wake-up: the only agent here is "a";
     await r.runtime.stop();
     expect(agent.status).toBe(S.STOPPED);
     expect(agent.stopCalls).toBe(1);
