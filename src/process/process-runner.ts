@@ -200,6 +200,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     this.finishing = undefined;
     const span = services.telemetry.startSpan("civitas.agent.start", { "civitas.agent.name": this.agent.name, "civitas.agent.incarnation": this.starts });
     let restored = false;
+    let settledInStore = false;
     this.unrestored = undefined;
     try {
       if (this.initialState === undefined) {
@@ -209,8 +210,11 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       // A custom store may hand back what no agent can run on (Infinity, a Date): STATE_SCHEMA, as for a bad record.
       const fetched = await services.store.get(this.agent.name);
       const stored = fetched === undefined ? undefined : checkStoredState(this.agent.name, fetched);
-      // The same instance restarting knows its pause at least as well as the store does.
-      this.suspension.marker ??= stored === undefined ? undefined : readMarker(this.agent.name, stored);
+      // The same instance restarting knows its pause at least as well as the store does,
+      // and a pause it resumed from stays settled even where the store still holds it.
+      const storedMarker = stored === undefined ? undefined : readMarker(this.agent.name, stored);
+      settledInStore = storedMarker !== undefined && storedMarker.suspensionId === this.suspension.lastSettled;
+      this.suspension.marker ??= settledInStore ? undefined : storedMarker;
       this.agent.state = (stored ?? JSON.parse(this.initialState)) as JsonObject;
       this.suspension.setMarker(this.suspension.marker);
       restored = true;
@@ -236,6 +240,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       incarnation: this.starts,
       ...(this.suspension.marker === undefined ? {} : { suspensionId: this.suspension.marker.suspensionId }),
     });
+    // A pause stored before it was announced (a crash or stop came first) gets its receipt and onSuspend now, before any message.
+    if (this.suspension.marker?.announced === false) await this.suspension.announceRestored();
+    // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.
+    else if (settledInStore && this.suspension.marker === undefined) await this.suspension.persistMarker("resume", undefined);
     this.drive();
   }
 
@@ -268,6 +276,13 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   async finish(): Promise<void> {
     const services = this.requireServices();
     const span = services.telemetry.startSpan("civitas.agent.stop", { "civitas.agent.name": this.agent.name });
+    const asked = this.suspension.request?.marker;
+    if (this.suspension.marker === undefined && asked !== undefined) {
+      // A pause asked for from handle() that the stop came before: keep it, as a restart would, so the
+      // next start on this store comes back SUSPENDED (and announces it then).
+      this.suspension.setMarker(asked);
+      await this.suspension.persistMarker("suspend", span);
+    }
     await this.runHook("onStop", () => this.agent.onStop(), this.options.shutdownTimeoutMs);
     if (this.currentStatus === ProcessStatus.STOPPING) this.transition(ProcessStatus.STOPPED);
     // Stopped for good while the runtime stops: no one will take what is queued, so senders still
@@ -331,10 +346,18 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
               mailbox.park(this, priorityOnly);
               return;
             }
+            if (priorityOnly && !isReservedType(message.type) && message.type !== "civitas.eval.halt") {
+              // A business type on the priority lane (a hand-built message put into the mailbox) is business:
+              // it waits with the rest of the business for the resume.
+              services.logger.warn(`'${this.agent.name}' is SUSPENDED: message ${message.id} of type '${message.type}' came on the priority lane and waits with the business messages`);
+              mailbox.force({ ...message, priority: 0 });
+              continue;
+            }
             break;
           }
           case ProcessStatus.STOPPING:
-            message = this.drainAll ? mailbox.poll() : undefined;
+            // A pause asked for (before or during the drain) makes the rest of the business unapproved work.
+            message = this.drainAll && this.suspension.request === undefined ? mailbox.poll() : undefined;
             break;
           default:
             message = undefined;

@@ -6,15 +6,18 @@ import {
   InvalidArgumentError,
   MailboxClosedError,
   ResumeRefusedError,
+  RuntimeStateError,
   StaleApprovalError,
 } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
 import { uuidv7 } from "../message/ids.js";
 import type { Message } from "../message/message.js";
 import { isoTime } from "../time/clock.js";
+import { settlesWithin } from "../time/deadline.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { ProcessStatus } from "./process-status.js";
 import {
+  announcedMarker,
   assertApprover,
   describeIdentity,
   markerJson,
@@ -48,6 +51,12 @@ interface SuspendRequest {
    * "store the pending action, suspend(), checkpoint()" is one atomic write.
    */
   marker: SuspensionMarker | undefined;
+  /**
+   * What asked for the pause first, as a UUIDv7 from this process's
+   * monotonic generator: a `runtime.suspend`'s request id, or one minted when
+   * `this.suspend()` was called. A resume sent before it cannot approve it.
+   */
+  readonly askedBy: string;
 }
 
 /**
@@ -61,16 +70,25 @@ export class SuspensionControl {
   marker: SuspensionMarker | undefined;
   /** A suspend asked for and not yet applied. */
   request: SuspendRequest | undefined;
+  /**
+   * The pause this agent last resumed from. A restart must not restore it
+   * from a store that still holds it (the resume's persist failed): it was
+   * settled, and settling it twice would be a second approval.
+   */
+  lastSettled: string | undefined;
+  /** {@link SuspendRequest.askedBy} of the current pause, when it began in this process. */
+  private pauseAskedBy: string | undefined;
 
   constructor(private readonly runner: ProcessRunner) {}
 
   /** Records the intent to suspend; the loop acts on it at its next boundary. */
   requestSuspend(reason: string, request: Message | undefined): void {
-    const pending = (this.request ??= { reason, waiting: [], marker: undefined });
+    const pending = (this.request ??= { reason, waiting: [], marker: undefined, askedBy: request?.id ?? uuidv7(this.runner.services?.clock.now() ?? Date.now()) });
     pending.reason = reason;
     if (request !== undefined) pending.waiting.push(request);
     if (this.runner.currentStatus === ProcessStatus.RUNNING && this.runner.services !== undefined) {
-      pending.marker = pending.marker === undefined ? this.newMarker(reason, this.runner.services.clock.now()) : { ...pending.marker, reason };
+      // Not announced yet: a checkpoint may store it before the loop boundary announces it (see SuspensionMarker.announced).
+      pending.marker = pending.marker === undefined ? { ...this.newMarker(reason, this.runner.services.clock.now()), announced: false } : { ...pending.marker, reason };
     }
     // An idle agent has no loop running to see the flag: start one.
     if (!this.runner.driving && (this.runner.currentStatus === ProcessStatus.RUNNING || this.runner.currentStatus === ProcessStatus.SUSPENDED)) {
@@ -86,6 +104,7 @@ export class SuspensionControl {
     let applying: Promise<void>;
     if (this.runner.currentStatus === ProcessStatus.RUNNING) {
       this.request = undefined;
+      this.pauseAskedBy = request.askedBy;
       applying = this.enterSuspended(request.reason, request.marker);
     } else if (this.runner.currentStatus === ProcessStatus.SUSPENDED) {
       this.request = undefined;
@@ -101,18 +120,44 @@ export class SuspensionControl {
   /** S5: stop dispatching in memory first, then persist; a failed persist never un-suspends. */
   async enterSuspended(reason: string, prepared: SuspensionMarker | undefined): Promise<void> {
     const services = this.runner.requireServices();
-    const marker: SuspensionMarker = prepared ?? this.newMarker(reason, services.clock.now());
-    const span = services.telemetry.startSpan("civitas.agent.suspend", {
-      "civitas.agent.name": this.runner.agent.name,
-      "civitas.suspend.reason": reason,
-      "civitas.suspend.id": marker.suspensionId,
-    });
+    const marker = announcedMarker(prepared ?? this.newMarker(reason, services.clock.now()));
+    const span = this.suspendSpan(marker, false);
     this.runner.transition(ProcessStatus.SUSPENDED);
     this.setMarker(marker);
+    await this.announce(marker, span);
+  }
+
+  /**
+   * Announces a pause the agent was restored into that was stored before it
+   * was announced (`announced: false`: a checkpoint carried it, then a crash
+   * or a stop came before the loop boundary): its persist, `onSuspend` and
+   * `agent.suspend` receipt, as entering it would have given.
+   */
+  async announceRestored(): Promise<void> {
+    const stored = this.marker;
+    if (stored?.announced !== false) return;
+    const marker = announcedMarker(stored);
+    const span = this.suspendSpan(marker, true);
+    this.setMarker(marker);
+    await this.announce(marker, span);
+  }
+
+  private suspendSpan(marker: SuspensionMarker, restored: boolean): Span | undefined {
+    return this.runner.requireServices().telemetry.startSpan("civitas.agent.suspend", {
+      "civitas.agent.name": this.runner.agent.name,
+      "civitas.suspend.reason": marker.reason,
+      "civitas.suspend.id": marker.suspensionId,
+      ...(restored ? { "civitas.suspend.restored": true } : {}),
+    });
+  }
+
+  /** Persists the (already set) marker, runs `onSuspend`, and records the `agent.suspend` receipt. */
+  private async announce(marker: SuspensionMarker, span: Span | undefined): Promise<void> {
+    const services = this.runner.requireServices();
     const durable = await this.persistMarker("suspend", span);
-    await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(reason), this.runner.options.shutdownTimeoutMs);
+    await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(marker.reason), this.runner.options.shutdownTimeoutMs);
     if (services.telemetry.auditing) {
-      await services.telemetry.audit("agent.suspend", this.runner.agent.name, { reason, suspensionId: marker.suspensionId, since: marker.since, durable });
+      await services.telemetry.audit("agent.suspend", this.runner.agent.name, { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable });
     }
     span?.setAttribute("civitas.suspend.durable", durable);
     services.telemetry.endSpan(span);
@@ -140,7 +185,7 @@ export class SuspensionControl {
       this.runner.refuse(request, error as Error);
       return undefined;
     }
-    if (plan === undefined) {
+    if (plan === undefined || this.predatesPause(request)) {
       void this.runner.answer(request); // a resume of a running agent: a no-op, its approver checked
       return undefined;
     }
@@ -163,9 +208,25 @@ export class SuspensionControl {
     return { approver, marker, identityChange: this.identityChange(marker, acceptIdentityChange === true) };
   }
 
+  /**
+   * Whether the resume `request` was sent before the current pause was even
+   * asked for (both are UUIDv7s from this process's monotonic generator):
+   * sent while the agent was running with no pause asked for, it was a
+   * no-op, and it must not approve a pause it could not have seen. A resume
+   * sent after a `runtime.suspend` (back to back) still lifts that pause.
+   */
+  predatesPause(request: Message): boolean {
+    const askedBy = this.pauseAskedBy;
+    return askedBy !== undefined && request.payload.suspensionId === undefined && request.id < askedBy;
+  }
+
   async carryOutResume(request: Message, { approver, marker, identityChange }: ResumePlan): Promise<void> {
     try {
-      if (this.runner.requireServices().authorizeResume !== undefined) await this.authorize(approver, marker);
+      const services = this.runner.requireServices();
+      if (services.authorizeResume !== undefined) await this.authorize(approver, marker);
+      // The runtime began stopping while the approval was being decided: its caller has been told
+      // RUNTIME_STOPPED, so nothing of the resume may happen (the agent may still be waiting for its turn to stop).
+      if (services.stopping.aborted) throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime began stopping before the resume of '${this.runner.agent.name}' took effect; it stays paused (its marker is kept)`);
       // A stop that began while the approval was being decided wins: no receipt, the pause is kept,
       // and the request waits for the next incarnation (a restart comes back SUSPENDED and takes it;
       // a stop for good answers it with MAILBOX_CLOSED when the mailbox closes).
@@ -212,12 +273,25 @@ export class SuspensionControl {
     };
   }
 
+  /**
+   * Asks `authorizeResume`, for at most the agent's `shutdownTimeoutMs`: the
+   * agent's control messages (a halt, another suspend) wait while it decides,
+   * so a hook that never answers must not hold them forever. No answer in
+   * time is a refusal.
+   */
   async authorize(approver: string, marker: SuspensionMarker): Promise<void> {
-    const hook = this.runner.requireServices().authorizeResume;
+    const services = this.runner.requireServices();
+    const hook = services.authorizeResume;
     if (hook === undefined) return;
-    let allowed: boolean;
+    const limitMs = this.runner.options.shutdownTimeoutMs;
+    let allowed: unknown;
     try {
-      allowed = await hook(this.runner.agent.name, approver, { ...marker });
+      const deciding = Promise.resolve(hook(this.runner.agent.name, approver, { ...marker }));
+      if (!(await settlesWithin(deciding, services.clock, limitMs))) {
+        deciding.catch(noop); // a late rejection is no longer anyone's concern
+        throw new Error(`authorizeResume did not answer within ${limitMs} ms (the agent's shutdownTimeoutMs)`);
+      }
+      allowed = await deciding;
     } catch (cause) {
       throw new ResumeRefusedError(this.runner.agent.name, approver, { cause });
     }
@@ -241,6 +315,8 @@ export class SuspensionControl {
       throw error;
     }
     this.setMarker(undefined);
+    this.lastSettled = marker.suspensionId;
+    this.pauseAskedBy = undefined;
     await this.persistMarker("resume", span);
     if (this.runner.currentStatus !== ProcessStatus.SUSPENDED) {
       // A stop began while the receipt and the cleared marker were being written. The resume took

@@ -21,6 +21,21 @@ export interface SuspensionMarker {
   readonly suspensionId: string;
   /** What the agent was when it paused; a resume refuses a changed identity unless told to accept it. */
   readonly identity?: AgentIdentity;
+  /**
+   * `false` on a pause that was stored before it was announced: asked for
+   * with `this.suspend()` and written by a checkpoint, then a crash or a
+   * stop came before the loop boundary. Its `agent.suspend` receipt and
+   * `onSuspend` are still owed, and are given when the agent is restored
+   * into it. Absent once announced.
+   */
+  readonly announced?: false;
+}
+
+/** `marker` as announced: without the `announced: false` flag. @internal */
+export function announcedMarker(marker: SuspensionMarker): SuspensionMarker {
+  if (marker.announced === undefined) return marker;
+  const { announced: _announced, ...rest } = marker;
+  return rest;
 }
 
 /** An agent's code identity: its class's static `version` and its capability set. */
@@ -67,7 +82,16 @@ export function readMarker(agent: string, state: JsonObject): SuspensionMarker |
       `stored state of '${agent}' has a malformed suspension marker under '${SUSPENSION_KEY}' (${describeValue(value)}); it must be { reason, since, approver: null, suspensionId } — restore the record from a backup rather than guess whether the agent was paused`,
     );
   }
-  const marker = { reason: m.reason as string, since: m.since as string, approver: null, suspensionId: m.suspensionId as string };
+  if (m.announced !== undefined && m.announced !== false) {
+    throw new StateSchemaError(agent, `stored state of '${agent}' has a suspension marker whose 'announced' is ${describeValue(m.announced)}; it is false or absent — restore the record from a backup`);
+  }
+  const marker: SuspensionMarker = {
+    reason: m.reason as string,
+    since: m.since as string,
+    approver: null,
+    suspensionId: m.suspensionId as string,
+    ...(m.announced === false ? { announced: false as const } : {}),
+  };
   if (m.identity === undefined) return marker;
   const identity = m.identity as Record<string, unknown> | null;
   const validIdentity =
@@ -98,18 +122,24 @@ export function persistableState(state: JsonObject, marker: SuspensionMarker | u
   return copy;
 }
 
+/** Whitespace (JavaScript's `\s`, and U+0085 NEXT LINE, which it leaves out) and invisible format characters (U+200B ZERO WIDTH SPACE and the like). */
+const BLANK = /^[\s\u0085\p{Cf}]*$/u;
+
 /**
- * Checks an approver: a non-empty, non-whitespace string.
+ * Checks an approver: a string with at least one visible character (not
+ * only whitespace or invisible format characters), so that a resume always
+ * names someone.
  * @throws {@link InvalidApproverError}
  * @internal
  */
 export function assertApprover(agent: string, approver: unknown): asserts approver is string {
-  if (typeof approver !== "string" || approver.trim().length === 0) throw new InvalidApproverError(agent, approver);
+  if (typeof approver !== "string" || BLANK.test(approver)) throw new InvalidApproverError(agent, approver);
 }
 
 /** The marker as a plain JSON object (what is stored and shown in `state`). @internal */
 export function markerJson(marker: SuspensionMarker): JsonObject {
   const json: JsonObject = { reason: marker.reason, since: marker.since, approver: null, suspensionId: marker.suspensionId };
   if (marker.identity !== undefined) json.identity = { version: marker.identity.version, capabilities: [...marker.identity.capabilities] };
+  if (marker.announced === false) json.announced = false;
   return json;
 }
