@@ -125,56 +125,6 @@ describe("spans", () => {
   });
 });
 
-describe("trace context", () => {
-  it("makes the receiver's handle span a child of the sender's handle span, in the same trace", async () => {
-    const done: string[] = [];
-    class Relay extends AgentProcess {
-      constructor(
-        name: string,
-        private readonly next: string | undefined,
-      ) {
-        super(name);
-      }
-      override async handle(message: Message): Promise<void> {
-        if (this.next !== undefined) await this.send(this.next, message.payload);
-        done.push(this.name);
-      }
-    }
-    const { rt, tracing } = traced([new Relay("a", "b"), new Relay("b", "c"), new Relay("c", undefined)]);
-    await rt.start();
-    await rt.send("a", { hop: 1 });
-    await eventually(() => done.includes("c"), "the message to reach c");
-    await eventually(() => tracing.named("civitas.agent.handle").length === 3, "three handle spans");
-
-    const byAgent = (name: string) => tracing.named("civitas.agent.handle").find((s) => s.attributes["civitas.agent.name"] === name);
-    const [a, b, c] = [byAgent("a"), byAgent("b"), byAgent("c")];
-    expect(a && b && c).toBeTruthy();
-    expect(parentSpanId(b!)).toBe(a!.spanContext().spanId);
-    expect(parentSpanId(c!)).toBe(b!.spanContext().spanId);
-    expect(b!.spanContext().traceId).toBe(a!.spanContext().traceId);
-    expect(c!.spanContext().traceId).toBe(a!.spanContext().traceId);
-    // each hop is a distinct span
-    expect(new Set([a, b, c].map((s) => s!.spanContext().spanId)).size).toBe(3);
-  });
-
-  it("continues the trace through an ask inside handle", async () => {
-    class Asker extends AgentProcess {
-      override async handle(): Promise<Message> {
-        const answer = await this.ask("echo", { q: 1 }, { timeoutMs: 5_000 });
-        return this.reply({ answer: answer.payload });
-      }
-    }
-    const { rt, tracing } = traced([new Asker("asker"), new Echo("echo")]);
-    await rt.start();
-    await rt.ask("asker", {});
-    const handles = tracing.named("civitas.agent.handle");
-    const asker = handles.find((s) => s.attributes["civitas.agent.name"] === "asker");
-    const echo = handles.find((s) => s.attributes["civitas.agent.name"] === "echo");
-    expect(parentSpanId(echo!)).toBe(asker!.spanContext().spanId);
-    expect(echo!.spanContext().traceId).toBe(asker!.spanContext().traceId);
-  });
-});
-
 /** Forwards each message to `next` (when given) and records what it handled. */
 class Relay extends AgentProcess {
   static readonly seen: Message[] = [];
@@ -225,6 +175,43 @@ function relayChain(): AgentProcess[] {
   Relay.seen.length = 0;
   return [new Relay("a", "b"), new Relay("b", "c"), new Relay("c", undefined)];
 }
+
+describe("trace context", () => {
+  it("makes the receiver's handle span a child of the sender's handle span, in the same trace", async () => {
+    const { rt, tracing } = traced(relayChain());
+    await rt.start();
+    await rt.send("a", { hop: 1 });
+    await eventually(() => Relay.seen.some((m) => m.recipient === "c"), "the message to reach c");
+    await eventually(() => tracing.named("civitas.agent.handle").length === 3, "three handle spans");
+
+    const byAgent = (name: string) => tracing.named("civitas.agent.handle").find((s) => s.attributes["civitas.agent.name"] === name);
+    const [a, b, c] = [byAgent("a"), byAgent("b"), byAgent("c")];
+    expect(a && b && c).toBeTruthy();
+    expect(parentSpanId(b!)).toBe(a!.spanContext().spanId);
+    expect(parentSpanId(c!)).toBe(b!.spanContext().spanId);
+    expect(b!.spanContext().traceId).toBe(a!.spanContext().traceId);
+    expect(c!.spanContext().traceId).toBe(a!.spanContext().traceId);
+    // each hop is a distinct span
+    expect(new Set([a, b, c].map((s) => s!.spanContext().spanId)).size).toBe(3);
+  });
+
+  it("continues the trace through an ask inside handle", async () => {
+    class Asker extends AgentProcess {
+      override async handle(): Promise<Message> {
+        const answer = await this.ask("echo", { q: 1 }, { timeoutMs: 5_000 });
+        return this.reply({ answer: answer.payload });
+      }
+    }
+    const { rt, tracing } = traced([new Asker("asker"), new Echo("echo")]);
+    await rt.start();
+    await rt.ask("asker", {});
+    const handles = tracing.named("civitas.agent.handle");
+    const asker = handles.find((s) => s.attributes["civitas.agent.name"] === "asker");
+    const echo = handles.find((s) => s.attributes["civitas.agent.name"] === "echo");
+    expect(parentSpanId(echo!)).toBe(asker!.spanContext().spanId);
+    expect(echo!.spanContext().traceId).toBe(asker!.spanContext().traceId);
+  });
+});
 
 /** Samples root spans of handling by agent "a" only; children follow their parent (via ParentBasedSampler). */
 const rootsOfA: Sampler = {

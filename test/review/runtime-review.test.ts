@@ -28,6 +28,7 @@ import {
   type RuntimeOptions,
 } from "civitas-ts";
 import { SqliteStateStore } from "civitas-ts/sqlite";
+import { caught, rejected } from "../support/outcome.js";
 
 const runtimes: Runtime[] = [];
 const dirs: string[] = [];
@@ -50,24 +51,6 @@ afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c.close();
   for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });
-
-function caught(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
-
-async function rejected(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
 
 async function eventually(condition: () => boolean, what = "condition", timeoutMs = 3_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

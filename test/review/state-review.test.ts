@@ -10,6 +10,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, CivitasError, Runtime, silentLogger, type RuntimeOptions, type StateStore } from "../../src/index.js";
 import { SqliteStateStore } from "../../src/entries/sqlite.js";
+import { caught, rejected } from "../support/outcome.js";
 
 const dirs: string[] = [];
 const closers: { close(): unknown }[] = [];
@@ -37,24 +38,6 @@ afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c.close();
   for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });
-
-function caught(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
-
-async function rejected(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (error) {
-    return error;
-  }
-  return undefined;
-}
 
 /** SPEC §1: every error is a CivitasError with a stable string code and a message. */
 function expectCivitasError(error: unknown, code?: string): void {

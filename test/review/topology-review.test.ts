@@ -17,6 +17,7 @@ import {
 } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { eventually, track, turns } from "../runtime/fixtures.js";
+import { caught } from "../support/outcome.js";
 
 const runtimes: Runtime[] = [];
 
@@ -30,15 +31,6 @@ class Worker extends AgentProcess {}
 /** A class that is not an AgentProcess, as a registry typo could hold (e.g. a service class). */
 class NotAnAgent {
   constructor(readonly name: string, readonly options?: AgentProcessOptions) {}
-}
-
-function caught(fn: () => unknown): unknown {
-  try {
-    fn();
-  } catch (error) {
-    return error;
-  }
-  return undefined;
 }
 
 /** Expects a TopologyError (TOPOLOGY_INVALID) and returns it. */
