@@ -280,7 +280,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (this.suspension.marker === undefined && asked !== undefined) {
       // A pause asked for from handle() that the stop came before: keep it, as a restart would, so the
       // next start on this store comes back SUSPENDED (and announces it then).
-      this.suspension.setMarker(asked);
+      this.suspension.setMarker({ ...asked, announced: false });
       await this.suspension.persistMarker("suspend", span);
     }
     await this.runHook("onStop", () => this.agent.onStop(), this.options.shutdownTimeoutMs);
@@ -350,7 +350,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
               // A business type on the priority lane (a hand-built message put into the mailbox) is business:
               // it waits with the rest of the business for the resume.
               services.logger.warn(`'${this.agent.name}' is SUSPENDED: message ${message.id} of type '${message.type}' came on the priority lane and waits with the business messages`);
-              mailbox.force({ ...message, priority: 0 });
+              if (!mailbox.closed) mailbox.force({ ...message, priority: 0 });
               continue;
             }
             break;
@@ -522,7 +522,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the restore's own error, a CivitasError
     if (this.unrestored !== undefined) return Promise.reject(this.unrestored);
     try {
-      return this.requireServices().store.set(this.agent.name, persistableState(this.agent.state, this.suspension.marker ?? this.suspension.request?.marker, this.agent.name));
+      const marker = this.suspension.marker;
+      // A pause asked for and not entered yet is stored flagged as not announced (see SuspensionMarker.announced).
+      const state = marker !== undefined ? persistableState(this.agent.state, marker, this.agent.name) : persistableState(this.agent.state, this.suspension.request?.marker, this.agent.name, false);
+      return this.requireServices().store.set(this.agent.name, state);
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- a store (or the state check) threw synchronously: reject like an async store would
       return Promise.reject(error);

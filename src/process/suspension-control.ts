@@ -87,8 +87,8 @@ export class SuspensionControl {
     pending.reason = reason;
     if (request !== undefined) pending.waiting.push(request);
     if (this.runner.currentStatus === ProcessStatus.RUNNING && this.runner.services !== undefined) {
-      // Not announced yet: a checkpoint may store it before the loop boundary announces it (see SuspensionMarker.announced).
-      pending.marker = pending.marker === undefined ? { ...this.newMarker(reason, this.runner.services.clock.now()), announced: false } : { ...pending.marker, reason };
+      // A checkpoint before the loop boundary stores it flagged as not announced yet (see SuspensionMarker.announced).
+      pending.marker = pending.marker === undefined ? this.newMarker(reason, this.runner.services.clock.now()) : { ...pending.marker, reason };
     }
     // An idle agent has no loop running to see the flag: start one.
     if (!this.runner.driving && (this.runner.currentStatus === ProcessStatus.RUNNING || this.runner.currentStatus === ProcessStatus.SUSPENDED)) {
@@ -118,13 +118,13 @@ export class SuspensionControl {
   }
 
   /** S5: stop dispatching in memory first, then persist; a failed persist never un-suspends. */
-  async enterSuspended(reason: string, prepared: SuspensionMarker | undefined): Promise<void> {
+  enterSuspended(reason: string, prepared: SuspensionMarker | undefined): Promise<void> {
     const services = this.runner.requireServices();
     const marker = announcedMarker(prepared ?? this.newMarker(reason, services.clock.now()));
     const span = this.suspendSpan(marker, false);
     this.runner.transition(ProcessStatus.SUSPENDED);
     this.setMarker(marker);
-    await this.announce(marker, span);
+    return this.announce(marker, span);
   }
 
   /**
@@ -133,17 +133,19 @@ export class SuspensionControl {
    * or a stop came before the loop boundary): its persist, `onSuspend` and
    * `agent.suspend` receipt, as entering it would have given.
    */
-  async announceRestored(): Promise<void> {
+  announceRestored(): Promise<void> {
     const stored = this.marker;
-    if (stored?.announced !== false) return;
+    if (stored?.announced !== false) return Promise.resolve();
     const marker = announcedMarker(stored);
     const span = this.suspendSpan(marker, true);
     this.setMarker(marker);
-    await this.announce(marker, span);
+    return this.announce(marker, span);
   }
 
   private suspendSpan(marker: SuspensionMarker, restored: boolean): Span | undefined {
-    return this.runner.requireServices().telemetry.startSpan("civitas.agent.suspend", {
+    const telemetry = this.runner.requireServices().telemetry;
+    if (!telemetry.tracing) return undefined;
+    return telemetry.startSpan("civitas.agent.suspend", {
       "civitas.agent.name": this.runner.agent.name,
       "civitas.suspend.reason": marker.reason,
       "civitas.suspend.id": marker.suspensionId,

@@ -109,16 +109,16 @@ export function readMarker(agent: string, state: JsonObject): SuspensionMarker |
 /**
  * The object to persist: `state` with the runtime's own marker under
  * {@link SUSPENSION_KEY} (or without the key when not suspended), whatever
- * user code wrote there.
+ * user code wrote there; flagged `announced: false` when `announced` is false.
  * @throws {@link PayloadNotSerializableError} when `state` is not a plain JSON object
  * @internal
  */
-export function persistableState(state: JsonObject, marker: SuspensionMarker | undefined, agent = "the agent"): JsonObject {
+export function persistableState(state: JsonObject, marker: SuspensionMarker | undefined, agent = "the agent", announced = true): JsonObject {
   // Checked before the copy below: spreading a Map, Date, array or class instance would quietly make it a plain object.
   if (!isJsonObject(state)) assertJsonObject(state, `state of '${agent}'`);
   const copy: JsonObject = { ...state };
   if (marker === undefined) delete copy[SUSPENSION_KEY];
-  else copy[SUSPENSION_KEY] = markerJson(marker);
+  else copy[SUSPENSION_KEY] = markerJson(announced ? marker : { ...marker, announced: false });
   return copy;
 }
 
