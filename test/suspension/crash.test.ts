@@ -170,6 +170,28 @@ describe("durable suspension under SIGKILL, on a SQLite file", () => {
     expect(find(settle, "final").ledger).toEqual([{ ...payment, approver: APPROVER, suspensionId: settled.suspensionId }]);
   }, 30_000);
 
+  it("with suspend() before that checkpoint (the documented order), a kill there leaves the action paused, and the restart announces the pause with its agent.suspend receipt, once", async () => {
+    const first = await runChild(["stall-suspended", file], (line, kill) => line.ev === "checkpointed" && kill());
+    expect(first.signal, first.stderr).toBe("SIGKILL");
+    const payment = { cycle: 1, amount: 10_000 };
+    // One write holds the payment and its pause, flagged as not announced yet (no receipt was recorded before the kill).
+    const onDisk = await readRecord(file);
+    expect(onDisk?.pending).toEqual(payment);
+    expect(onDisk?.marker).toMatchObject({ reason: "pay 1", approver: null, announced: false });
+    const id = onDisk?.marker?.suspensionId;
+
+    const restarted = await runChild(["report", file]);
+    expect(restarted.code, restarted.stderr).toBe(0);
+    expect(find(restarted, "start")).toEqual({ ev: "start", status: "SUSPENDED", suspensionId: id, reason: "pay 1", pending: payment, ledger: [] });
+    expect(find(restarted, "receipts")).toEqual({ ev: "receipts", suspend: [id], pause: id });
+    const after = await readRecord(file);
+    expect(after?.marker).toEqual({ reason: "pay 1", since: expect.any(String) as string, approver: null, suspensionId: id, identity: { version: null, capabilities: [] } });
+
+    // Announced once: a further restart restores it without a second receipt.
+    const again = await runChild(["report", file]);
+    expect(find(again, "receipts")).toEqual({ ev: "receipts", suspend: [], pause: id });
+  }, 30_000);
+
   it("killed at random points of suspend/resume cycles, it restarts SUSPENDED under every acknowledged pause and never RUNNING with an unapproved action", async () => {
     const KILLS = 18;
     const seed = Number(process.env.CIVITAS_CRASH_SEED ?? Date.now() % 2 ** 31);
