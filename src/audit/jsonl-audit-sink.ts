@@ -105,10 +105,14 @@ export class JsonlAuditSink implements AuditSink {
     if (typeof keyId !== "string" || keyId.length === 0) {
       throw new InvalidArgumentError("keyId", `JsonlAuditSink keyId must be a non-empty string, got ${JSON.stringify(keyId)}`);
     }
+    const signerId: unknown = options.signerId;
+    if (signerId !== undefined && (typeof signerId !== "string" || signerId.length === 0)) {
+      throw new InvalidArgumentError("signerId", `JsonlAuditSink signerId must be a non-empty string naming who signs the rows, or left out, got ${describeValue(signerId)}`);
+    }
     this.path = path;
     this.#key = key;
     this.#keyId = keyId;
-    this.#signerId = options.signerId;
+    this.#signerId = signerId;
     mkdirSync(dirname(path), { recursive: true });
     const end = readLogEnd(path, keyId, key);
     this.#size = end.size;
@@ -174,6 +178,15 @@ export class JsonlAuditSink implements AuditSink {
     } catch (error) {
       this.#handle = undefined; // try again on the next emit
       throw error;
+    }
+    // Another writer (a second sink, another process) may have appended since: writing at our offset would
+    // overwrite its acknowledged rows, and the chain would still verify. Refuse instead.
+    const { size } = await handle.stat();
+    if (size !== this.#size) {
+      throw new AuditCorruptError(
+        this.path,
+        `the audit log '${this.path}' is ${size} bytes, not the ${this.#size} this sink wrote: another writer appended to it. A log takes one writer; nothing was written. Open one JsonlAuditSink per file (one per process), then verifyAuditLog('${this.path}')`,
+      );
     }
     try {
       let written = 0;

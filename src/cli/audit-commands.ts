@@ -10,13 +10,19 @@ import { verifyAuditLog } from "../audit/verify-audit-log.js";
 import { verifySuspension } from "../audit/verify-suspension.js";
 import { cell, ExitCode, table, type CommandResult } from "./output.js";
 
+/** The keys a verification uses: `key` for any keyId, `keys` by keyId. */
+export interface AuditKeys {
+  key?: string;
+  keys?: Record<string, string>;
+}
+
 /**
  * `civitas audit verify <file>`: checks the hash chain and the HMAC of every
  * row. Exit 0 when intact (a torn final line is ignored and reported), 1 when
  * broken; an unreadable file rejects (exit 3).
  */
-export async function auditVerify(file: string, key: string): Promise<CommandResult> {
-  const v = await verifyAuditLog(file, { key });
+export async function auditVerify(file: string, keys: AuditKeys): Promise<CommandResult> {
+  const v = await verifyAuditLog(file, keys);
   const torn = v.tornTail
     ? `\nnote: a torn final line (an interrupted append) was ignored; 'civitas audit repair ${file}' removes it`
     : "";
@@ -31,8 +37,8 @@ export async function auditVerify(file: string, key: string): Promise<CommandRes
  * suspensions and whether each was settled by exactly one resume. Exit 0 for
  * `verified` or `pending`, 1 for `failed`.
  */
-export async function auditVerifySuspension(file: string, agent: string, key: string): Promise<CommandResult> {
-  const v = await verifySuspension(file, agent, { key });
+export async function auditVerifySuspension(file: string, agent: string, keys: AuditKeys): Promise<CommandResult> {
+  const v = await verifySuspension(file, agent, keys);
   const lines: string[] = [];
   if (v.suspensions.length === 0) {
     lines.push(`no suspensions of '${agent}' are recorded in ${file}`);

@@ -8,29 +8,46 @@
  * @module
  */
 import { parseArgs } from "node:util";
+import type { AuditKeys } from "./audit-commands.js";
 import { errorResult, ExitCode, usageError, type CommandResult } from "./output.js";
 
-type Values = Record<string, string | boolean | undefined>;
+type Values = Record<string, string | boolean | string[] | undefined>;
 
 interface Command {
   /** Arguments and options, after `civitas <group> <command>`. */
   usage: string;
   summary: string;
   positionals: readonly string[];
-  options: Record<string, { type: "string" | "boolean"; short?: string }>;
+  options: Record<string, { type: "string" | "boolean"; short?: string; multiple?: boolean }>;
   run(args: readonly string[], values: Values): Promise<CommandResult>;
 }
 
-const KEY_OPTION = { key: { type: "string" } } as const;
+const KEY_OPTION = { key: { type: "string", multiple: true }, "key-for": { type: "string", multiple: true } } as const;
 const STORE_OPTIONS = { store: { type: "string" }, table: { type: "string" } } as const;
-const KEY_HELP = "  --key K        the HMAC key of the log (default: the CIVITAS_AUDIT_KEY environment variable)";
+const KEY_HELP =
+  "  --key K        the HMAC key of the log (default: the CIVITAS_AUDIT_KEY environment variable)\n  --key-for ID=K the key of the rows signed under keyId ID (repeat it for a log signed under rotated keys;\n                 --key, or CIVITAS_AUDIT_KEY, then covers any other keyId)";
 const STORE_HELP =
   "  --store URI    the state store: sqlite:<path> (opened read-only)\n  --table NAME   the SQLite table (default: civitas_state)";
 
-function auditKey(values: Values): string {
-  const key = typeof values.key === "string" ? values.key : process.env.CIVITAS_AUDIT_KEY;
-  if (key === undefined || key === "") throw usageError("no audit key: pass --key K or set CIVITAS_AUDIT_KEY");
-  return key;
+/** The verification keys: `--key` (or CIVITAS_AUDIT_KEY) for any keyId, `--key-for ID=K` for one. */
+function auditKeys(values: Values): AuditKeys {
+  const plain = Array.isArray(values.key) ? values.key : [];
+  if (plain.length > 1) {
+    throw usageError(`--key was given ${plain.length} times, but one key covers every keyId; for a log signed under rotated keys pass --key-for <keyId>=<key> for each`);
+  }
+  const keys: Record<string, string> = {};
+  for (const entry of Array.isArray(values["key-for"]) ? values["key-for"] : []) {
+    const at = entry.indexOf("=");
+    const id = entry.slice(0, at);
+    const key = entry.slice(at + 1);
+    if (at <= 0 || key === "") throw usageError(`--key-for takes <keyId>=<key>, got '${at < 0 ? entry : `${id}=…`}'`);
+    if (Object.hasOwn(keys, id)) throw usageError(`--key-for names keyId '${id}' twice`);
+    keys[id] = key;
+  }
+  const fallback = plain[0] ?? process.env.CIVITAS_AUDIT_KEY;
+  const named = Object.keys(keys).length > 0;
+  if ((fallback === undefined || fallback === "") && !named) throw usageError("no audit key: pass --key K (or --key-for <keyId>=K) or set CIVITAS_AUDIT_KEY");
+  return { ...(fallback === undefined || fallback === "" ? {} : { key: fallback }), ...(named ? { keys } : {}) };
 }
 
 function storeOptions(values: Values): { store: string | undefined; table: string | undefined } {
@@ -46,18 +63,18 @@ const state = () => import("./state-commands.js");
 const COMMANDS: Record<string, Record<string, Command>> = {
   audit: {
     verify: {
-      usage: "<file> [--key K] [--json]",
+      usage: "<file> [--key K] [--key-for ID=K ...] [--json]",
       summary: "check the hash chain and signatures of a JSONL audit log (exit 0 intact, 1 broken, 3 unreadable)",
       positionals: ["file"],
       options: KEY_OPTION,
-      run: async ([file], v) => (await audit()).auditVerify(file!, auditKey(v)),
+      run: async ([file], v) => (await audit()).auditVerify(file!, auditKeys(v)),
     },
     "verify-suspension": {
-      usage: "<file> <agent> [--key K] [--json]",
+      usage: "<file> <agent> [--key K] [--key-for ID=K ...] [--json]",
       summary: "show each suspension of <agent> and whether one resume settled it (exit 0 verified or pending, 1 failed)",
       positionals: ["file", "agent"],
       options: KEY_OPTION,
-      run: async ([file, agent], v) => (await audit()).auditVerifySuspension(file!, agent!, auditKey(v)),
+      run: async ([file, agent], v) => (await audit()).auditVerifySuspension(file!, agent!, auditKeys(v)),
     },
     repair: {
       usage: "<file> [--json]",

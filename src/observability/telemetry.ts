@@ -20,7 +20,7 @@ export const TRACER_NAME = "civitas-ts";
 export interface MessageTraceContext {
   readonly traceId: string;
   readonly spanId: string;
-  readonly traceFlags?: number | undefined;
+  readonly traceFlags?: number | null | undefined;
 }
 
 /**
@@ -78,7 +78,7 @@ export class Telemetry {
     if (this.tracer === undefined) return undefined;
     try {
       const traceFlags = message.traceFlags;
-      if (traceFlags === undefined) return this.tracer.startSpan(name, { attributes, root: true });
+      if (traceFlags === undefined || traceFlags === null) return this.tracer.startSpan(name, { attributes, root: true });
       const parent = trace.setSpanContext(ROOT_CONTEXT, { traceId: message.traceId, spanId: message.spanId, traceFlags, isRemote: true });
       return this.tracer.startSpan(name, { attributes }, parent);
     } catch (err) {

@@ -59,10 +59,11 @@ export function composeOutgoing(
     message.replyTo = replyTo;
   }
   // A handle span is a child of the message's sending span only when that message carried trace flags (see Telemetry.startMessageSpan).
-  const parentSpanId = span === undefined ? current?.parentSpanId : current?.traceFlags === undefined ? undefined : current.spanId;
-  if (parentSpanId !== undefined) message.parentSpanId = parentSpanId;
+  // null counts as absent, as on the wire
+  const parentSpanId = span === undefined ? current?.parentSpanId : current?.traceFlags == null ? undefined : current.spanId;
+  if (parentSpanId != null) message.parentSpanId = parentSpanId;
   const traceFlags = span === undefined ? current?.traceFlags : span.traceFlags;
-  if (traceFlags !== undefined) message.traceFlags = traceFlags;
+  if (traceFlags != null) message.traceFlags = traceFlags;
   if (ttlMs !== undefined) message.ttlMs = ttlMs;
   return message;
 }

@@ -276,13 +276,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   async finish(): Promise<void> {
     const services = this.requireServices();
     const span = services.telemetry.startSpan("civitas.agent.stop", { "civitas.agent.name": this.agent.name });
-    const asked = this.suspension.request?.marker;
-    if (this.suspension.marker === undefined && asked !== undefined) {
-      // A pause asked for from handle() that the stop came before: keep it, as a restart would, so the
-      // next start on this store comes back SUSPENDED (and announces it then).
-      this.suspension.setMarker({ ...asked, announced: false });
-      await this.suspension.persistMarker("suspend", span);
-    }
+    // A pause asked for from handle() that the stop came before is kept, as a restart would keep it.
+    await this.suspension.keepAskedPause(() => JSON.parse(this.initialState ?? "{}") as JsonObject);
     await this.runHook("onStop", () => this.agent.onStop(), this.options.shutdownTimeoutMs);
     if (this.currentStatus === ProcessStatus.STOPPING) this.transition(ProcessStatus.STOPPED);
     // Stopped for good while the runtime stops: no one will take what is queued, so senders still
@@ -580,7 +575,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     const services = this.requireServices();
     const mailbox = this.mailbox;
-    if (this.current === undefined || mailbox.closed) return services.bus.deliver(message, signal);
+    // A handler a stop gave up on counts as "inside": only the loop that waits for it could make room.
+    if ((this.current === undefined && this.abandoned === undefined) || mailbox.closed) return services.bus.deliver(message, signal);
     try {
       if (mailbox.offer(message)) return RESOLVED;
     } catch (error) {
@@ -666,7 +662,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
    */
   removeFromHost(name: string, remove: (host: DynamicHost) => Promise<void>): Promise<void> {
     const host = this.dynamicHost();
-    if (name !== this.agent.name || this.current === undefined) return remove(host);
+    if (name !== this.agent.name || (this.current === undefined && this.abandoned === undefined)) return remove(host);
     remove(host).catch((error: unknown) => this.requireServices().logger.error(`'${name}' could not remove itself`, { error }));
     return RESOLVED;
   }

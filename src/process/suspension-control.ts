@@ -12,6 +12,7 @@ import {
 import type { JsonObject } from "../message/json.js";
 import { uuidv7 } from "../message/ids.js";
 import type { Message } from "../message/message.js";
+import { checkStoredState } from "../state/state-record.js";
 import { isoTime } from "../time/clock.js";
 import { settlesWithin } from "../time/deadline.js";
 import type { ProcessRunner } from "./process-runner.js";
@@ -52,11 +53,11 @@ interface SuspendRequest {
    */
   marker: SuspensionMarker | undefined;
   /**
-   * What asked for the pause first, as a UUIDv7 from this process's
-   * monotonic generator: a `runtime.suspend`'s request id, or one minted when
-   * `this.suspend()` was called. A resume sent before it cannot approve it.
+   * The number (`RuntimeServices.controlSent`) of the first `runtime.suspend`
+   * that asked for this pause, if one did: a resume sent after it may lift
+   * the pause (back to back), one sent before it may not.
    */
-  readonly askedBy: string;
+  askedBy: number | undefined;
 }
 
 /**
@@ -76,14 +77,21 @@ export class SuspensionControl {
    * settled, and settling it twice would be a second approval.
    */
   lastSettled: string | undefined;
-  /** {@link SuspendRequest.askedBy} of the current pause, when it began in this process. */
-  private pauseAskedBy: string | undefined;
+  /**
+   * Resumes numbered up to this one were sent before the current pause could
+   * be seen, and do not lift it: the `runtime.suspend` that asked for it, or,
+   * for a pause the agent asked for itself, the last request sent when it
+   * became SUSPENDED. `undefined` for a pause restored from the store.
+   */
+  private pauseAfter: number | undefined;
 
   constructor(private readonly runner: ProcessRunner) {}
 
   /** Records the intent to suspend; the loop acts on it at its next boundary. */
   requestSuspend(reason: string, request: Message | undefined): void {
-    const pending = (this.request ??= { reason, waiting: [], marker: undefined, askedBy: request?.id ?? uuidv7(this.runner.services?.clock.now() ?? Date.now()) });
+    const pending = (this.request ??= { reason, waiting: [], marker: undefined, askedBy: undefined });
+    const sent = request?.payload.sent;
+    if (typeof sent === "number" && (pending.askedBy === undefined || sent < pending.askedBy)) pending.askedBy = sent;
     pending.reason = reason;
     if (request !== undefined) pending.waiting.push(request);
     if (this.runner.currentStatus === ProcessStatus.RUNNING && this.runner.services !== undefined) {
@@ -104,7 +112,7 @@ export class SuspensionControl {
     let applying: Promise<void>;
     if (this.runner.currentStatus === ProcessStatus.RUNNING) {
       this.request = undefined;
-      this.pauseAskedBy = request.askedBy;
+      this.pauseAfter = request.askedBy ?? this.runner.requireServices().controlSent.count;
       applying = this.enterSuspended(request.reason, request.marker);
     } else if (this.runner.currentStatus === ProcessStatus.SUSPENDED) {
       this.request = undefined;
@@ -211,15 +219,16 @@ export class SuspensionControl {
   }
 
   /**
-   * Whether the resume `request` was sent before the current pause was even
-   * asked for (both are UUIDv7s from this process's monotonic generator):
-   * sent while the agent was running with no pause asked for, it was a
-   * no-op, and it must not approve a pause it could not have seen. A resume
-   * sent after a `runtime.suspend` (back to back) still lifts that pause.
+   * Whether the resume `request` was sent before the current pause could be
+   * seen (by the runtime's count of control requests): sent while the agent
+   * was running, it was a no-op, and it must not approve a pause it could
+   * not have seen. A resume sent after a `runtime.suspend` (back to back)
+   * still lifts that pause.
    */
   predatesPause(request: Message): boolean {
-    const askedBy = this.pauseAskedBy;
-    return askedBy !== undefined && request.payload.suspensionId === undefined && request.id < askedBy;
+    const after = this.pauseAfter;
+    const sent = request.payload.sent;
+    return after !== undefined && typeof sent === "number" && request.payload.suspensionId === undefined && sent <= after;
   }
 
   async carryOutResume(request: Message, { approver, marker, identityChange }: ResumePlan): Promise<void> {
@@ -246,6 +255,28 @@ export class SuspensionControl {
     // the loop goes on only once the caller's promise has settled (its own reactions run first).
     const told = this.runner.answer(request);
     if (told !== undefined) await told.catch(noop);
+  }
+
+  /**
+   * Keeps a pause the agent asked for (`this.suspend()`) that a stop came
+   * before: it is written onto the last stored record (or the initial state),
+   * flagged as not announced, so the next start on this store comes back
+   * SUSPENDED and announces it then. The in-memory `state` is not written:
+   * it may hold the changes of a handler that crashed or was abandoned,
+   * which only a checkpoint may store.
+   */
+  async keepAskedPause(initialState: () => JsonObject): Promise<void> {
+    const asked = this.request?.marker;
+    if (asked === undefined || this.marker !== undefined) return;
+    const services = this.runner.requireServices();
+    const name = this.runner.agent.name;
+    try {
+      const stored = await services.store.get(name);
+      const base = stored === undefined ? initialState() : checkStoredState(name, stored);
+      await services.store.set(name, persistableState(base, asked, name, false));
+    } catch (error) {
+      services.logger.warn(`'${name}' stopped before it entered the pause it asked for, and that pause could not be stored; the next start will not be SUSPENDED`, { error });
+    }
   }
 
   /** The marker of a pause that begins at `nowMs`. */
@@ -318,7 +349,7 @@ export class SuspensionControl {
     }
     this.setMarker(undefined);
     this.lastSettled = marker.suspensionId;
-    this.pauseAskedBy = undefined;
+    this.pauseAfter = undefined;
     await this.persistMarker("resume", span);
     if (this.runner.currentStatus !== ProcessStatus.SUSPENDED) {
       // A stop began while the receipt and the cleared marker were being written. The resume took

@@ -23,7 +23,7 @@ export function checkRuntimeOptions(options: RuntimeOptions): void {
       );
     }
   }
-  if (clock !== undefined) requireMethods("clock", clock, ["now"], "a Clock (now() returning epoch ms), e.g. TestClock from civitas-ts/testing");
+  if (clock !== undefined) requireMethods("clock", clock, ["now", "setTimeout"], "a Clock (now() returning epoch ms, setTimeout(fn, ms) returning { cancel() }), e.g. TestClock from civitas-ts/testing");
   if (logger !== undefined) requireMethods("logger", logger, LOGGER_METHODS, "a Logger (debug, info, warn, error), e.g. silentLogger");
   if (auditSink !== undefined) requireMethods("auditSink", auditSink, ["emit"], "an AuditSink (emit(event)), e.g. MemoryAuditSink");
   if (tracerProvider !== undefined) requireMethods("tracerProvider", tracerProvider, ["getTracer"], "an OpenTelemetry TracerProvider");

@@ -190,6 +190,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
         this.emit("message.expired", message);
       },
       stopping: this.stopSignal.signal,
+      controlSent: { count: 0 },
     };
     this.outside = { sender: OUTSIDE_SENDER, clock, current: undefined, span: undefined };
     this.root[attachChild](this, this.services);
@@ -225,6 +226,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       this.starting = this.root[startChild]().catch((error: unknown) => {
         this.startFailed = true;
         clearInterval(this.aliveHandle);
+        // Asks, suspends and resumes sent before the start would wait for agents that were stopped again.
+        this.services.bus.close(new RuntimeStateError("RUNTIME_STOPPED", "the runtime failed to start and stopped its agents again, so no reply will come; fix the cause of START_FAILED and build a new Runtime"));
         throw error;
       });
     }
@@ -404,6 +407,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     }
     if (this.services.registry.get(name) === undefined) throw notFound(name);
     this.assertStarted(`${type.slice(8)}('${name}')`);
+    payload.sent = ++this.services.controlSent.count;
     return this.services.bus.control(composeControl(this.outside, name, type, payload), timeoutMs, options.signal);
   }
 

@@ -29,6 +29,12 @@ export interface RuntimeServices {
   readonly expired: (message: Message) => void;
   /** Aborted when the runtime begins to stop: a start still in `onStart` then gets `shutdownTimeoutMs` more, no longer. */
   readonly stopping: AbortSignal;
+  /**
+   * Counts the suspend and resume requests the runtime has sent; each carries
+   * its number (`sent` in its payload), so an agent can tell which resumes
+   * were sent before a pause began.
+   */
+  readonly controlSent: { count: number };
 }
 
 /**

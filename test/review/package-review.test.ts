@@ -58,6 +58,23 @@ describe("an agent's own method names never collide with the runtime's", () => {
 });
 
 describe("calls from outside after a failed start", () => {
+  it("an ask and a resume sent before a start that fails reject with RUNTIME_STOPPED instead of waiting forever", async () => {
+    class Fine extends AgentProcess {}
+    class Broken extends AgentProcess {
+      override async onStart(): Promise<void> {
+        throw new Error("cannot start");
+      }
+    }
+    const rt = new Runtime({ root: [new Fine("fine"), new Broken("broken")], logger: silentLogger, keepAlive: false });
+    runtimes.push(rt);
+    // to the agent that never starts, with no timeoutMs: only the failed start can end them
+    const asking = rt.ask("broken", {});
+    const resuming = rt.resume("broken", "alice");
+    await expect(rt.start()).rejects.toMatchObject({ code: "START_FAILED" });
+    await expect(asking).rejects.toMatchObject({ code: "RUNTIME_STOPPED" });
+    await expect(resuming).rejects.toMatchObject({ code: "RUNTIME_STOPPED" });
+  });
+
   it("send, ask, suspend and resume reject with RUNTIME_STOPPED instead of queueing for agents that were stopped again", async () => {
     class Fine extends AgentProcess {}
     class Broken extends AgentProcess {
