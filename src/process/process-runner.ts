@@ -70,6 +70,11 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   exit: ChildExit | undefined;
   stopRequested = false;
   drainAll = false;
+  /**
+   * Aborts the deliveries of what this incarnation's handlers returned, when a
+   * stop gives up on it. Made on first need: an idle agent holds none.
+   */
+  results: AbortController | undefined;
   current: Message | undefined;
   /** The span of the message being handled, when tracing. */
   span: Span | undefined;
@@ -191,6 +196,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (this.currentStatus !== ProcessStatus.INITIALIZING) this.transition(ProcessStatus.INITIALIZING);
     if (this.box?.closed === true) this.box = this.newMailbox(); // restarted after it stopped for good
     this.generation++;
+    this.results = undefined;
     this.starts++;
     this.stopRequested = false;
     this.drainAll = false;
@@ -218,7 +224,13 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       this.agent.state = (stored ?? JSON.parse(this.initialState)) as JsonObject;
       this.suspension.setMarker(this.suspension.marker);
       restored = true;
-      const onStart = this.agent.onStart();
+      let onStart: Promise<void>;
+      try {
+        onStart = Promise.resolve(this.agent.onStart()); // an onStart that is not async returns no promise
+      } catch (error) {
+        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what onStart threw, whatever it is: the start fails with it as cause
+        onStart = Promise.reject(error);
+      }
       if (!(await settlesUnlessAbandoned(onStart, services.stopping, services.clock, this.options.shutdownTimeoutMs))) {
         throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime stopped while '${this.agent.name}'.onStart was running, and it did not finish within ${this.options.shutdownTimeoutMs} ms; the start is abandoned`);
       }
@@ -262,6 +274,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
         `'${this.agent.name}' did not finish its message within ${timeoutMs} ms; stopping it anyway (its handle() keeps running, its result will be dropped, and a restarted '${this.agent.name}' handles nothing until it returns)`,
       );
       this.generation++;
+      // What the abandoned incarnation is still delivering (a result to a full agent) is dropped, not waited for.
+      this.results?.abort(new RuntimeStateError("RUNTIME_STOPPED", `'${this.agent.name}' was stopped before this result of its abandoned handler was delivered; it is dropped`));
       // The abandoned handler is no longer "the message being handled": reply() from onStop (or from it) must not answer it.
       this.current = undefined;
       this.span = undefined;
@@ -323,8 +337,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     try {
       for (;;) {
         // Only a dispatch counts towards the next yield: finding the mailbox empty (and parking) is not one.
-        const pause = mailbox.size > 0 || mailbox.prioritySize > 0 ? scheduler.tick() : undefined;
-        if (pause !== undefined) await pause;
+        if (mailbox.size > 0 || mailbox.prioritySize > 0) {
+          // After a yield, this dispatch is counted again: agents all woken by the same yield do not dispatch for free.
+          for (let pause = scheduler.tick(); pause !== undefined; pause = scheduler.tick()) await pause;
+        }
         if (generation !== this.generation) break;
         if (this.suspension.request !== undefined) {
           const applying = this.suspension.applySuspendRequest();
@@ -442,7 +458,9 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   async onFailure(error: unknown, message: Message): Promise<void> {
     const services = this.requireServices();
-    if (this.currentStatus !== ProcessStatus.RUNNING) {
+    const generation = this.generation;
+    const draining = this.currentStatus === ProcessStatus.STOPPING && this.drainAll;
+    if (this.currentStatus !== ProcessStatus.RUNNING && !draining) {
       services.logger.error(`'${this.agent.name}' failed a message while ${this.currentStatus}`, { error, message: message.id });
       return;
     }
@@ -453,6 +471,22 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       services.logger.error(`'${this.agent.name}'.onError threw; escalating`, { error: hookError });
       action = ErrorAction.ESCALATE;
     }
+    if (generation !== this.generation) {
+      // A stop gave up on this incarnation while onError ran: its answer must not act on the next one.
+      services.logger.warn(`'${this.agent.name}'.onError answered after a stop gave up on it; its answer (${describeValue(action)}) is dropped`, { error });
+      return;
+    }
+    if (this.currentStatus === ProcessStatus.STOPPING) {
+      // Draining (or a stop began while onError ran): the agent is on its way out and cannot crash or stop again.
+      if (action === ErrorAction.RETRY && message.attempt < this.options.maxRetries && this.drainAll && !this.mailbox.closed) {
+        this.mailbox.force(nextAttempt(message));
+      } else if (action !== ErrorAction.SKIP) {
+        this.drainAll = false;
+        services.logger.error(`'${this.agent.name}' failed message ${message.id} while stopping (onError: ${describeValue(action)}); what is still queued is left unhandled`, { error });
+      }
+      return;
+    }
+    if (this.currentStatus !== ProcessStatus.RUNNING) return;
     if (action === ErrorAction.RETRY && message.attempt < this.options.maxRetries) {
       const span = services.telemetry.startSpan("civitas.agent.retry", { "civitas.agent.name": this.agent.name, "civitas.message.id": message.id, "civitas.message.attempt": message.attempt + 1 });
       this.mailbox.force(nextAttempt(message));
@@ -624,7 +658,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       return;
     }
     try {
-      await services.bus.deliver(message);
+      await services.bus.deliver(message, (this.results ??= new AbortController()).signal);
     } catch (error) {
       services.logger.warn(`'${this.agent.name}' could not deliver its result to '${message.recipient}'`, { error });
     }
@@ -656,13 +690,17 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   /**
    * Runs `remove` (a despawn or stop of `name`) on this agent's dynamic
-   * host. On itself, from inside its own handler, it is not awaited: the stop
-   * waits for this very handler to return, so awaiting it would wait out the
-   * whole `shutdownTimeoutMs`. Its failure is then logged.
+   * host. On itself, from inside its own loop (a handler, a hook such as
+   * `onChildTerminated`, one a stop gave up on) or from `onStart`, it is not
+   * awaited: the stop waits for that very code to return, so awaiting it
+   * would wait out the whole `shutdownTimeoutMs`, or forever for `onStart`.
+   * It resolves at once and the agent is removed when that code is done; a
+   * failure is logged.
    */
   removeFromHost(name: string, remove: (host: DynamicHost) => Promise<void>): Promise<void> {
     const host = this.dynamicHost();
-    if (name !== this.agent.name || (this.current === undefined && this.abandoned === undefined)) return remove(host);
+    const fromWithin = this.current !== undefined || this.abandoned !== undefined || this.driving || this.currentStatus === ProcessStatus.INITIALIZING;
+    if (name !== this.agent.name || !fromWithin) return remove(host);
     remove(host).catch((error: unknown) => this.requireServices().logger.error(`'${name}' could not remove itself`, { error }));
     return RESOLVED;
   }

@@ -27,7 +27,8 @@ export interface DynamicSupervisorOptions extends RestartOptions {
 
 interface DynamicChild {
   readonly agent: AgentProcess;
-  readonly spawner: string | undefined;
+  /** The agent that spawned it (the instance: a later agent reusing its name is someone else). */
+  readonly spawner: AgentProcess | undefined;
   readonly intensity: RestartIntensity;
   /**
    * The removal in flight, set before its first await: from then on no
@@ -118,7 +119,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
       throw new InvalidArgumentError("factory", `spawn('${name}'): the factory must return an AgentProcess named '${name}', got ${describeValue(agent)}`);
     }
     agent[attachChild](this, services);
-    this.kids.set(name, { agent, spawner, intensity: new RestartIntensity(this.restart.maxRestarts, this.restart.restartWindowMs) });
+    this.kids.set(name, { agent, spawner: spawner === undefined ? undefined : services.registry.get(spawner), intensity: new RestartIntensity(this.restart.maxRestarts, this.restart.restartWindowMs) });
     try {
       await agent[startChild]();
     } catch (error) {
@@ -310,10 +311,11 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
   }
 
   private notifySpawner(child: DynamicChild, reason: ChildTerminationReason): void {
-    if (child.spawner === undefined) return;
+    const spawner = child.spawner;
+    if (spawner === undefined) return;
     const services = this.requireServices();
-    const spawner = services.registry.get(child.spawner);
-    if (spawner === undefined || spawner.mailbox.closed) return;
+    // Only to that spawner, while it is still registered: never to a new agent that took its name.
+    if (services.registry.get(spawner.name) !== spawner || spawner.mailbox.closed) return;
     spawner.mailbox.force(
       buildMessage({
         sender: this.name,
