@@ -58,13 +58,14 @@ describe("an agent's own method names never collide with the runtime's", () => {
 });
 
 describe("calls from outside after a failed start", () => {
-  it("an ask and a resume sent before a start that fails reject with RUNTIME_STOPPED instead of waiting forever", async () => {
-    class Fine extends AgentProcess {}
-    class Broken extends AgentProcess {
-      override async onStart(): Promise<void> {
-        throw new Error("cannot start");
-      }
+  class Fine extends AgentProcess {}
+  class Broken extends AgentProcess {
+    override async onStart(): Promise<void> {
+      throw new Error("cannot start");
     }
+  }
+
+  it("an ask and a resume sent before a start that fails reject with RUNTIME_STOPPED instead of waiting forever", async () => {
     const rt = new Runtime({ root: [new Fine("fine"), new Broken("broken")], logger: silentLogger, keepAlive: false });
     runtimes.push(rt);
     // to the agent that never starts, with no timeoutMs: only the failed start can end them
@@ -76,12 +77,6 @@ describe("calls from outside after a failed start", () => {
   });
 
   it("send, ask, suspend and resume reject with RUNTIME_STOPPED instead of queueing for agents that were stopped again", async () => {
-    class Fine extends AgentProcess {}
-    class Broken extends AgentProcess {
-      override async onStart(): Promise<void> {
-        throw new Error("cannot start");
-      }
-    }
     const rt = new Runtime({ root: [new Fine("fine"), new Broken("broken")], logger: silentLogger, keepAlive: false });
     runtimes.push(rt);
     await expect(rt.start()).rejects.toMatchObject({ code: "START_FAILED" });
