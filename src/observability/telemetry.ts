@@ -54,11 +54,16 @@ export class Telemetry {
     this.tracing = tracer !== undefined;
   }
 
-  /** Starts a span, a child of the active context's span if any, or returns `undefined` when tracing is off. */
+  /**
+   * Starts a lifecycle span (start, stop, restart, suspend, resume) as the
+   * root of its own trace, or returns `undefined` when tracing is off. Not a
+   * child of the active context: the runtime does this work in whatever async
+   * context woke it, which may be an unrelated caller's.
+   */
   startSpan(name: string, attributes: Attributes): Span | undefined {
     if (this.tracer === undefined) return undefined;
     try {
-      return this.tracer.startSpan(name, { attributes });
+      return this.tracer.startSpan(name, { attributes, root: true });
     } catch (err) {
       this.logger.warn("telemetry: could not start span", { span: name, error: err });
       return undefined;
@@ -87,18 +92,49 @@ export class Telemetry {
     }
   }
 
-  /** Ends `span`, recording `error` on it when given. */
+  /**
+   * Starts a span as a child of `parent`, a span this runtime started (it may
+   * have ended: a retry is the child of the failed handle span), or, without
+   * one, as {@link Telemetry.startMessageSpan} would for `message`. Returns
+   * `undefined` when tracing is off.
+   */
+  startChildSpan(name: string, attributes: Attributes, parent: Span | undefined, message: MessageTraceContext): Span | undefined {
+    if (this.tracer === undefined) return undefined;
+    if (parent === undefined) return this.startMessageSpan(name, attributes, message);
+    try {
+      return this.tracer.startSpan(name, { attributes }, trace.setSpan(ROOT_CONTEXT, parent));
+    } catch (err) {
+      this.logger.warn("telemetry: could not start span", { span: name, error: err });
+      return undefined;
+    }
+  }
+
+  /** Ends `span`, recording `error` on it when given; a span whose recording throws is still ended. */
   endSpan(span: Span | undefined, error?: unknown): void {
     if (span === undefined) return;
+    if (error !== undefined) {
+      const message = error instanceof Error ? error.message : describeValue(error);
+      this.guard("record an error on a span", () => span.recordException(error instanceof Error ? error : message));
+      this.guard("record an error on a span", () => span.setStatus({ code: SpanStatusCode.ERROR, message }));
+    }
+    this.guard("end span", () => span.end());
+  }
+
+  /** Sets an attribute on `span` (when tracing); never throws. */
+  setAttribute(span: Span | undefined, key: string, value: string | number | boolean): void {
+    if (span !== undefined) this.guard("set a span attribute", () => span.setAttribute(key, value));
+  }
+
+  /** Adds an event to `span` (when tracing); never throws. */
+  addEvent(span: Span | undefined, name: string, attributes: Attributes): void {
+    if (span !== undefined) this.guard("add a span event", () => span.addEvent(name, attributes));
+  }
+
+  private guard(what: string, call: () => unknown): void {
     try {
-      if (error !== undefined) {
-        const message = error instanceof Error ? error.message : describeValue(error);
-        span.recordException(error instanceof Error ? error : message);
-        span.setStatus({ code: SpanStatusCode.ERROR, message });
-      }
-      span.end();
+      call();
     } catch (err) {
-      this.logger.warn("telemetry: could not end span", { error: err });
+      this.logger.warn(`telemetry: could not ${what}`, { error: err });
     }
   }
 

@@ -242,8 +242,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       // onStop still runs, but a checkpoint from it must not overwrite the record that could not be read
       // (STATE_SCHEMA) with the initial state: persists fail with the restore's error until the next start.
       if (!restored) this.unrestored = error;
+      const stopSpan = services.telemetry.startSpan("civitas.agent.stop", { "civitas.agent.name": this.agent.name });
       this.finishing = this.runHook("onStop", () => this.agent.onStop(), this.options.shutdownTimeoutMs);
       await this.finishing;
+      services.telemetry.endSpan(stopSpan);
       throw new StartFailedError(this.agent.name, { cause: error });
     }
     this.transition(this.suspension.marker === undefined ? ProcessStatus.RUNNING : ProcessStatus.SUSPENDED);
@@ -407,7 +409,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
         }
         this.current = undefined;
         this.span = undefined;
-        if (failure !== undefined) await this.onFailure(failure.error, message);
+        if (failure !== undefined) await this.onFailure(failure.error, message, span);
         else if (result !== undefined && result !== null) {
           const routing = this.routeResult(result);
           if (routing !== undefined) await routing;
@@ -456,7 +458,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     }
   }
 
-  async onFailure(error: unknown, message: Message): Promise<void> {
+  async onFailure(error: unknown, message: Message, handleSpan?: Span): Promise<void> {
     const services = this.requireServices();
     const generation = this.generation;
     const draining = this.currentStatus === ProcessStatus.STOPPING && this.drainAll;
@@ -488,7 +490,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     }
     if (this.currentStatus !== ProcessStatus.RUNNING) return;
     if (action === ErrorAction.RETRY && message.attempt < this.options.maxRetries) {
-      const span = services.telemetry.startSpan("civitas.agent.retry", { "civitas.agent.name": this.agent.name, "civitas.message.id": message.id, "civitas.message.attempt": message.attempt + 1 });
+      // A child of the failed handle span, in the message's own trace: never in whatever context woke the loop.
+      const span = services.telemetry.startChildSpan("civitas.agent.retry", { "civitas.agent.name": this.agent.name, "civitas.message.id": message.id, "civitas.message.attempt": message.attempt + 1 }, handleSpan, message);
       this.mailbox.force(nextAttempt(message));
       services.telemetry.endSpan(span);
       return;

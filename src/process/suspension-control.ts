@@ -167,9 +167,9 @@ export class SuspensionControl {
     const durable = await this.persistMarker("suspend", span);
     await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(marker.reason), this.runner.options.shutdownTimeoutMs);
     if (services.telemetry.auditing) {
-      await services.telemetry.audit("agent.suspend", this.runner.agent.name, { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable });
+      await this.receipt("agent.suspend", { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable });
     }
-    span?.setAttribute("civitas.suspend.durable", durable);
+    services.telemetry.setAttribute(span, "civitas.suspend.durable", durable);
     services.telemetry.endSpan(span);
   }
 
@@ -179,7 +179,21 @@ export class SuspensionControl {
     if (marker === undefined || marker.reason === reason) return;
     this.setMarker({ ...marker, reason });
     await this.persistMarker("suspend", undefined);
-    await this.runner.requireServices().telemetry.audit("agent.suspend.update", this.runner.agent.name, { reason, suspensionId: marker.suspensionId });
+    if (this.runner.requireServices().telemetry.auditing) await this.receipt("agent.suspend.update", { reason, suspensionId: marker.suspensionId });
+  }
+
+  /**
+   * Records a suspend's audit row, waiting at most the agent's
+   * `shutdownTimeoutMs` for the sink: the pause does not depend on its
+   * receipt (a resume does), and a sink that never answers must not hold the
+   * agent's control messages, or `runtime.suspend`, forever.
+   */
+  private async receipt(event: string, details: JsonObject): Promise<void> {
+    const services = this.runner.requireServices();
+    const limitMs = this.runner.options.shutdownTimeoutMs;
+    if (!(await settlesWithin(services.telemetry.audit(event, this.runner.agent.name, details), services.clock, limitMs))) {
+      services.logger.warn(`audit: the sink did not record '${event}' of '${this.runner.agent.name}' within ${limitMs} ms (the agent's shutdownTimeoutMs); moving on without waiting for it`);
+    }
   }
 
   /**
@@ -374,7 +388,7 @@ export class SuspensionControl {
         ? "it stays SUSPENDED in memory, but a crash now would restart it without the pause"
         : "it runs again, but a crash now would restart it SUSPENDED";
     this.runner.requireServices().logger.warn(`degraded durability: '${this.runner.agent.name}' could not persist its ${change}; ${consequence}`, { error });
-    span?.addEvent("civitas.durability.degraded", { "exception.message": error instanceof Error ? error.message : describeValue(error) });
+    this.runner.requireServices().telemetry.addEvent(span, "civitas.durability.degraded", { "exception.message": error instanceof Error ? error.message : describeValue(error) });
     return false;
   }
 
