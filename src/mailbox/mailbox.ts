@@ -216,7 +216,7 @@ export class Mailbox {
     const lane = this.laneOf(message);
     if (!control && isReservedType(message.type)) throw new ReservedMessageTypeError(message.type);
     if (lane.length >= lane.capacity || lane.waitingPuts > 0) {
-      this.dropSettledPutters(lane);
+      this.admitWaitingPutters(lane);
       if (lane.length >= lane.capacity || lane.waitingPuts > 0) return false;
     }
     this.deliver(message, lane);
@@ -326,21 +326,16 @@ export class Mailbox {
   private handOff(message: Message, lane: Lane): boolean {
     const waiting = this.waiting;
     if (waiting === undefined) return false;
-    for (;;) {
-      const getter = lane === this.priority ? oldestGetter(waiting) : waiting.any.peek();
-      if (getter === undefined) return false;
-      if (getter.settled) {
-        (getter.priorityOnly ? waiting.priorityOnly : waiting.any).shift();
-        continue;
-      }
-      // An expired message is discarded and the getter keeps waiting for a live one.
-      if (this.discardIfExpired(message)) return true;
-      (getter.priorityOnly ? waiting.priorityOnly : waiting.any).shift();
-      getter.settled = true;
-      getter.release?.();
-      getter.resolve(message);
-      return true;
-    }
+    // Every queued getter is live: an aborted one leaves its queue at once (attachAbort).
+    const getter = lane === this.priority ? oldestGetter(waiting) : waiting.any.peek();
+    if (getter === undefined) return false;
+    // An expired message is discarded and the getter keeps waiting for a live one.
+    if (this.discardIfExpired(message)) return true;
+    (getter.priorityOnly ? waiting.priorityOnly : waiting.any).shift();
+    getter.settled = true;
+    getter.release?.();
+    getter.resolve(message);
+    return true;
   }
 
   private take(lane: Lane): Message | undefined {
@@ -356,23 +351,19 @@ export class Mailbox {
     }
   }
 
-  /** Moves the oldest live waiting put into the lane, now that it has room. */
+  /** Moves the oldest waiting put into the lane, now that it has room (an aborted put has left the queue already). */
   private admitPutter(lane: Lane): boolean {
-    const putters = lane.putters;
-    if (putters === undefined) return false;
-    for (let putter = putters.shift(); putter !== undefined; putter = putters.shift()) {
-      if (putter.settled) continue;
-      putter.settled = true;
-      putter.release?.();
-      lane.push(putter.message);
-      putter.resolve();
-      return true;
-    }
-    return false;
+    const putter = lane.putters?.shift();
+    if (putter === undefined) return false;
+    putter.settled = true;
+    putter.release?.();
+    lane.push(putter.message);
+    putter.resolve();
+    return true;
   }
 
-  private dropSettledPutters(lane: Lane): void {
-    while (lane.putters?.peek()?.settled) lane.putters.shift();
+  /** Lets in waiting puts while the lane has room. */
+  private admitWaitingPutters(lane: Lane): void {
     while (lane.length < lane.capacity && this.admitPutter(lane)) {
       // admitted a put that was waiting for this room
     }
@@ -395,9 +386,6 @@ export class Mailbox {
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     const waiting = (this.waiting ??= { any: new Deque<Getter>(), priorityOnly: new Deque<Getter>(), seq: 0 });
     const queue = priorityOnly ? waiting.priorityOnly : waiting.any;
-    // Aborted getters stay queued until reached; drop those at the front so a
-    // loop of aborted gets on an idle mailbox does not grow the queue forever.
-    while (queue.peek()?.settled) queue.shift();
     return new Promise<Message>((resolve, reject) => {
       const getter: Getter = { priorityOnly, seq: waiting.seq++, resolve, reject, settled: false };
       if (signal) attachAbort(getter, signal, queue);
