@@ -3,7 +3,7 @@ import { checkSignal } from "../errors/check-signal.js";
 import { InvalidArgumentError, MailboxClosedError, ReservedMessageTypeError } from "../errors/errors.js";
 import { isReservedType } from "../message/system-types.js";
 import { isExpired, type Message } from "../message/message.js";
-import { systemClock, type Clock } from "../time/clock.js";
+import { checkClock, systemClock, type Clock } from "../time/clock.js";
 import { Deque } from "./deque.js";
 
 /**
@@ -123,10 +123,7 @@ export class Mailbox {
     }
     this.business = new Lane(checkCapacity("capacity", options.capacity ?? 1000));
     this.priority = new Lane(checkCapacity("priorityCapacity", options.priorityCapacity ?? 100));
-    const clock = options.clock ?? systemClock;
-    if (typeof (clock as Partial<Clock> | null)?.now !== "function") {
-      throw new InvalidArgumentError("clock", `Mailbox option clock must have a now() method returning epoch ms, got ${describeValue(clock)}; leave it out for the system clock`);
-    }
+    const clock = checkClock(options.clock ?? systemClock, "Mailbox");
     if (options.onExpired !== undefined && typeof options.onExpired !== "function") {
       throw new InvalidArgumentError("onExpired", `Mailbox option onExpired must be a function called with each expired message, got ${describeValue(options.onExpired)}`);
     }

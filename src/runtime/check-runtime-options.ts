@@ -1,5 +1,6 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
+import { checkClock } from "../time/clock.js";
 import type { RuntimeOptions } from "./runtime.js";
 
 const STORE_METHODS = ["get", "set", "delete", "list", "close"] as const;
@@ -23,7 +24,7 @@ export function checkRuntimeOptions(options: RuntimeOptions): void {
       );
     }
   }
-  if (clock !== undefined) requireMethods("clock", clock, ["now", "setTimeout"], "a Clock (now() returning epoch ms, setTimeout(fn, ms) returning { cancel() }), e.g. TestClock from civitas-ts/testing");
+  if (clock !== undefined) checkClock(clock, "Runtime", ["now", "setTimeout"]);
   if (logger !== undefined) requireMethods("logger", logger, LOGGER_METHODS, "a Logger (debug, info, warn, error), e.g. silentLogger");
   if (auditSink !== undefined) requireMethods("auditSink", auditSink, ["emit"], "an AuditSink (emit(event)), e.g. MemoryAuditSink");
   if (tracerProvider !== undefined) requireMethods("tracerProvider", tracerProvider, ["getTracer"], "an OpenTelemetry TracerProvider");

@@ -3,7 +3,7 @@ import type Database from "better-sqlite3";
 import { CivitasError, describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
-import { isoTime, systemClock, type Clock } from "../time/clock.js";
+import { checkClock, isoTime, systemClock, type Clock } from "../time/clock.js";
 import { assertStateName, decodeState, encodeState, STATE_RECORD_VERSION } from "./state-record.js";
 import type { StateStore } from "./state-store.js";
 import { StoreClosedError } from "./store-closed-error.js";
@@ -141,10 +141,7 @@ export class SqliteStateStore implements StateStore {
         `SqliteStateStore option table must be a plain SQL identifier (letters, digits and _, not starting with a digit or 'sqlite_', at most 128 characters), got ${describeValue(table)}`,
       );
     }
-    const clock = options.clock ?? systemClock;
-    if (typeof (clock as Partial<Clock> | null)?.now !== "function") {
-      throw new InvalidArgumentError("clock", `SqliteStateStore option clock must have a now() method returning epoch ms, got ${describeValue(clock)}; leave it out for the system clock`);
-    }
+    const clock = checkClock(options.clock ?? systemClock, "SqliteStateStore");
     const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
     if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0 || busyTimeoutMs > MAX_TIMEOUT_MS) {
       throw new InvalidArgumentError("busyTimeoutMs", `SqliteStateStore option busyTimeoutMs must be a whole number of milliseconds from 0 to ${MAX_TIMEOUT_MS}, got ${describeValue(busyTimeoutMs)}`);

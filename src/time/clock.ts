@@ -1,3 +1,6 @@
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidArgumentError } from "../errors/errors.js";
+
 /** Handle of a timer armed through a {@link Clock}. */
 export interface TimerHandle {
   /** Disarms the timer; a no-op if it already fired. */
@@ -33,6 +36,23 @@ export const systemClock: Clock = {
 };
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * `clock` as given in `owner`'s options, refused with `INVALID_ARGUMENT`
+ * before anything else happens unless it has the methods `owner` calls
+ * (a Mailbox and a state store only read the time; a Runtime also arms timers).
+ * @internal
+ */
+export function checkClock(clock: unknown, owner: string, needs: readonly ("now" | "setTimeout")[] = ["now"]): Clock {
+  const missing = needs.filter((method) => typeof (clock as Record<string, unknown> | null)?.[method] !== "function");
+  if (missing.length > 0) {
+    throw new InvalidArgumentError(
+      "clock",
+      `${owner} option clock must be a Clock (now() returning epoch ms${needs.includes("setTimeout") ? ", setTimeout(fn, ms) returning { cancel() }" : ""}), got ${describeValue(clock)} without ${missing.join(", ")}; leave it out for the system clock, or pass TestClock from civitas-ts/testing`,
+    );
+  }
+  return clock as Clock;
+}
 
 /** Resolves after `delayMs` on `clock`, or rejects with `signal.reason` when aborted. */
 export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal): Promise<void> {
