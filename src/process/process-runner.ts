@@ -359,7 +359,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
               mailbox.park(this, priorityOnly);
               return;
             }
-            if (priorityOnly && !isReservedType(message.type) && message.type !== "civitas.eval.halt") {
+            if (priorityOnly && priorityOf(message.type) === 0) {
               // A business type on the priority lane (a hand-built message put into the mailbox) is business:
               // it waits with the rest of the business for the resume.
               services.logger.warn(`'${this.agent.name}' is SUSPENDED: message ${message.id} of type '${message.type}' came on the priority lane and waits with the business messages`);
@@ -556,7 +556,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     try {
       const marker = this.suspension.marker;
       // A pause asked for and not entered yet is stored flagged as not announced (see SuspensionMarker.announced).
-      const state = marker !== undefined ? persistableState(this.agent.state, marker, this.agent.name) : persistableState(this.agent.state, this.suspension.request?.marker, this.agent.name, false);
+      const state = persistableState(this.agent.state, marker ?? this.suspension.request?.marker, this.agent.name, marker !== undefined);
       return this.requireServices().store.set(this.agent.name, state);
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- a store (or the state check) threw synchronously: reject like an async store would

@@ -128,7 +128,7 @@ export class SuspensionControl {
   /** S5: stop dispatching in memory first, then persist; a failed persist never un-suspends. */
   enterSuspended(reason: string, prepared: SuspensionMarker | undefined): Promise<void> {
     const services = this.runner.requireServices();
-    const marker = announcedMarker(prepared ?? this.newMarker(reason, services.clock.now()));
+    const marker = prepared ?? this.newMarker(reason, services.clock.now());
     const span = this.suspendSpan(marker, false);
     this.runner.transition(ProcessStatus.SUSPENDED);
     this.setMarker(marker);
@@ -166,9 +166,7 @@ export class SuspensionControl {
     const services = this.runner.requireServices();
     const durable = await this.persistMarker("suspend", span);
     await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(marker.reason), this.runner.options.shutdownTimeoutMs);
-    if (services.telemetry.auditing) {
-      await this.receipt("agent.suspend", { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable });
-    }
+    await this.receipt("agent.suspend", { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable });
     services.telemetry.setAttribute(span, "civitas.suspend.durable", durable);
     services.telemetry.endSpan(span);
   }
@@ -179,7 +177,7 @@ export class SuspensionControl {
     if (marker === undefined || marker.reason === reason) return;
     this.setMarker({ ...marker, reason });
     await this.persistMarker("suspend", undefined);
-    if (this.runner.requireServices().telemetry.auditing) await this.receipt("agent.suspend.update", { reason, suspensionId: marker.suspensionId });
+    await this.receipt("agent.suspend.update", { reason, suspensionId: marker.suspensionId });
   }
 
   /**
@@ -190,6 +188,7 @@ export class SuspensionControl {
    */
   private async receipt(event: string, details: JsonObject): Promise<void> {
     const services = this.runner.requireServices();
+    if (!services.telemetry.auditing) return;
     const limitMs = this.runner.options.shutdownTimeoutMs;
     if (!(await settlesWithin(services.telemetry.audit(event, this.runner.agent.name, details), services.clock, limitMs))) {
       services.logger.warn(`audit: the sink did not record '${event}' of '${this.runner.agent.name}' within ${limitMs} ms (the agent's shutdownTimeoutMs); moving on without waiting for it`);
