@@ -3,7 +3,9 @@ import {
   SpanStatusCode,
   trace,
   type Attributes,
+  type Context,
   type Span,
+  type SpanOptions,
   type Tracer,
   type TracerProvider,
 } from "@opentelemetry/api";
@@ -61,13 +63,7 @@ export class Telemetry {
    * context woke it, which may be an unrelated caller's.
    */
   startSpan(name: string, attributes: Attributes): Span | undefined {
-    if (this.tracer === undefined) return undefined;
-    try {
-      return this.tracer.startSpan(name, { attributes, root: true });
-    } catch (err) {
-      this.logger.warn("telemetry: could not start span", { span: name, error: err });
-      return undefined;
-    }
+    return this.start(name, { attributes, root: true });
   }
 
   /**
@@ -81,15 +77,9 @@ export class Telemetry {
    */
   startMessageSpan(name: string, attributes: Attributes, message: MessageTraceContext): Span | undefined {
     if (this.tracer === undefined) return undefined;
-    try {
-      const traceFlags = message.traceFlags;
-      if (traceFlags === undefined || traceFlags === null) return this.tracer.startSpan(name, { attributes, root: true });
-      const parent = trace.setSpanContext(ROOT_CONTEXT, { traceId: message.traceId, spanId: message.spanId, traceFlags, isRemote: true });
-      return this.tracer.startSpan(name, { attributes }, parent);
-    } catch (err) {
-      this.logger.warn("telemetry: could not start span", { span: name, error: err });
-      return undefined;
-    }
+    const traceFlags = message.traceFlags;
+    if (traceFlags === undefined || traceFlags === null) return this.start(name, { attributes, root: true });
+    return this.start(name, { attributes }, trace.setSpanContext(ROOT_CONTEXT, { traceId: message.traceId, spanId: message.spanId, traceFlags, isRemote: true }));
   }
 
   /**
@@ -101,8 +91,14 @@ export class Telemetry {
   startChildSpan(name: string, attributes: Attributes, parent: Span | undefined, message: MessageTraceContext): Span | undefined {
     if (this.tracer === undefined) return undefined;
     if (parent === undefined) return this.startMessageSpan(name, attributes, message);
+    return this.start(name, { attributes }, trace.setSpan(ROOT_CONTEXT, parent));
+  }
+
+  /** The one place spans are started: a tracer that throws is logged, and no span is made. */
+  private start(name: string, options: SpanOptions, parent?: Context): Span | undefined {
+    if (this.tracer === undefined) return undefined;
     try {
-      return this.tracer.startSpan(name, { attributes }, trace.setSpan(ROOT_CONTEXT, parent));
+      return this.tracer.startSpan(name, options, parent);
     } catch (err) {
       this.logger.warn("telemetry: could not start span", { span: name, error: err });
       return undefined;
