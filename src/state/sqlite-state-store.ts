@@ -104,6 +104,8 @@ export class SqliteStateStore implements StateStore {
   private readonly db: Database.Database;
   private readonly clock: Clock;
   private readonly busyTimeoutMs: number;
+  /** How errors name this store: `SqliteStateStore('<path>')`. */
+  private readonly label: string;
   private readonly selectOne: Database.Statement<[string], RecordRow>;
   private readonly upsert: Database.Statement<[string, number, string, string]>;
   private readonly deleteOne: Database.Statement<[string]>;
@@ -147,13 +149,14 @@ export class SqliteStateStore implements StateStore {
       throw new InvalidArgumentError("busyTimeoutMs", `SqliteStateStore option busyTimeoutMs must be a whole number of milliseconds from 0 to ${MAX_TIMEOUT_MS}, got ${describeValue(busyTimeoutMs)}`);
     }
     this.path = path;
+    this.label = `SqliteStateStore('${path}')`;
     this.table = table;
     this.clock = clock;
     this.busyTimeoutMs = busyTimeoutMs;
 
     let db: Database.Database;
     try {
-      const Driver = loadDriver(`SqliteStateStore('${path}')`);
+      const Driver = loadDriver(this.label);
       db = new Driver(path, { timeout: busyTimeoutMs });
     } catch (err) {
       throw err instanceof CivitasError ? err : this.failure("opening the database", err);
@@ -257,7 +260,7 @@ export class SqliteStateStore implements StateStore {
   }
 
   private failure(doing: string, err: unknown): StoreUnavailableError {
-    const store = `SqliteStateStore('${this.path}')`;
+    const store = this.label;
     const code = (err as { code?: unknown } | null)?.code;
     if (typeof code === "string" && (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED"))) {
       return new StoreUnavailableError(
@@ -290,7 +293,7 @@ export class SqliteStateStore implements StateStore {
     for (const column of columns) if (!(column.name in COLUMNS)) problems.push(`an extra column '${column.name}'`);
     if (columns.filter((c) => c.pk > 0).length > 1) problems.push("a primary key of several columns");
     if (problems.length > 0) {
-      const store = `SqliteStateStore('${this.path}')`;
+      const store = this.label;
       throw new StoreUnavailableError(
         "STORE_UNAVAILABLE",
         store,
@@ -300,7 +303,7 @@ export class SqliteStateStore implements StateStore {
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new StoreClosedError(`SqliteStateStore('${this.path}')`);
+    if (this.closed) throw new StoreClosedError(this.label);
   }
 }
 
