@@ -16,13 +16,9 @@ const LOGGER_METHODS = ["debug", "info", "warn", "error"] as const;
 export function checkRuntimeOptions(options: RuntimeOptions): void {
   const { store, clock, logger, auditSink, tracerProvider, signerId, keepAlive, authorizeResume } = options;
   if (store !== undefined) {
-    const missing = STORE_METHODS.filter((method) => typeof (store as unknown as Record<string, unknown> | null)?.[method] !== "function");
-    if (missing.length > 0 || typeof store.durable !== "boolean") {
-      throw new InvalidArgumentError(
-        "store",
-        `Runtime option store must implement StateStore (durable: boolean; get, set, delete, list, close), got ${describeValue(store)}${missing.length > 0 ? ` without ${missing.join(", ")}` : " without a boolean durable"}; use InMemoryStateStore, SqliteStateStore from civitas-ts/sqlite, or your own implementation`,
-      );
-    }
+    const what = "a StateStore (durable: boolean; get, set, delete, list, close): InMemoryStateStore, SqliteStateStore from civitas-ts/sqlite, or your own implementation";
+    requireMethods("store", store, STORE_METHODS, what);
+    if (typeof store.durable !== "boolean") throw new InvalidArgumentError("store", `Runtime option store must be ${what}, got ${describeValue(store)} without a boolean durable`);
   }
   if (clock !== undefined) checkClock(clock, "Runtime", ["now", "setTimeout"]);
   if (logger !== undefined) requireMethods("logger", logger, LOGGER_METHODS, "a Logger (debug, info, warn, error), e.g. silentLogger");
