@@ -42,6 +42,9 @@ function text(value: unknown): string | undefined {
  * Answers offline, from the log alone, whether each suspension of `agent` was
  * settled by exactly one `agent.resume` naming its `suspensionId`.
  *
+ * The same suspension announced again before its resume (an `agent.suspend`
+ * of `agent` repeating a pending `suspensionId`: a restart re-announced a
+ * pause whose first announcement a kill had cut short) counts once.
  * A suspension fails when it is settled twice, or when a resume of another
  * agent names it; the verification also fails for a resume of `agent` naming a
  * suspension the log does not hold (before that resume) or one of another
@@ -81,6 +84,11 @@ function settle(rows: readonly AuditRow[], agent: string, failures: string[]): S
       }
       if (id === undefined) {
         failures.push(`row ${row.seq}: agent.suspend of '${agent}' names no suspensionId`);
+        continue;
+      }
+      const announced = mine.get(id);
+      if (announced !== undefined && announced.resumedAt === undefined) {
+        // The same pause announced again: a kill came after its receipt and before the write recording that, and the restart re-announced it.
         continue;
       }
       if (owners.has(id)) {

@@ -204,7 +204,7 @@ export class InvalidApproverError extends CivitasError {
   constructor(agent: string, approver: unknown) {
     super(
       "INVALID_APPROVER",
-      `resume('${agent}') needs a non-empty approver naming who approved, got ${describeValue(approver)}; a pending action is never authorization by itself`,
+      `resume('${agent}') needs an approver naming who approved (a string with at least one visible character and no control characters), got ${describeValue(approver)}; a pending action is never authorization by itself`,
     );
     this.agent = agent;
   }

@@ -555,8 +555,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (this.unrestored !== undefined) return Promise.reject(this.unrestored);
     try {
       const marker = this.suspension.marker;
-      // A pause asked for and not entered yet is stored flagged as not announced (see SuspensionMarker.announced).
-      const state = persistableState(this.agent.state, marker ?? this.suspension.request?.marker, this.agent.name, marker !== undefined);
+      // A pause asked for and not entered yet, or entered and not yet announced, is stored flagged as not announced (see SuspensionMarker.announced).
+      const state = persistableState(this.agent.state, marker ?? this.suspension.request?.marker, this.agent.name, marker !== undefined && !this.suspension.announcing);
       return this.requireServices().store.set(this.agent.name, state);
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- a store (or the state check) threw synchronously: reject like an async store would
@@ -687,7 +687,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   }
 
   /** Whether the agent's class overrides `hook` of the base class (whose hooks are no-ops). */
-  private overrides(hook: keyof AgentProcess & string): boolean {
+  overrides(hook: keyof AgentProcess & string): boolean {
     return (this.agent as unknown as Record<string, unknown>)[hook] !== (rootPrototype(this.agent) as Record<string, unknown>)[hook];
   }
 

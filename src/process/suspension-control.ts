@@ -84,6 +84,13 @@ export class SuspensionControl {
    * became SUSPENDED. `undefined` for a pause restored from the store.
    */
   private pauseAfter: number | undefined;
+  /**
+   * Whether the current pause is being announced (its `onSuspend` and
+   * receipt are not done yet): every write meanwhile stores its marker
+   * flagged `announced: false`, so a kill before the announcement is done
+   * brings the pause back announced again (S9: no pause without its receipt).
+   */
+  announcing = false;
 
   constructor(private readonly runner: ProcessRunner) {}
 
@@ -94,8 +101,10 @@ export class SuspensionControl {
     if (typeof sent === "number" && (pending.askedBy === undefined || sent < pending.askedBy)) pending.askedBy = sent;
     pending.reason = reason;
     if (request !== undefined) pending.waiting.push(request);
-    if (this.runner.currentStatus === ProcessStatus.RUNNING && this.runner.services !== undefined) {
-      // A checkpoint before the loop boundary stores it flagged as not announced yet (see SuspensionMarker.announced).
+    const status = this.runner.currentStatus;
+    // Asked for while running, or from onStart of an agent not already paused: a checkpoint before the
+    // loop boundary stores it flagged as not announced yet (see SuspensionMarker.announced).
+    if ((status === ProcessStatus.RUNNING || (status === ProcessStatus.INITIALIZING && this.marker === undefined)) && this.runner.services !== undefined) {
       pending.marker = pending.marker === undefined ? this.newMarker(reason, this.runner.services.clock.now()) : { ...pending.marker, reason };
     }
     // An idle agent has no loop running to see the flag: start one.
@@ -147,7 +156,9 @@ export class SuspensionControl {
     const marker = announcedMarker(stored);
     const span = this.suspendSpan(marker, true);
     this.setMarker(marker);
-    return this.announce(marker, span);
+    // Nobody could see this pause before now: resumes sent so far (one still queued from before a restart) do not lift it.
+    this.pauseAfter = this.request?.askedBy ?? this.runner.requireServices().controlSent.count;
+    return this.announce(marker, span, true);
   }
 
   private suspendSpan(marker: SuspensionMarker, restored: boolean): Span | undefined {
@@ -161,12 +172,33 @@ export class SuspensionControl {
     });
   }
 
-  /** Persists the (already set) marker, runs `onSuspend`, and records the `agent.suspend` receipt. */
-  private async announce(marker: SuspensionMarker, span: Span | undefined): Promise<void> {
+  /**
+   * Persists the (already set) marker, runs `onSuspend`, and records the
+   * `agent.suspend` receipt. While there is an `onSuspend` or a receipt to
+   * come, the marker is stored flagged as not announced, and a second write
+   * clears the flag once both are done: a kill in between re-announces the
+   * pause on restart (`onSuspend` runs at least once, and the receipt may be
+   * recorded twice under the same `suspensionId`), instead of losing its
+   * announcement. `stored`: the store already holds the flagged marker (a
+   * restored pause), so the first write is skipped.
+   */
+  private async announce(marker: SuspensionMarker, span: Span | undefined, stored = false): Promise<void> {
     const services = this.runner.requireServices();
-    const durable = await this.persistMarker("suspend", span);
-    await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(marker.reason), this.runner.options.shutdownTimeoutMs);
-    await this.receipt("agent.suspend", { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable });
+    const flagged = services.telemetry.auditing || this.runner.overrides("onSuspend");
+    this.announcing = flagged;
+    let durable: boolean;
+    try {
+      durable = stored || (await this.persistMarker("suspend", span));
+      await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(marker.reason), this.runner.options.shutdownTimeoutMs);
+      await this.receipt("agent.suspend", { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable });
+    } finally {
+      this.announcing = false;
+    }
+    if ((flagged || stored) && durable && this.marker === marker) {
+      await this.runner.persist().catch((error: unknown) => {
+        services.logger.warn(`'${this.runner.agent.name}' is paused and stored so, but could not record that its pause was announced; a restart will announce it again (onSuspend and its receipt)`, { error });
+      });
+    }
     services.telemetry.setAttribute(span, "civitas.suspend.durable", durable);
     services.telemetry.endSpan(span);
   }

@@ -122,18 +122,25 @@ export function persistableState(state: JsonObject, marker: SuspensionMarker | u
   return copy;
 }
 
-/** Whitespace (JavaScript's `\s`, and U+0085 NEXT LINE, which it leaves out) and invisible format characters (U+200B ZERO WIDTH SPACE and the like). */
-const BLANK = /^[\s\u0085\p{Cf}]*$/u;
+/**
+ * A character that shows: a letter, digit, punctuation or symbol, but not
+ * the ones that render as blank (the Hangul fillers U+115F, U+1160, U+3164,
+ * U+FFA0 and the Braille blank U+2800).
+ */
+const VISIBLE = /(?![\u115F\u1160\u3164\uFFA0\u2800])[\p{L}\p{N}\p{P}\p{S}]/u;
+/** Control characters (NUL, BEL, newline …) and lone surrogates: nothing an audit row should name someone with. */
+const UNPRINTABLE = /[\p{Cc}\p{Cs}]/u;
 
 /**
  * Checks an approver: a string with at least one visible character (not
- * only whitespace or invisible format characters), so that a resume always
- * names someone.
+ * only whitespace, invisible format characters or blank-rendering fillers)
+ * and no control characters or lone surrogates, so that a resume always
+ * names someone, legibly.
  * @throws {@link InvalidApproverError}
  * @internal
  */
 export function assertApprover(agent: string, approver: unknown): asserts approver is string {
-  if (typeof approver !== "string" || BLANK.test(approver)) throw new InvalidApproverError(agent, approver);
+  if (typeof approver !== "string" || !VISIBLE.test(approver) || UNPRINTABLE.test(approver)) throw new InvalidApproverError(agent, approver);
 }
 
 /** The marker as a plain JSON object (what is stored and shown in `state`). @internal */

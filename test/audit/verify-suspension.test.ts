@@ -41,6 +41,21 @@ describe("verifySuspension", () => {
     expect(await verifySuspension(file, "payer", { key: KEY })).toEqual({ status: "verified", suspensions: [], failures: [] });
   });
 
+  it("counts a pause announced again before its resume once (a restart re-announced it after a kill)", async () => {
+    await writeLog(file, [suspend("payer", "s-1", "big payment"), event("agent.start", "payer"), suspend("payer", "s-1", "big payment"), resume("payer", "s-1", "alice")]);
+    const result = await verifySuspension(file, "payer", { key: KEY });
+    expect(result.failures).toEqual([]);
+    expect(result.status).toBe("verified");
+    expect(result.suspensions).toEqual([expect.objectContaining({ suspensionId: "s-1", status: "verified", approver: "alice" })]);
+  });
+
+  it("failed: a suspension id announced again after its resume", async () => {
+    await writeLog(file, [suspend("payer", "s-1"), resume("payer", "s-1"), suspend("payer", "s-1")]);
+    const result = await verifySuspension(file, "payer", { key: KEY });
+    expect(result.status).toBe("failed");
+    expect(result.failures.join()).toMatch(/'s-1' of 'payer' reuses an id/);
+  });
+
   it("failed: a suspension settled twice", async () => {
     await writeLog(file, [suspend("payer", "s-1"), resume("payer", "s-1"), resume("payer", "s-1", "mallory")]);
     const result = await verifySuspension(file, "payer", { key: KEY });

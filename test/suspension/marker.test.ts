@@ -58,9 +58,12 @@ describe("the marker (S4)", () => {
     await waitUntil(() => r.store.setsOf("payer").some((s) => s.state[SUSPENSION_KEY] !== undefined), "marker persisted");
     const sets = r.store.setsOf("payer");
     const carrying = sets.filter((s) => s.state[SUSPENSION_KEY] !== undefined);
-    expect(carrying).toHaveLength(1);
+    // The first write carries the action and its pause, flagged as not announced until onSuspend and the receipt are
+    // done; the second records the announcement (a kill between the two re-announces the pause on restart).
+    expect(carrying).toHaveLength(2);
     expect(carrying[0]!.state.pending).toEqual({ action: "pay", amount: 42 });
-    expect(carrying[0]!.state[SUSPENSION_KEY]).toEqual(agent.suspension);
+    expect(carrying[0]!.state[SUSPENSION_KEY]).toEqual({ ...agent.suspension, announced: false });
+    expect(carrying[1]!.state).toEqual({ pending: { action: "pay", amount: 42 }, [SUSPENSION_KEY]: agent.suspension });
     // no earlier write had the pending action without the marker
     expect(sets.filter((s) => s.state.pending !== undefined && s.state[SUSPENSION_KEY] === undefined)).toEqual([]);
     expect(await r.store.get("payer")).toEqual({ pending: { action: "pay", amount: 42 }, [SUSPENSION_KEY]: agent.suspension });
@@ -204,8 +207,14 @@ describe("write-ahead safety (S5)", () => {
     const r = rig([agent], { store });
     await r.runtime.start();
     const seen: string[] = [];
-    store.onSet = (_name, state) => seen.push(`${agent.status}:${state[SUSPENSION_KEY] === undefined ? "no-marker" : "marker"}`);
+    store.onSet = (_name, state) => seen.push(`${agent.status}:${markerKind(state)}`);
     await r.runtime.suspend("a");
-    expect(seen).toEqual(["SUSPENDED:marker"]);
+    expect(seen).toEqual(["SUSPENDED:marker, not announced", "SUSPENDED:marker"]);
   });
 });
+
+function markerKind(state: JsonObject): string {
+  const marker = state[SUSPENSION_KEY] as JsonObject | undefined;
+  if (marker === undefined) return "no-marker";
+  return marker.announced === false ? "marker, not announced" : "marker";
+}

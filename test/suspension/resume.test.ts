@@ -211,7 +211,9 @@ describe("effect order", () => {
     await r.runtime.send("a", { seq: 2 });
     await done;
     await turns(10);
-    expect(timeline).toEqual(["status:SUSPENDED", "set:marker", "onSuspend:r", "audit:agent.suspend", "span-end:civitas.agent.suspend", "suspend-resolved"]);
+    expect(timeline).toEqual(["status:SUSPENDED", "set:marker", "onSuspend:r", "audit:agent.suspend", "set:marker", "span-end:civitas.agent.suspend", "suspend-resolved"]);
+    // the first write stores the pause as not announced yet, the second once onSuspend and the receipt are done
+    expect(r.store.setsOf("a").slice(-2).map((s) => (s.state[SUSPENSION_KEY] as { announced?: boolean }).announced)).toEqual([false, undefined]);
   });
 
   it("resume: authorize -> audit -> marker cleared in the store -> RUNNING -> onResume -> span ended -> resolved -> next business message", async () => {
