@@ -5,8 +5,8 @@
  * needs a human's approval. Two OS processes share one SQLite file:
  *
  *   1. Process 1 pays INV-1 (40.00), then is asked for INV-2 (12500.00).
- *      handle() stores INV-2 as pending, checkpoints, calls this.suspend()
- *      and returns; the agent is SUSPENDED and the pause is persisted with
+ *      handle() stores INV-2 as pending, calls this.suspend(), checkpoints
+ *      (the action and its pause in one write) and returns; the agent is SUSPENDED and the pause is persisted with
  *      its state. This program then kills process 1 with SIGKILL.
  *   2. Process 2 starts on the same file: the agent comes back SUSPENDED,
  *      nothing is paid, a new payment waits in the mailbox. alice@finance

@@ -1,5 +1,6 @@
 /**
- * `npm run demo`: a small supervision tree on the durable SQLite store.
+ * `npx tsx examples/supervised-agents.ts`: a small supervision tree on the
+ * durable SQLite store.
  *
  *   root (Supervisor, ONE_FOR_ONE, exponential backoff from 50 ms)
  *   ├── counter   checkpoints a count after every increment

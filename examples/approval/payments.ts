@@ -27,10 +27,10 @@ export function money(cents: number): string {
 /**
  * Pays small amounts at once. A large one needs approval, and an approval
  * can take hours, outlive this process, and must never be assumed:
- * checkpoint-and-return. handle() stores the payment as `pending`,
- * checkpoints, calls `this.suspend(...)` and returns; the runtime pauses the
- * agent after handle() returns and persists the pause (the marker) together
- * with `state` in one write. Only `onResume(approver)` makes the payment.
+ * checkpoint-and-return. handle() stores the payment as `pending`, calls
+ * `this.suspend(...)`, checkpoints (the action and its pause in one write)
+ * and returns; the runtime enters the pause after handle() returns. Only
+ * `onResume(approver)` makes the payment.
  */
 export class Payments extends AgentProcess<PaymentsState> {
   override state: PaymentsState = { ledger: [], pending: null };
@@ -185,7 +185,7 @@ export async function runPaymentsNode(step: string, dbFile: string, auditFile: s
     say(`pay INV-1 40.00 to acme: ${String(small.payload.status)} (within policy)`);
     const receipt = audit.next("agent.suspend", WAIT_MS); // emitted once the pause is persisted
     const large = await runtime.ask("payments", { invoice: "INV-2", cents: 1_250_000, payee: "globex" }, { timeoutMs: WAIT_MS });
-    say(`pay INV-2 12500.00 to globex: ${String(large.payload.status)} (handle() checkpointed it as pending, called this.suspend() and returned)`);
+    say(`pay INV-2 12500.00 to globex: ${String(large.payload.status)} (handle() stored it as pending, called this.suspend(), checkpointed and returned)`);
     const suspended = await receipt;
     say(`payments is ${payments.status}; nothing was paid for INV-2; ledger: ${ledgerText(payments.state.ledger)}`);
     report({ kind: "suspended", suspensionId: String(suspended.details.suspensionId), durable: suspended.details.durable ?? false });

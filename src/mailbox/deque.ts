@@ -1,5 +1,5 @@
 /**
- * A growable ring buffer: O(1) push at the back and shift from the front,
+ * A growable ring buffer: O(1) push at the back, shift from (and unshift to) the front,
  * no `Array.shift`. Storage is allocated on first push, so an idle, empty
  * deque costs one small object.
  */
@@ -19,6 +19,14 @@ export class Deque<T> {
   push(item: T): void {
     if (this.count === this.buffer.length) this.grow();
     this.buffer[(this.head + this.count) & (this.buffer.length - 1)] = item;
+    this.count++;
+  }
+
+  /** Puts `item` at the front, before every other item. */
+  unshift(item: T): void {
+    if (this.count === this.buffer.length) this.grow();
+    this.head = (this.head - 1) & (this.buffer.length - 1);
+    this.buffer[this.head] = item;
     this.count++;
   }
 

@@ -109,6 +109,7 @@ export class Mailbox {
   private readonly clock: Clock;
   private readonly onExpired: ((message: Message) => void) | undefined;
   private expired = 0;
+  private businessTaken = 0;
   private isClosed = false;
   private consumer: MailboxConsumer | undefined;
   private consumerPriorityOnly = false;
@@ -221,6 +222,29 @@ export class Mailbox {
   }
 
   /**
+   * How many business messages have left the mailbox so far (taken, or
+   * discarded as expired): with {@link Mailbox.size}, it marks which ones
+   * were queued at a given moment (a drain takes only those).
+   * @internal
+   */
+  get businessTakenCount(): number {
+    return this.businessTaken;
+  }
+
+  /**
+   * Puts a message just taken back at the front of its lane, even past its
+   * capacity, as if it had not been taken: a retry during a drain, which
+   * must come before what was queued after it.
+   * @internal
+   */
+  requeue(message: Message): void {
+    if (this.isClosed) throw new MailboxClosedError();
+    const lane = this.laneOf(message);
+    lane.unshift(message);
+    if (lane === this.business) this.businessTaken--;
+  }
+
+  /**
    * Enqueues `message` even past its lane's capacity. Reserved for the
    * runtime's own control messages and retries, which must never wait on the
    * mailbox their own agent drains.
@@ -233,26 +257,26 @@ export class Mailbox {
 
   /** Takes the oldest priority message, else the oldest business message, waiting while both are empty. */
   get(options?: MailboxWaitOptions): Promise<Message> {
-    let message: Message | undefined;
-    try {
-      message = this.poll();
-    } catch (err) {
-      return rejection(err);
-    }
-    if (message !== undefined) return Promise.resolve(message);
-    return this.wait(false, options?.signal);
+    return this.receive(false, options?.signal);
   }
 
   /** Takes the oldest priority message, waiting while there is none. Business puts never wake it. */
   getPriority(options?: MailboxWaitOptions): Promise<Message> {
+    return this.receive(true, options?.signal);
+  }
+
+  /** `get`/`getPriority`: an aborted (or malformed) signal takes nothing, as it enqueues nothing for `put`. */
+  private receive(priorityOnly: boolean, signal: AbortSignal | undefined): Promise<Message> {
     let message: Message | undefined;
     try {
-      message = this.pollPriority();
+      checkSignal(signal, priorityOnly ? "Mailbox.getPriority" : "Mailbox.get");
+      if (signal?.aborted) return Promise.reject(signal.reason as Error);
+      message = priorityOnly ? this.pollPriority() : this.poll();
     } catch (err) {
       return rejection(err);
     }
     if (message !== undefined) return Promise.resolve(message);
-    return this.wait(true, options?.signal);
+    return this.wait(priorityOnly, signal);
   }
 
   /** Takes what {@link Mailbox.get} would, without waiting: `undefined` when empty. */
@@ -342,6 +366,7 @@ export class Mailbox {
         if (this.isClosed || !this.admitPutter(lane)) return undefined;
         continue;
       }
+      if (lane === this.business) this.businessTaken++;
       // A forced message (a retry, a control) may hold the lane at capacity: a waiting put gets in only when there is room.
       if (lane.length < lane.capacity) this.admitPutter(lane);
       if (!this.discardIfExpired(message)) return message;
@@ -374,13 +399,7 @@ export class Mailbox {
   }
 
   private wait(priorityOnly: boolean, signal: AbortSignal | undefined): Promise<Message> {
-    try {
-      checkSignal(signal, priorityOnly ? "Mailbox.getPriority" : "Mailbox.get");
-    } catch (err) {
-      return rejection(err);
-    }
     if (this.isClosed) return Promise.reject(new MailboxClosedError());
-    if (signal?.aborted) return Promise.reject(signal.reason as Error);
     const waiting = (this.waiting ??= { any: new Deque<Getter>(), priorityOnly: new Deque<Getter>(), seq: 0 });
     const queue = priorityOnly ? waiting.priorityOnly : waiting.any;
     return new Promise<Message>((resolve, reject) => {

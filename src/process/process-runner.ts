@@ -70,6 +70,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   exit: ChildExit | undefined;
   stopRequested = false;
   drainAll = false;
+  /** For a drain-all stop: the business messages taken before this mark were queued when it began (see `Mailbox.businessTakenCount`). */
+  drainEnd = 0;
+  /** The bound of a stop's steps (its drain, `onStop`): the stop's own `timeoutMs`, else `shutdownTimeoutMs`. */
+  stopTimeoutMs: number | undefined;
   /**
    * Aborts the deliveries of what this incarnation's handlers returned, when a
    * stop gives up on it. Made on first need: an idle agent holds none.
@@ -85,6 +89,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   /** The loop of an incarnation whose stop gave up waiting for its handler: the next loop dispatches nothing until it ends. */
   abandoned: Promise<void> | undefined;
+  /** Gives up on the `onStart` running now, after `shutdownTimeoutMs` (set while it runs). */
+  abandonStart: (() => void) | undefined;
+  /** Hooks (`onStop`, `onSuspend`, `onResume`, `onChildTerminated`) running now, including ones past their deadline. */
+  hooksRunning = 0;
   /** Why this incarnation's state could not be restored: persists are refused with it, so the stored record survives. */
   unrestored: unknown;
 
@@ -144,14 +152,15 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     const box = this.box;
     if (box === undefined || box.closed) return;
     box.close();
-    // Nobody will answer control requests still waiting here: fail them rather than leave callers hanging.
+    // Nobody will take what is still queued: fail the requests among it (runtime control requests and asks)
+    // rather than leave their callers waiting out their timeouts.
     const pending = [...(this.suspension.request?.waiting ?? [])];
-    for (let m = box.pollPriority(); m !== undefined; m = box.pollPriority()) {
-      if (m.type === "_agency.suspend" || m.type === "_agency.resume") pending.push(m);
+    for (const m of box.drain()) {
+      if (m.replyTo !== undefined && m.correlationId !== undefined) pending.push(m);
     }
     this.suspension.request = undefined;
     for (const request of pending) {
-      this.refuse(request, new MailboxClosedError(`'${this.agent.name}' stopped for good before it handled ${request.type}`));
+      this.refuse(request, new MailboxClosedError(`'${this.agent.name}' stopped for good before it handled ${request.type} ${request.id}`));
     }
   }
 
@@ -174,6 +183,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       switch (this.currentStatus) {
         case ProcessStatus.INITIALIZING:
           if (this.starting === undefined) return;
+          // Stopped while starting: onStart gets shutdownTimeoutMs to finish, as when the runtime stops.
+          this.abandonStart?.();
           await this.starting.catch(() => undefined);
           continue;
         case ProcessStatus.RUNNING:
@@ -200,6 +211,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     this.starts++;
     this.stopRequested = false;
     this.drainAll = false;
+    this.stopTimeoutMs = undefined;
     this.driving = false;
     this.exit = undefined;
     this.stopping = undefined;
@@ -231,8 +243,11 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
         // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what onStart threw, whatever it is: the start fails with it as cause
         onStart = Promise.reject(error);
       }
-      if (!(await settlesUnlessAbandoned(onStart, services.stopping, services.clock, this.options.shutdownTimeoutMs))) {
-        throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime stopped while '${this.agent.name}'.onStart was running, and it did not finish within ${this.options.shutdownTimeoutMs} ms; the start is abandoned`);
+      if (!(await this.settlesUnlessStopped(onStart))) {
+        if (services.stopping.aborted) {
+          throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime stopped while '${this.agent.name}'.onStart was running, and it did not finish within ${this.options.shutdownTimeoutMs} ms; the start is abandoned`);
+        }
+        throw new Error(`'${this.agent.name}' was stopped while its onStart was running, and onStart did not finish within ${this.options.shutdownTimeoutMs} ms; the start is abandoned`);
       }
       await onStart;
     } catch (error) {
@@ -261,12 +276,34 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     this.drive();
   }
 
+  /**
+   * Waits for `onStart`; once the runtime stops, or this agent is stopped
+   * ({@link ProcessRunner.abandonStart}), at most `shutdownTimeoutMs` more.
+   */
+  private async settlesUnlessStopped(onStart: Promise<void>): Promise<boolean> {
+    const services = this.requireServices();
+    const stop = new AbortController();
+    const abandon = (): void => stop.abort();
+    services.stopping.addEventListener("abort", abandon, { once: true });
+    if (services.stopping.aborted) stop.abort();
+    this.abandonStart = abandon;
+    try {
+      return await settlesUnlessAbandoned(onStart, stop.signal, services.clock, this.options.shutdownTimeoutMs);
+    } finally {
+      services.stopping.removeEventListener("abort", abandon);
+      this.abandonStart = undefined;
+    }
+  }
+
   async requestStop(options: StopOptions): Promise<void> {
     const services = this.requireServices();
     const timeoutMs = nonNegativeInteger("timeoutMs", options.timeoutMs ?? this.options.shutdownTimeoutMs);
+    this.stopTimeoutMs = timeoutMs;
     this.stopRequested = true;
     // A suspended agent is never drained: its queued business is unapproved work.
     this.drainAll = options.drain === "all" && this.currentStatus !== ProcessStatus.SUSPENDED;
+    // "all" is what is queued now: what arrives during the drain (an agent feeding itself, busy senders) waits, as with "current".
+    this.drainEnd = this.mailbox.businessTakenCount + this.mailbox.size;
     this.exit = { kind: "normal", reason: "stopped" };
     this.transition(ProcessStatus.STOPPING);
     this.mailbox.unpark();
@@ -294,7 +331,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     const span = services.telemetry.startSpan("civitas.agent.stop", { "civitas.agent.name": this.agent.name });
     // A pause asked for from handle() that the stop came before is kept, as a restart would keep it.
     await this.suspension.keepAskedPause(() => JSON.parse(this.initialState ?? "{}") as JsonObject);
-    await this.runHook("onStop", () => this.agent.onStop(), this.options.shutdownTimeoutMs);
+    await this.runHook("onStop", () => this.agent.onStop(), this.stopTimeoutMs ?? this.options.shutdownTimeoutMs);
     if (this.currentStatus === ProcessStatus.STOPPING) this.transition(ProcessStatus.STOPPED);
     // Stopped for good while the runtime stops: no one will take what is queued, so senders still
     // waiting for room (an agent not stopped yet) get MAILBOX_CLOSED now instead of hanging their own stop.
@@ -370,7 +407,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
           }
           case ProcessStatus.STOPPING:
             // A pause asked for (before or during the drain) makes the rest of the business unapproved work.
-            message = this.drainAll && this.suspension.request === undefined ? mailbox.poll() : undefined;
+            message =
+              this.drainAll && this.suspension.request === undefined
+                ? (mailbox.pollPriority() ?? (mailbox.businessTakenCount < this.drainEnd ? mailbox.poll() : undefined))
+                : undefined;
             break;
           default:
             message = undefined;
@@ -461,8 +501,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   async onFailure(error: unknown, message: Message, handleSpan?: Span): Promise<void> {
     const services = this.requireServices();
     const generation = this.generation;
-    const draining = this.currentStatus === ProcessStatus.STOPPING && this.drainAll;
-    if (this.currentStatus !== ProcessStatus.RUNNING && !draining) {
+    // A failure while stopping (in a drain, or in the message a stop came during) still goes through onError.
+    if (this.currentStatus !== ProcessStatus.RUNNING && this.currentStatus !== ProcessStatus.STOPPING) {
       services.logger.error(`'${this.agent.name}' failed a message while ${this.currentStatus}`, { error, message: message.id });
       return;
     }
@@ -479,9 +519,11 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       return;
     }
     if (this.currentStatus === ProcessStatus.STOPPING) {
-      // Draining (or a stop began while onError ran): the agent is on its way out and cannot crash or stop again.
-      if (action === ErrorAction.RETRY && message.attempt < this.options.maxRetries && this.drainAll && !this.mailbox.closed) {
-        this.mailbox.force(nextAttempt(message));
+      // On its way out, it cannot crash or stop again. A retry goes back to the mailbox: next in a drain-all,
+      // otherwise queued with the rest for the next incarnation (a restart keeps the mailbox).
+      if (action === ErrorAction.RETRY && message.attempt < this.options.maxRetries && !this.mailbox.closed) {
+        if (this.drainAll) this.mailbox.requeue(nextAttempt(message));
+        else this.mailbox.force(nextAttempt(message));
       } else if (action !== ErrorAction.SKIP) {
         this.drainAll = false;
         services.logger.error(`'${this.agent.name}' failed message ${message.id} while stopping (onError: ${describeValue(action)}); what is still queued is left unhandled`, { error });
@@ -598,9 +640,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   }
 
   /**
-   * Delivers a message the agent sends itself. Inside its own handler a full
-   * lane is refused with `MAILBOX_FULL` instead of waited on: only the loop
-   * running that handler could make room.
+   * Delivers a message the agent sends itself. While it is busy with its own
+   * code (see {@link ProcessRunner.busyWithOwnCode}) a full lane is refused
+   * with `MAILBOX_FULL` instead of waited on: only the loop waiting for that
+   * code could make room.
    */
   sendToSelf(message: Message, signal: AbortSignal | undefined): Promise<void> {
     try {
@@ -612,8 +655,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     const services = this.requireServices();
     const mailbox = this.mailbox;
-    // A handler a stop gave up on counts as "inside": only the loop that waits for it could make room.
-    if ((this.current === undefined && this.abandoned === undefined) || mailbox.closed) return services.bus.deliver(message, signal);
+    // Only the loop (busy with this very code, or one a stop gave up on) could make room: waiting would wait for itself.
+    if (!this.busyWithOwnCode() || mailbox.closed) return services.bus.deliver(message, signal);
     try {
       if (mailbox.offer(message)) return RESOLVED;
     } catch (error) {
@@ -678,9 +721,12 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   private async runHookWithDeadline(hook: string, fn: () => Promise<unknown>, timeoutMs: number): Promise<void> {
     const services = this.requireServices();
-    const run = (async () => fn())().catch((error: unknown) => {
-      services.logger.error(`'${this.agent.name}'.${hook} threw`, { error });
-    });
+    this.hooksRunning++;
+    const run = (async () => fn())()
+      .catch((error: unknown) => {
+        services.logger.error(`'${this.agent.name}'.${hook} threw`, { error });
+      })
+      .finally(() => this.hooksRunning--);
     if (!(await settlesWithin(run, services.clock, timeoutMs))) {
       services.logger.warn(`'${this.agent.name}'.${hook} did not finish within ${timeoutMs} ms; moving on`);
     }
@@ -702,10 +748,21 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
    */
   removeFromHost(name: string, remove: (host: DynamicHost) => Promise<void>): Promise<void> {
     const host = this.dynamicHost();
-    const fromWithin = this.current !== undefined || this.abandoned !== undefined || this.driving || this.currentStatus === ProcessStatus.INITIALIZING;
-    if (name !== this.agent.name || !fromWithin) return remove(host);
+    if (name !== this.agent.name || !this.busyWithOwnCode()) return remove(host);
     remove(host).catch((error: unknown) => this.requireServices().logger.error(`'${name}' could not remove itself`, { error }));
     return RESOLVED;
+  }
+
+  /**
+   * Whether the agent's own code may be what its loop (or its start, or its
+   * stop) is waiting for: a handler or hook runs, the loop is busy, a stop
+   * gave up on a handler, or `onStart` runs. Code that waits on the agent's
+   * own loop from there would wait for itself. Without an async context per
+   * call (too costly on the message path) this cannot tell that code from
+   * other code that runs meanwhile, such as one of the agent's timers.
+   */
+  busyWithOwnCode(): boolean {
+    return this.current !== undefined || this.abandoned !== undefined || this.driving || this.hooksRunning > 0 || this.currentStatus === ProcessStatus.INITIALIZING;
   }
 
   requireServices(): RuntimeServices {

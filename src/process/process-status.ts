@@ -20,15 +20,15 @@ export enum ProcessStatus {
  * `ILLEGAL_TRANSITION`.
  */
 export const LEGAL_TRANSITIONS: Readonly<Record<ProcessStatus, readonly ProcessStatus[]>> = Object.freeze({
-  [ProcessStatus.INITIALIZING]: [ProcessStatus.RUNNING, ProcessStatus.SUSPENDED, ProcessStatus.CRASHED],
-  [ProcessStatus.RUNNING]: [ProcessStatus.SUSPENDED, ProcessStatus.STOPPING, ProcessStatus.CRASHED],
-  [ProcessStatus.SUSPENDED]: [ProcessStatus.RUNNING, ProcessStatus.STOPPING],
-  [ProcessStatus.STOPPING]: [ProcessStatus.STOPPED],
-  [ProcessStatus.STOPPED]: [ProcessStatus.INITIALIZING],
-  [ProcessStatus.CRASHED]: [ProcessStatus.INITIALIZING],
+  [ProcessStatus.INITIALIZING]: Object.freeze([ProcessStatus.RUNNING, ProcessStatus.SUSPENDED, ProcessStatus.CRASHED]),
+  [ProcessStatus.RUNNING]: Object.freeze([ProcessStatus.SUSPENDED, ProcessStatus.STOPPING, ProcessStatus.CRASHED]),
+  [ProcessStatus.SUSPENDED]: Object.freeze([ProcessStatus.RUNNING, ProcessStatus.STOPPING]),
+  [ProcessStatus.STOPPING]: Object.freeze([ProcessStatus.STOPPED]),
+  [ProcessStatus.STOPPED]: Object.freeze([ProcessStatus.INITIALIZING]),
+  [ProcessStatus.CRASHED]: Object.freeze([ProcessStatus.INITIALIZING]),
 });
 
-/** Whether `from → to` is a legal status change. */
+/** Whether `from → to` is a legal status change; `false` when `from` is not a status at all. */
 export function isLegalTransition(from: ProcessStatus, to: ProcessStatus): boolean {
-  return LEGAL_TRANSITIONS[from].includes(to);
+  return Object.hasOwn(LEGAL_TRANSITIONS, from) && LEGAL_TRANSITIONS[from].includes(to);
 }

@@ -9,7 +9,9 @@ export type ChildExit =
 export interface StopOptions {
   /**
    * `"current"` finishes the message being handled and leaves the rest queued;
-   * `"all"` first handles every business message already queued.
+   * `"all"` first handles every business message queued when the stop
+   * begins (not those that arrive during the drain; a retry of one of them
+   * is handled again at once).
    * @defaultValue "current"
    */
   drain?: "current" | "all";

@@ -35,6 +35,8 @@ interface DynamicChild {
    * restart may bring the agent back, and a second despawn joins this one.
    */
   removal?: Promise<void>;
+  /** Cancels the restart backoff it is waiting out, if any: a removal wins over a pending restart. */
+  backoff?: AbortController;
 }
 
 /**
@@ -142,7 +144,8 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
 
   /**
    * Gracefully stops a child and removes it: `drain: "all"` first handles
-   * every message already queued; `timeoutMs` bounds the drain. Its spawner
+   * every business message queued when the stop begins; `timeoutMs` bounds
+   * the drain, and separately `onStop`. Its spawner
    * is told `"despawned"`, once. From the call on, the child is never
    * restarted (a pending restart backoff is cancelled). Stopping a child
    * already being removed waits for that removal. Rejects with
@@ -223,10 +226,18 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     }
     const delayMs = backoffDelay(this.restart.backoff, child.intensity.count(now), this.restart.backoffBaseMs, this.restart.backoffMaxMs);
     if (delayMs > 0) {
+      const backoff = new AbortController();
+      const cancel = (): void => backoff.abort();
+      const supervisorStop = this.abort.signal;
+      supervisorStop.addEventListener("abort", cancel, { once: true });
+      child.backoff = backoff;
       try {
-        await sleep(services.clock, delayMs, this.abort.signal);
+        await sleep(services.clock, delayMs, backoff.signal);
       } catch {
         return;
+      } finally {
+        supervisorStop.removeEventListener("abort", cancel);
+        if (child.backoff === backoff) delete child.backoff;
       }
     }
     // A despawn (or a stop of this supervisor) that began during the backoff wins over the restart.
@@ -261,7 +272,10 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     this.currentStatus = ProcessStatus.STOPPING;
     this.abort.abort();
     await Promise.all(this.pending);
+    const removals = [...this.kids.values()].flatMap((child) => (child.removal === undefined ? [] : [child.removal]));
     for (const child of [...this.kids.values()].reverse()) await child.agent[stopChild](options);
+    // A despawn or stop in flight finishes its work (clearing the child's marker, telling its spawner) before this stop resolves.
+    await Promise.allSettled(removals);
     this.currentStatus = ProcessStatus.STOPPED;
   }
 
@@ -280,6 +294,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     if (this.kids.get(child.agent.name) !== child) return Promise.resolve();
     // The mark is set before removeNow runs a single line.
     child.removal ??= Promise.resolve().then(() => this.removeNow(child, reason, stopFirst));
+    child.backoff?.abort();
     return child.removal;
   }
 

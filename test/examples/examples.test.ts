@@ -86,7 +86,7 @@ const expectedLines: Record<string, RegExp[]> = {
   "approval-workflow.ts": [
     /^civitas-ts demo: an approval workflow across a SIGKILL \(state in SQLite at .*payments\.db\)$/,
     /\[process 1\] pay INV-1 40\.00 to acme: paid \(within policy\)/,
-    /\[process 1\] pay INV-2 12500\.00 to globex: awaiting-approval \(handle\(\) checkpointed it as pending, called this\.suspend\(\) and returned\)/,
+    /\[process 1\] pay INV-2 12500\.00 to globex: awaiting-approval \(handle\(\) stored it as pending, called this\.suspend\(\), checkpointed and returned\)/,
     /\[process 1\] payments is SUSPENDED; nothing was paid for INV-2; ledger: INV-1 40\.00$/,
     /^process 1 reports payments SUSPENDED under suspension [0-9a-f-]{36}, durably$/,
     /^killing process 1 with SIGKILL while payments is suspended$/,

@@ -174,7 +174,8 @@ describe("stop with drain 'all'", () => {
     hold.open();
     await stopping;
     expect(errors).toEqual(["1:0"]); // today onError is never called: the failure is logged and the message dropped
-    expect(seen).toEqual(["0:0", "1:0", "2:0", "1:1"]);
+    // a retry during the drain comes next: the drain takes only what was queued when it began, retries included
+    expect(seen).toEqual(["0:0", "1:0", "1:1", "2:0"]);
   });
 });
 
