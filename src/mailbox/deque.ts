@@ -60,6 +60,13 @@ export class Deque<T> {
     return true;
   }
 
+  /** Every item, front to back, without removing any. */
+  toArray(): T[] {
+    const items: T[] = [];
+    for (let i = 0; i < this.count; i++) items.push(this.buffer[(this.head + i) & (this.buffer.length - 1)] as T);
+    return items;
+  }
+
   /** Removes every item and returns them front to back. */
   drain(): T[] {
     const items: T[] = [];

@@ -231,6 +231,11 @@ export class Mailbox {
     return this.businessTaken;
   }
 
+  /** The business messages queued now, oldest first, left where they are. @internal */
+  queuedBusiness(): Message[] {
+    return this.business.toArray();
+  }
+
   /**
    * Puts a message just taken back at the front of its lane, even past its
    * capacity, as if it had not been taken: a retry during a drain, which

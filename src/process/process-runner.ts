@@ -152,10 +152,13 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     const box = this.box;
     if (box === undefined || box.closed) return;
     box.close();
-    // Nobody will take what is still queued: fail the requests among it (runtime control requests and asks)
-    // rather than leave their callers waiting out their timeouts.
+    // Nobody will answer the requests still queued here (runtime control requests, asks):
+    // fail them rather than leave their callers waiting out their timeouts.
     const pending = [...(this.suspension.request?.waiting ?? [])];
-    for (const m of box.drain()) {
+    for (let m = box.pollPriority(); m !== undefined; m = box.pollPriority()) {
+      if (m.type === "_agency.suspend" || m.type === "_agency.resume") pending.push(m);
+    }
+    for (const m of box.queuedBusiness()) {
       if (m.replyTo !== undefined && m.correlationId !== undefined) pending.push(m);
     }
     this.suspension.request = undefined;

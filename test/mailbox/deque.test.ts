@@ -80,9 +80,11 @@ describe("Deque", () => {
   });
 
   it("behaves like an array used as a queue (property)", () => {
-    type Op = { op: "push"; value: number } | { op: "shift" } | { op: "peek" } | { op: "drain" } | { op: "remove"; value: number };
+    type Op = { op: "push"; value: number } | { op: "unshift"; value: number } | { op: "shift" } | { op: "peek" } | { op: "drain" } | { op: "toArray" } | { op: "remove"; value: number };
     const opArb: fc.Arbitrary<Op> = fc.oneof(
       { weight: 5, arbitrary: fc.integer({ min: 0, max: 20 }).map((value): Op => ({ op: "push", value })) },
+      { weight: 2, arbitrary: fc.integer({ min: 0, max: 20 }).map((value): Op => ({ op: "unshift", value })) },
+      { weight: 1, arbitrary: fc.constant<Op>({ op: "toArray" }) },
       { weight: 2, arbitrary: fc.integer({ min: 0, max: 20 }).map((value): Op => ({ op: "remove", value })) },
       { weight: 3, arbitrary: fc.constant<Op>({ op: "shift" }) },
       { weight: 1, arbitrary: fc.constant<Op>({ op: "peek" }) },
@@ -98,8 +100,15 @@ describe("Deque", () => {
               deque.push(op.value);
               model.push(op.value);
               break;
+            case "unshift":
+              deque.unshift(op.value);
+              model.unshift(op.value);
+              break;
             case "shift":
               expect(deque.shift()).toBe(model.shift());
+              break;
+            case "toArray":
+              expect(deque.toArray()).toEqual(model);
               break;
             case "peek":
               expect(deque.peek()).toBe(model[0]);
