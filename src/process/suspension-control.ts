@@ -81,7 +81,9 @@ export class SuspensionControl {
    * Resumes numbered up to this one were sent before the current pause could
    * be seen, and do not lift it: the `runtime.suspend` that asked for it, or,
    * for a pause the agent asked for itself, the last request sent when it
-   * became SUSPENDED. `undefined` for a pause restored from the store.
+   * became SUSPENDED, or, for a pause restored unannounced, the last request
+   * sent when it was announced. `undefined` for a pause restored announced
+   * (nothing queued in this process predates it, or it was already seen).
    */
   private pauseAfter: number | undefined;
   /**

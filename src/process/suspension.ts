@@ -22,10 +22,11 @@ export interface SuspensionMarker {
   /** What the agent was when it paused; a resume refuses a changed identity unless told to accept it. */
   readonly identity?: AgentIdentity;
   /**
-   * `false` on a pause that was stored before it was announced: asked for
-   * with `this.suspend()` and written by a checkpoint, then a crash or a
-   * stop came before the loop boundary. Its `agent.suspend` receipt and
-   * `onSuspend` are still owed, and are given when the agent is restored
+   * `false` on a pause stored before its announcement was done: asked for
+   * with `this.suspend()` and written by a checkpoint before the loop
+   * boundary, or entered and written before its `onSuspend` and
+   * `agent.suspend` receipt were done. If a crash, kill or stop comes
+   * first, they are still owed, and are given when the agent is restored
    * into it. Absent once announced.
    */
   readonly announced?: false;
