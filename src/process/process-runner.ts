@@ -2,6 +2,7 @@ import type { Span } from "@opentelemetry/api";
 import { describeValue } from "../errors/civitas-error.js";
 import { checkSignal } from "../errors/check-signal.js";
 import {
+  AgentNotFoundError,
   IllegalTransitionError,
   InvalidArgumentError,
   MailboxClosedError,
@@ -64,7 +65,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   starts = 0;
   starting: Promise<void> | undefined;
   stopping: Promise<void> | undefined;
-  finishing: Promise<void> | undefined;
+  finishing: Promise<unknown> | undefined;
   loopDone: Promise<void> | undefined;
   driving = false;
   exit: ChildExit | undefined;
@@ -89,8 +90,12 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   /** The loop of an incarnation whose stop gave up waiting for its handler: the next loop dispatches nothing until it ends. */
   abandoned: Promise<void> | undefined;
+  /** Whether this incarnation was told to stop while it was starting: its `onStart` then gets `shutdownTimeoutMs`. */
+  private stopWhileStarting = false;
+  /** Removed from its runtime for good (its suspension cleared): nothing of it is written any more. */
+  removed = false;
   /** Gives up on the `onStart` running now, after `shutdownTimeoutMs` (set while it runs). */
-  abandonStart: (() => void) | undefined;
+  private abandonOnStart: (() => void) | undefined;
   /** Hooks (`onStop`, `onSuspend`, `onResume`, `onChildTerminated`) running now, including ones past their deadline. */
   hooksRunning = 0;
   /** Why this incarnation's state could not be restored: persists are refused with it, so the stored record survives. */
@@ -186,8 +191,9 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       switch (this.currentStatus) {
         case ProcessStatus.INITIALIZING:
           if (this.starting === undefined) return;
-          // Stopped while starting: onStart gets shutdownTimeoutMs to finish, as when the runtime stops.
-          this.abandonStart?.();
+          // Stopped while starting (also before onStart began): onStart gets shutdownTimeoutMs to finish, as when the runtime stops.
+          this.stopWhileStarting = true;
+          this.abandonOnStart?.();
           await this.starting.catch(() => undefined);
           continue;
         case ProcessStatus.RUNNING:
@@ -215,6 +221,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     this.stopRequested = false;
     this.drainAll = false;
     this.stopTimeoutMs = undefined;
+    this.stopWhileStarting = false;
+    this.suspension.startedAfter = this.starts > 1 ? services.controlSent.count : undefined;
     this.driving = false;
     this.exit = undefined;
     this.stopping = undefined;
@@ -281,20 +289,20 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   /**
    * Waits for `onStart`; once the runtime stops, or this agent is stopped
-   * ({@link ProcessRunner.abandonStart}), at most `shutdownTimeoutMs` more.
+   * (`stopChild` while INITIALIZING), at most `shutdownTimeoutMs` more.
    */
   private async settlesUnlessStopped(onStart: Promise<void>): Promise<boolean> {
     const services = this.requireServices();
     const stop = new AbortController();
     const abandon = (): void => stop.abort();
     services.stopping.addEventListener("abort", abandon, { once: true });
-    if (services.stopping.aborted) stop.abort();
-    this.abandonStart = abandon;
+    if (services.stopping.aborted || this.stopWhileStarting) stop.abort();
+    this.abandonOnStart = abandon;
     try {
       return await settlesUnlessAbandoned(onStart, stop.signal, services.clock, this.options.shutdownTimeoutMs);
     } finally {
       services.stopping.removeEventListener("abort", abandon);
-      this.abandonStart = undefined;
+      this.abandonOnStart = undefined;
     }
   }
 
@@ -598,10 +606,18 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   persist(): Promise<void> {
     // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the restore's own error, a CivitasError
     if (this.unrestored !== undefined) return Promise.reject(this.unrestored);
+    if (this.removed) {
+      return Promise.reject(
+        new AgentNotFoundError(
+          this.agent.name,
+          `'${this.agent.name}' was removed for good (despawned, stopped, or out of restarts); its state is no longer written, so a late checkpoint (from a handler or hook a stop gave up on) cannot bring back what the removal cleared`,
+        ),
+      );
+    }
     try {
       const marker = this.suspension.marker;
-      // A pause asked for and not entered yet, or entered and not yet announced, is stored flagged as not announced (see SuspensionMarker.announced).
-      const state = persistableState(this.agent.state, marker ?? this.suspension.request?.marker, this.agent.name, marker !== undefined && !this.suspension.announcing);
+      // A pause asked for and not entered yet, or entered and not announced yet, is stored flagged as not announced (see SuspensionMarker.announced).
+      const state = persistableState(this.agent.state, marker ?? this.suspension.request?.marker, this.agent.name, marker !== undefined && !this.suspension.announcementOwed);
       return this.requireServices().store.set(this.agent.name, state);
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- a store (or the state check) threw synchronously: reject like an async store would
@@ -718,21 +734,28 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
    * `undefined` when the agent does not override it: the base class's hooks
    * do nothing, so there is no call, no deadline timer and nothing to wait for.
    */
-  runHook(hook: "onStop" | "onSuspend" | "onResume" | "onChildTerminated", fn: () => Promise<unknown>, timeoutMs: number): Promise<void> | undefined {
+  runHook(hook: "onStop" | "onSuspend" | "onResume" | "onChildTerminated", fn: () => Promise<unknown>, timeoutMs: number): Promise<boolean> | undefined {
     return this.overrides(hook) ? this.runHookWithDeadline(hook, fn, timeoutMs) : undefined;
   }
 
-  private async runHookWithDeadline(hook: string, fn: () => Promise<unknown>, timeoutMs: number): Promise<void> {
+  /** Resolves `true` when the hook returned in time, `false` when it threw or ran past `timeoutMs` (both logged). */
+  private async runHookWithDeadline(hook: string, fn: () => Promise<unknown>, timeoutMs: number): Promise<boolean> {
     const services = this.requireServices();
     this.hooksRunning++;
     const run = (async () => fn())()
-      .catch((error: unknown) => {
-        services.logger.error(`'${this.agent.name}'.${hook} threw`, { error });
-      })
+      .then(
+        () => true,
+        (error: unknown) => {
+          services.logger.error(`'${this.agent.name}'.${hook} threw`, { error });
+          return false;
+        },
+      )
       .finally(() => this.hooksRunning--);
     if (!(await settlesWithin(run, services.clock, timeoutMs))) {
       services.logger.warn(`'${this.agent.name}'.${hook} did not finish within ${timeoutMs} ms; moving on`);
+      return false;
     }
+    return await run;
   }
 
   /** Whether the agent's class overrides `hook` of the base class (whose hooks are no-ops). */

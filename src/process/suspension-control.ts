@@ -87,12 +87,21 @@ export class SuspensionControl {
    */
   private pauseAfter: number | undefined;
   /**
-   * Whether the current pause is being announced (its `onSuspend` and
-   * receipt are not done yet): every write meanwhile stores its marker
-   * flagged `announced: false`, so a kill before the announcement is done
-   * brings the pause back announced again (S9: no pause without its receipt).
+   * Whether the current pause still owes its announcement: its `onSuspend`
+   * or its `agent.suspend` receipt is not done (still running, failed, or
+   * timed out). Every write meanwhile stores its marker flagged
+   * `announced: false`, so a restart after a kill announces it again
+   * (S9: no pause without its receipt).
    */
-  announcing = false;
+  announcementOwed = false;
+  /**
+   * The runtime's count of control requests when this incarnation began, on
+   * a restart: resumes numbered up to it were queued before the restart and
+   * cannot have been meant for a pause the restart restores unannounced.
+   * `undefined` on a first start (a resume sent while it starts is meant for
+   * the stored pause).
+   */
+  startedAfter: number | undefined;
 
   constructor(private readonly runner: ProcessRunner) {}
 
@@ -104,9 +113,10 @@ export class SuspensionControl {
     pending.reason = reason;
     if (request !== undefined) pending.waiting.push(request);
     const status = this.runner.currentStatus;
-    // Asked for while running, or from onStart of an agent not already paused: a checkpoint before the
-    // loop boundary stores it flagged as not announced yet (see SuspensionMarker.announced).
-    if ((status === ProcessStatus.RUNNING || (status === ProcessStatus.INITIALIZING && this.marker === undefined)) && this.runner.services !== undefined) {
+    // Asked for by an agent not paused yet (from handle(), onStart, or a handler a stop came during): a checkpoint
+    // before the loop boundary stores it flagged as not announced yet (see SuspensionMarker.announced).
+    const unpaused = status === ProcessStatus.RUNNING || status === ProcessStatus.INITIALIZING || status === ProcessStatus.STOPPING;
+    if (unpaused && this.marker === undefined && this.runner.services !== undefined) {
       pending.marker = pending.marker === undefined ? this.newMarker(reason, this.runner.services.clock.now()) : { ...pending.marker, reason };
     }
     // An idle agent has no loop running to see the flag: start one.
@@ -158,8 +168,8 @@ export class SuspensionControl {
     const marker = announcedMarker(stored);
     const span = this.suspendSpan(marker, true);
     this.setMarker(marker);
-    // Nobody could see this pause before now: resumes sent so far (one still queued from before a restart) do not lift it.
-    this.pauseAfter = this.request?.askedBy ?? this.runner.requireServices().controlSent.count;
+    // Resumes queued before a restart (one sent while the agent still ran) were not meant for this pause.
+    this.pauseAfter = this.request?.askedBy ?? this.startedAfter;
     return this.announce(marker, span, true);
   }
 
@@ -187,16 +197,14 @@ export class SuspensionControl {
   private async announce(marker: SuspensionMarker, span: Span | undefined, stored = false): Promise<void> {
     const services = this.runner.requireServices();
     const flagged = services.telemetry.auditing || this.runner.overrides("onSuspend");
-    this.announcing = flagged;
-    let durable: boolean;
-    try {
-      durable = stored || (await this.persistMarker("suspend", span));
-      await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(marker.reason), this.runner.options.shutdownTimeoutMs);
-      await this.receipt("agent.suspend", { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable });
-    } finally {
-      this.announcing = false;
-    }
-    if ((flagged || stored) && durable && this.marker === marker) {
+    this.announcementOwed = flagged;
+    const durable = stored || (await this.persistMarker("suspend", span));
+    const notified = (await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(marker.reason), this.runner.options.shutdownTimeoutMs)) ?? true;
+    const recorded = await this.receipt("agent.suspend", { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable });
+    if (this.marker !== marker) return; // resumed or cleared meanwhile: nothing left to record
+    // Owed until both are done: a later write (or a restart after a kill) keeps the flag, and a resume records the receipt first.
+    this.announcementOwed = !(notified && recorded);
+    if ((flagged || stored) && durable && !this.announcementOwed) {
       await this.runner.persist().catch((error: unknown) => {
         services.logger.warn(`'${this.runner.agent.name}' is paused and stored so, but could not record that its pause was announced; a restart will announce it again (onSuspend and its receipt)`, { error });
       });
@@ -220,13 +228,16 @@ export class SuspensionControl {
    * receipt (a resume does), and a sink that never answers must not hold the
    * agent's control messages, or `runtime.suspend`, forever.
    */
-  private async receipt(event: string, details: JsonObject): Promise<void> {
+  private async receipt(event: string, details: JsonObject): Promise<boolean> {
     const services = this.runner.requireServices();
-    if (!services.telemetry.auditing) return;
+    if (!services.telemetry.auditing) return true;
     const limitMs = this.runner.options.shutdownTimeoutMs;
-    if (!(await settlesWithin(services.telemetry.audit(event, this.runner.agent.name, details), services.clock, limitMs))) {
+    const recording = services.telemetry.audit(event, this.runner.agent.name, details);
+    if (!(await settlesWithin(recording, services.clock, limitMs))) {
       services.logger.warn(`audit: the sink did not record '${event}' of '${this.runner.agent.name}' within ${limitMs} ms (the agent's shutdownTimeoutMs); moving on without waiting for it`);
+      return false;
     }
+    return await recording;
   }
 
   /**
@@ -388,7 +399,12 @@ export class SuspensionControl {
     });
     const receipt: JsonObject = { approver, suspensionId: marker.suspensionId, reason: marker.reason };
     if (identityChange !== undefined) receipt.identityChange = identityChange;
-    if (services.telemetry.auditing && !(await services.telemetry.audit("agent.resume", this.runner.agent.name, receipt))) {
+    // A pause whose own receipt was never confirmed gets it first: a resume never names a pause the log does not hold.
+    const announced =
+      !this.announcementOwed ||
+      !services.telemetry.auditing ||
+      (await services.telemetry.audit("agent.suspend", this.runner.agent.name, { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable: true }));
+    if (services.telemetry.auditing && !(announced && (await services.telemetry.audit("agent.resume", this.runner.agent.name, receipt)))) {
       // No approved action without its receipt: the pause stays, nothing has changed yet.
       const error = new AuditUnavailableError(this.runner.agent.name);
       services.telemetry.endSpan(span, error);
@@ -427,6 +443,7 @@ export class SuspensionControl {
 
   setMarker(marker: SuspensionMarker | undefined): void {
     this.marker = marker;
+    if (marker === undefined) this.announcementOwed = false;
     const state = this.runner.agent.state;
     if (marker === undefined) delete state[SUSPENSION_KEY];
     else state[SUSPENSION_KEY] = markerJson(marker);
@@ -438,6 +455,8 @@ export class SuspensionControl {
    * @internal
    */
   async clearSuspension(): Promise<void> {
+    // From here on a late checkpoint (an abandoned handler or hook) cannot write the marker back.
+    this.runner.removed = true;
     this.setMarker(undefined);
     // The store may hold a marker memory no longer does (a resume whose persist failed): clear it there.
     const store = this.runner.requireServices().store;

@@ -129,14 +129,19 @@ export function persistableState(state: JsonObject, marker: SuspensionMarker | u
  * U+FFA0 and the Braille blank U+2800).
  */
 const VISIBLE = /(?![\u115F\u1160\u3164\uFFA0\u2800])[\p{L}\p{N}\p{P}\p{S}]/u;
-/** Control characters (NUL, BEL, newline …) and lone surrogates: nothing an audit row should name someone with. */
-const UNPRINTABLE = /[\p{Cc}\p{Cs}]/u;
+/**
+ * Control characters (NUL, BEL, newline …), lone surrogates, and the bidi
+ * embedding, override and isolate controls (U+202A-U+202E, U+2066-U+2069),
+ * which make a name display as another ("\u202Eecila" shows as "alice"):
+ * nothing an audit row should name someone with.
+ */
+const UNPRINTABLE = /[\p{Cc}\p{Cs}\u202A-\u202E\u2066-\u2069]/u;
 
 /**
  * Checks an approver: a string with at least one visible character (not
  * only whitespace, invisible format characters or blank-rendering fillers)
- * and no control characters or lone surrogates, so that a resume always
- * names someone, legibly.
+ * and no control characters, lone surrogates or bidi overrides, so that a
+ * resume always names someone, legibly.
  * @throws {@link InvalidApproverError}
  * @internal
  */

@@ -68,6 +68,8 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
   private starts = 0;
   private abort = new AbortController();
   private pending = new Set<Promise<void>>();
+  /** Removals in flight (despawns, stops, exhausted restarts). */
+  private readonly removals = new Set<Promise<void>>();
   private stopping: Promise<void> | undefined;
 
   /** @throws {@link InvalidArgumentError} for a bad name, bound or restart setting */
@@ -272,10 +274,10 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     this.currentStatus = ProcessStatus.STOPPING;
     this.abort.abort();
     await Promise.all(this.pending);
-    const removals = [...this.kids.values()].flatMap((child) => (child.removal === undefined ? [] : [child.removal]));
     for (const child of [...this.kids.values()].reverse()) await child.agent[stopChild](options);
-    // A despawn or stop in flight finishes its work (clearing the child's marker, telling its spawner) before this stop resolves.
-    await Promise.allSettled(removals);
+    // Despawns and stops in flight (also ones a child began while being stopped) finish their work,
+    // clearing the child's marker and telling its spawner, before this stop resolves.
+    while (this.removals.size > 0) await Promise.allSettled([...this.removals]);
     this.currentStatus = ProcessStatus.STOPPED;
   }
 
@@ -292,10 +294,17 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
    */
   private remove(child: DynamicChild, reason: ChildTerminationReason, stopFirst?: () => Promise<void>): Promise<void> {
     if (this.kids.get(child.agent.name) !== child) return Promise.resolve();
+    if (child.removal !== undefined) return child.removal;
     // The mark is set before removeNow runs a single line.
-    child.removal ??= Promise.resolve().then(() => this.removeNow(child, reason, stopFirst));
+    const removal = Promise.resolve().then(() => this.removeNow(child, reason, stopFirst));
+    child.removal = removal;
     child.backoff?.abort();
-    return child.removal;
+    this.removals.add(removal);
+    void removal.then(
+      () => this.removals.delete(removal),
+      () => this.removals.delete(removal),
+    );
+    return removal;
   }
 
   private async removeNow(child: DynamicChild, reason: ChildTerminationReason, stopFirst: (() => Promise<void>) | undefined): Promise<void> {

@@ -153,6 +153,20 @@ describe("approver validation (S6: a resume always names someone)", () => {
   });
 });
 
+describe("approvers that display as someone else", () => {
+  it.each([
+    ["RIGHT-TO-LEFT OVERRIDE", "\u202Eecila"],
+    ["RIGHT-TO-LEFT ISOLATE", "bob\u2067ecila"],
+  ])("an approver with a %s (shows as another name) is refused with INVALID_APPROVER", async (_name, approver) => {
+    const agent = new Pausable("a");
+    const r = rig([agent]);
+    await r.runtime.start();
+    await r.runtime.suspend("a", "hold");
+    await rejectsWithCode(r.runtime.resume("a", approver), "INVALID_APPROVER");
+    expect(agent.status).toBe(S.SUSPENDED);
+  });
+});
+
 describe("the agent.suspend receipt under SIGKILL (S9: an AuditEvent at each suspend)", () => {
   it("a kill after the marker's write and before its receipt still leaves the pause with its agent.suspend receipt once restarted, so its approval verifies", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-pending-receipt-"));
