@@ -215,7 +215,12 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     return composeReply(this.#runner, request, payload);
   }
 
-  /** Persists `state` to the runtime's store in one atomic write. */
+  /**
+   * Persists `state` to the runtime's store in one atomic write.
+   * Rejects with the store's error, with `PAYLOAD_NOT_SERIALIZABLE` when `state` is not
+   * plain JSON, or with `AGENT_NOT_FOUND` once the agent has been removed for
+   * good (a late checkpoint must not write back what the removal cleared).
+   */
   async checkpoint(): Promise<void> {
     await this.#runner.persist();
   }
