@@ -606,14 +606,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   persist(): Promise<void> {
     // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the restore's own error, a CivitasError
     if (this.unrestored !== undefined) return Promise.reject(this.unrestored);
-    if (this.removed) {
-      return Promise.reject(
-        new AgentNotFoundError(
-          this.agent.name,
-          `'${this.agent.name}' was removed for good (despawned, stopped, or out of restarts); its state is no longer written, so a late checkpoint (from a handler or hook a stop gave up on) cannot bring back what the removal cleared`,
-        ),
-      );
-    }
+    if (this.removed) return Promise.reject(removedError(this.agent.name));
     try {
       const marker = this.suspension.marker;
       // A pause asked for and not entered yet, or entered and not announced yet, is stored flagged as not announced (see SuspensionMarker.announced).
@@ -739,7 +732,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   }
 
   /** Resolves `true` when the hook returned in time, `false` when it threw or ran past `timeoutMs` (both logged). */
-  private async runHookWithDeadline(hook: string, fn: () => Promise<unknown>, timeoutMs: number): Promise<boolean> {
+  async runHookWithDeadline(hook: string, fn: () => Promise<unknown>, timeoutMs: number): Promise<boolean> {
     const services = this.requireServices();
     this.hooksRunning++;
     const run = (async () => fn())()
@@ -836,6 +829,13 @@ function rootPrototype(agent: AgentProcess): object {
 
 /** Awaited once per wake-up: one settled promise, shared. */
 const WAKE: Promise<void> = Promise.resolve();
+
+function removedError(name: string): AgentNotFoundError {
+  return new AgentNotFoundError(
+    name,
+    `'${name}' was removed for good (despawned, stopped, or out of restarts); its state is no longer written, so a late checkpoint (from a handler or hook a stop gave up on) cannot bring back what the removal cleared`,
+  );
+}
 
 export function notAttached(name: string): RuntimeStateError {
   return new RuntimeStateError("RUNTIME_NOT_STARTED", `agent '${name}' does not belong to a runtime yet; pass it (or its supervisor) to new Runtime({ root })`);

@@ -30,5 +30,6 @@ export const LEGAL_TRANSITIONS: Readonly<Record<ProcessStatus, readonly ProcessS
 
 /** Whether `from → to` is a legal status change; `false` when `from` is not a status at all. */
 export function isLegalTransition(from: ProcessStatus, to: ProcessStatus): boolean {
-  return Object.hasOwn(LEGAL_TRANSITIONS, from) && LEGAL_TRANSITIONS[from].includes(to);
+  const allowed: unknown = LEGAL_TRANSITIONS[from];
+  return Array.isArray(allowed) && allowed.includes(to);
 }

@@ -196,10 +196,11 @@ export class SuspensionControl {
    */
   private async announce(marker: SuspensionMarker, span: Span | undefined, stored = false): Promise<void> {
     const services = this.runner.requireServices();
-    const flagged = services.telemetry.auditing || this.runner.overrides("onSuspend");
+    const notifying = this.runner.overrides("onSuspend");
+    const flagged = notifying || services.telemetry.auditing;
     this.announcementOwed = flagged;
     const durable = stored || (await this.persistMarker("suspend", span));
-    const notified = (await this.runner.runHook("onSuspend", () => this.runner.agent.onSuspend(marker.reason), this.runner.options.shutdownTimeoutMs)) ?? true;
+    const notified = !notifying || (await this.runner.runHookWithDeadline("onSuspend", () => this.runner.agent.onSuspend(marker.reason), this.runner.options.shutdownTimeoutMs));
     const recorded = await this.receipt("agent.suspend", { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable });
     if (this.marker !== marker) return; // resumed or cleared meanwhile: nothing left to record
     // Owed until both are done: a later write (or a restart after a kill) keeps the flag, and a resume records the receipt first.
