@@ -536,8 +536,12 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
         if (this.drainAll) this.mailbox.requeue(nextAttempt(message));
         else this.mailbox.force(nextAttempt(message));
       } else if (action !== ErrorAction.SKIP) {
+        const drainEnds = this.drainAll ? "; the drain ends, what is still queued is left unhandled" : "";
         this.drainAll = false;
-        services.logger.error(`'${this.agent.name}' failed message ${message.id} while stopping (onError: ${describeValue(action)}); what is still queued is left unhandled`, { error });
+        services.logger.error(
+          `'${this.agent.name}' failed a message while STOPPING (${message.id}, onError: ${describeValue(action)}): on its way out it cannot crash or stop again, so the message is dropped${drainEnds}`,
+          { error },
+        );
       }
       return;
     }
