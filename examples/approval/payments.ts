@@ -187,6 +187,9 @@ export async function runPaymentsNode(step: string, dbFile: string, auditFile: s
     const large = await runtime.ask("payments", { invoice: "INV-2", cents: 1_250_000, payee: "globex" }, { timeoutMs: WAIT_MS });
     say(`pay INV-2 12500.00 to globex: ${String(large.payload.status)} (handle() stored it as pending, called this.suspend(), checkpointed and returned)`);
     const suspended = await receipt;
+    // Suspending a paused agent changes nothing and resolves once its pause is fully on record
+    // (receipt written, the record marked announced): from here a kill cannot make it announce again.
+    await runtime.suspend("payments", String(suspended.details.reason));
     say(`payments is ${payments.status}; nothing was paid for INV-2; ledger: ${ledgerText(payments.state.ledger)}`);
     report({ kind: "suspended", suspensionId: String(suspended.details.suspensionId), durable: suspended.details.durable ?? false });
     // Wait for the SIGKILL; give up (and fail) if it never comes.

@@ -161,7 +161,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     // fail them rather than leave their callers waiting out their timeouts.
     const pending = [...(this.suspension.request?.waiting ?? [])];
     for (let m = box.pollPriority(); m !== undefined; m = box.pollPriority()) {
-      if (m.type === "_agency.suspend" || m.type === "_agency.resume") pending.push(m);
+      if (m.replyTo !== undefined && m.correlationId !== undefined) pending.push(m);
     }
     for (const m of box.queuedBusiness()) {
       if (m.replyTo !== undefined && m.correlationId !== undefined) pending.push(m);
@@ -188,14 +188,17 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   /** @internal */
   async stopChild(options: StopOptions = {}): Promise<void> {
     for (;;) {
+      if (this.starting !== undefined) {
+        // Stopped while starting (before onStart, in it, or while a restored pause is announced): the start ends first,
+        // onStart getting shutdownTimeoutMs as when the runtime stops; then this incarnation is stopped as usual.
+        this.stopWhileStarting = true;
+        this.abandonOnStart?.();
+        await this.starting.catch(() => undefined);
+        continue;
+      }
       switch (this.currentStatus) {
         case ProcessStatus.INITIALIZING:
-          if (this.starting === undefined) return;
-          // Stopped while starting (also before onStart began): onStart gets shutdownTimeoutMs to finish, as when the runtime stops.
-          this.stopWhileStarting = true;
-          this.abandonOnStart?.();
-          await this.starting.catch(() => undefined);
-          continue;
+          return; // never started
         case ProcessStatus.RUNNING:
         case ProcessStatus.SUSPENDED:
           this.stopping = this.requestStop(options);
@@ -284,7 +287,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (this.suspension.marker?.announced === false) await this.suspension.announceRestored();
     // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.
     else if (settledInStore && this.suspension.marker === undefined) await this.suspension.persistMarker("resume", undefined);
-    this.drive();
+    if (!this.driving) this.drive();
   }
 
   /**

@@ -119,8 +119,8 @@ export class SuspensionControl {
     if (unpaused && this.marker === undefined && this.runner.services !== undefined) {
       pending.marker = pending.marker === undefined ? this.newMarker(reason, this.runner.services.clock.now()) : { ...pending.marker, reason };
     }
-    // An idle agent has no loop running to see the flag: start one.
-    if (!this.runner.driving && (this.runner.currentStatus === ProcessStatus.RUNNING || this.runner.currentStatus === ProcessStatus.SUSPENDED)) {
+    // An idle agent has no loop running to see the flag: start one (a start in progress starts it when done).
+    if (!this.runner.driving && this.runner.starting === undefined && (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED)) {
       this.runner.box?.unpark();
       this.runner.drive();
     }
@@ -202,13 +202,15 @@ export class SuspensionControl {
     const durable = stored || (await this.persistMarker("suspend", span));
     const notified = !notifying || (await this.runner.runHookWithDeadline("onSuspend", () => this.runner.agent.onSuspend(marker.reason), this.runner.options.shutdownTimeoutMs));
     const recorded = await this.receipt("agent.suspend", { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable });
-    if (this.marker !== marker) return; // resumed or cleared meanwhile: nothing left to record
-    // Owed until both are done: a later write (or a restart after a kill) keeps the flag, and a resume records the receipt first.
-    this.announcementOwed = !(notified && recorded);
-    if ((flagged || stored) && durable && !this.announcementOwed) {
-      await this.runner.persist().catch((error: unknown) => {
-        services.logger.warn(`'${this.runner.agent.name}' is paused and stored so, but could not record that its pause was announced; a restart will announce it again (onSuspend and its receipt)`, { error });
-      });
+    // The same pause (its reason may have been updated meanwhile), unless it was resumed or cleared: then nothing is owed.
+    if (this.marker?.suspensionId === marker.suspensionId) {
+      // Owed until both are done: a later write (or a restart after a kill) keeps the flag, and a resume records the receipt first.
+      this.announcementOwed = !(notified && recorded);
+      if ((flagged || stored) && durable && !this.announcementOwed) {
+        await this.runner.persist().catch((error: unknown) => {
+          services.logger.warn(`'${this.runner.agent.name}' is paused and stored so, but could not record that its pause was announced; a restart will announce it again (onSuspend and its receipt)`, { error });
+        });
+      }
     }
     services.telemetry.setAttribute(span, "civitas.suspend.durable", durable);
     services.telemetry.endSpan(span);
@@ -404,7 +406,7 @@ export class SuspensionControl {
     const announced =
       !this.announcementOwed ||
       !services.telemetry.auditing ||
-      (await services.telemetry.audit("agent.suspend", this.runner.agent.name, { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable: true }));
+      (await services.telemetry.audit("agent.suspend", this.runner.agent.name, { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, recordedAtResume: true }));
     if (services.telemetry.auditing && !(announced && (await services.telemetry.audit("agent.resume", this.runner.agent.name, receipt)))) {
       // No approved action without its receipt: the pause stays, nothing has changed yet.
       const error = new AuditUnavailableError(this.runner.agent.name);

@@ -25,6 +25,8 @@ export interface DynamicSupervisorOptions extends RestartOptions {
   maxChildren?: number;
 }
 
+function noop(): void {}
+
 interface DynamicChild {
   readonly agent: AgentProcess;
   /** The agent that spawned it (the instance: a later agent reusing its name is someone else). */
@@ -273,7 +275,10 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     if (this.currentStatus !== ProcessStatus.RUNNING) return;
     this.currentStatus = ProcessStatus.STOPPING;
     this.abort.abort();
+    // A restart in flight may hang in its child's onStart: stopping that child now bounds it (shutdownTimeoutMs).
+    const starting = [...this.kids.values()].filter((child) => child.agent.status === ProcessStatus.INITIALIZING).map((child) => child.agent[stopChild](options).catch(noop));
     await Promise.all(this.pending);
+    await Promise.all(starting);
     for (const child of [...this.kids.values()].reverse()) await child.agent[stopChild](options);
     // Despawns and stops in flight (also ones a child began while being stopped) finish their work,
     // clearing the child's marker and telling its spawner, before this stop resolves.
