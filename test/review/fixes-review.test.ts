@@ -15,7 +15,6 @@ import {
   Supervisor,
   SUSPENSION_KEY,
   type AuditEvent,
-  type AuditSink,
   type JsonObject,
   type Message,
   type RuntimeOptions,
