@@ -188,7 +188,7 @@ export async function runPaymentsNode(step: string, dbFile: string, auditFile: s
     say(`pay INV-2 12500.00 to globex: ${String(large.payload.status)} (handle() stored it as pending, called this.suspend(), checkpointed and returned)`);
     const suspended = await receipt;
     // Suspending a paused agent changes nothing and resolves once its pause is fully on record
-    // (receipt written, the record marked announced): from here a kill cannot make it announce again.
+    // (receipt written, the record marked announced): from here a kill does not make it announce again.
     await runtime.suspend("payments", String(suspended.details.reason));
     say(`payments is ${payments.status}; nothing was paid for INV-2; ledger: ${ledgerText(payments.state.ledger)}`);
     report({ kind: "suspended", suspensionId: String(suspended.details.suspensionId), durable: suspended.details.durable ?? false });

@@ -1,6 +1,9 @@
 import { CivitasError, describeValue } from "./civitas-error.js";
 
-/** No agent is registered under the name (or with the capability) a message was addressed to. */
+/**
+ * No agent is registered under the name (or with the capability) a message
+ * was addressed to; or `checkpoint()` of an agent removed for good.
+ */
 export class AgentNotFoundError extends CivitasError {
   /** The name or capability that was looked up. */
   readonly agent: string;
@@ -26,7 +29,11 @@ export class AskTimeoutError extends CivitasError {
   }
 }
 
-/** A put or get on a mailbox that has been closed (its agent stopped for good). */
+/**
+ * A put or get on a mailbox that has been closed (its agent stopped for
+ * good), or a request (an ask, a suspend or resume) that was still queued
+ * in it when it closed.
+ */
 export class MailboxClosedError extends CivitasError {
   constructor(message = "the mailbox is closed: its agent has stopped and takes no more messages") {
     super("MAILBOX_CLOSED", message);
@@ -34,9 +41,10 @@ export class MailboxClosedError extends CivitasError {
 }
 
 /**
- * An agent sent itself a message from inside its own `handle()` while its
- * mailbox lane was full: waiting for room would wait forever, since only the
- * loop running that very handler can make it.
+ * An agent sent itself a message while its own code ran (`handle()`,
+ * `onStart`, a hook) or its loop was busy, and its mailbox lane was full:
+ * waiting for room would wait forever, since only the loop waiting for that
+ * very code can make it.
  */
 export class MailboxFullError extends CivitasError {
   /** The agent whose mailbox was full. */
@@ -44,7 +52,7 @@ export class MailboxFullError extends CivitasError {
   constructor(agent: string) {
     super(
       "MAILBOX_FULL",
-      `'${agent}' sent itself a message from its own handle() while its mailbox was full; it would wait forever for room only its own loop can make. Raise mailboxSize, or carry the work on in the current handler`,
+      `'${agent}' sent itself a message while its own code ran (handle(), onStart, a hook) or its loop was busy, and its mailbox was full; it would wait forever for room only its own loop can make. Raise mailboxSize, carry the work on in the current handler, or retry the send later`,
     );
     this.agent = agent;
   }
@@ -197,7 +205,11 @@ export class RestartIntensityError extends CivitasError {
   }
 }
 
-/** `resume` was called without a usable approver: a non-empty, non-whitespace string naming who approved. */
+/**
+ * `resume` was called without a usable approver: a string naming who
+ * approved, with at least one visible character and no control characters,
+ * lone surrogates or bidi overrides.
+ */
 export class InvalidApproverError extends CivitasError {
   /** The agent that was to be resumed. */
   readonly agent: string;

@@ -6,7 +6,7 @@ import type { JsonObject } from "../message/json.js";
 import type { Message } from "../message/message.js";
 import type { Mailbox } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../runtime/services.js";
-import { attachChild, closeChild, detachChild, startChild, stopChild, type ChildParent, type StopOptions, type SupervisedChild } from "../supervision/child.js";
+import { abandonChildStart, attachChild, closeChild, detachChild, startChild, stopChild, type ChildParent, type StopOptions, type SupervisedChild } from "../supervision/child.js";
 import type { AgentFactory, ChildTerminationReason } from "../supervision/dynamic-host.js";
 import { durationMs, resolveAgentOptions, type AgentProcessOptions } from "./agent-options.js";
 import { composeOutgoing, composeReply } from "./envelope.js";
@@ -89,7 +89,10 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     return this.#runner.currentStatus;
   }
 
-  /** The marker of the current suspension, or `undefined` when the agent is not SUSPENDED. */
+  /**
+   * The marker of the pause the agent is in, or `undefined` when it is in
+   * none. Already set in `onStart` when the start restored a pause.
+   */
   get suspension(): SuspensionMarker | undefined {
     return this.#runner.suspension.marker;
   }
@@ -123,7 +126,13 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   /** Runs when the agent stops, also after a crash. */
   async onStop(): Promise<void> {}
 
-  /** Runs when the agent enters SUSPENDED. */
+  /**
+   * Runs when the agent enters a new pause, at least once per pause: also on
+   * a start that restores a pause whose announcement was not finished (a
+   * kill or stop came before it, or an earlier `onSuspend` failed), so it
+   * may run twice for one `suspensionId`. Not on a restore of an announced
+   * pause, nor when only the reason is updated.
+   */
   async onSuspend(_reason: string): Promise<void> {}
 
   /**
@@ -161,7 +170,9 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   /**
    * Sends a request and resolves with the reply message.
    * Rejects with `ASK_TIMEOUT` after `timeoutMs` (30 s by default); its stack
-   * shows the async functions that were awaiting the ask. Asking an agent
+   * shows the async functions that were awaiting the ask. Rejects at once with
+   * `MAILBOX_CLOSED` when the recipient stops for good (a halt,
+   * `ErrorAction.STOP`, a despawn) before it takes the request. Asking an agent
    * that is itself waiting on an ask to this one deadlocks until the timeout.
    */
   ask(recipient: string, payload: JsonObject, options?: AskOptions): Promise<Message> {
@@ -226,10 +237,14 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   }
 
   /**
-   * Asks to pause this agent and returns at once: safe inside `handle()`.
-   * The message being handled finishes; before the next one the agent
-   * becomes SUSPENDED, persists its marker with its state in one write, and
-   * runs `onSuspend(reason)`. Only `runtime.resume(name, approver)` lifts it.
+   * Asks to pause this agent and returns at once: safe inside `handle()`
+   * and `onStart`. The message being handled finishes; before the next one
+   * the agent becomes SUSPENDED, persists its marker with its state in one
+   * write, runs `onSuspend(reason)` and records the `agent.suspend` receipt;
+   * with an `onSuspend` or an audit sink, a second write then records that
+   * the pause was announced. A `checkpoint()` between this call and the
+   * loop boundary already stores the pause with the state.
+   * Only `runtime.resume(name, approver)` lifts it.
    * Suspending a suspended agent keeps its `since` and `suspensionId` and updates the reason.
    * @throws {@link InvalidArgumentError} when `reason` is not a string
    */
@@ -253,8 +268,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
 
   /**
    * Stops and removes a child of this agent's `DynamicSupervisor`. An agent
-   * may despawn itself from `handle()`: the promise then resolves at once,
-   * and the agent is removed as soon as the message being handled is done.
+   * may despawn itself from `handle()`, a hook or `onStart`: the promise then
+   * resolves at once, and the agent is removed as soon as that code is done.
    */
   async despawn(name: string): Promise<void> {
     await this.#runner.removeFromHost(name, (host) => host.despawn(name));
@@ -262,8 +277,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
 
   /**
    * Gracefully stops and removes a child of this agent's `DynamicSupervisor`,
-   * draining as asked. Called by an agent on itself from `handle()`, it
-   * resolves at once, like {@link AgentProcess.despawn}.
+   * draining as asked. Called by an agent on itself from `handle()`, a hook
+   * or `onStart`, it resolves at once, like {@link AgentProcess.despawn}.
    */
   async stop(name: string, options?: StopOptions): Promise<void> {
     await this.#runner.removeFromHost(name, (host) => host.stop(name, options));
@@ -289,6 +304,11 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   /** @internal */
   [closeChild](): void {
     this.#runner.close();
+  }
+
+  /** @internal */
+  [abandonChildStart](): void {
+    this.#runner.abandonStart();
   }
 
   /** @internal */

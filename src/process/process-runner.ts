@@ -174,9 +174,28 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
 
 
+  /**
+   * Bounds a start in flight because a stop is coming: its `onStart` gets
+   * `shutdownTimeoutMs` (also when it has not begun yet), and no loop starts
+   * after it, so the stop takes nothing queued.
+   * @internal
+   */
+  abandonStart(): void {
+    if (this.starting === undefined || this.currentStatus !== ProcessStatus.INITIALIZING) return;
+    this.stopWhileStarting = true;
+    this.abandonOnStart?.();
+  }
+
   /** @internal */
   startChild(): Promise<void> {
-    if (this.starting !== undefined) return this.starting;
+    const starting = this.starting;
+    if (starting !== undefined) {
+      // A start still announcing a restored pause when a stop ended it: the new start follows it.
+      if (this.currentStatus === ProcessStatus.STOPPED) {
+        return starting.catch(() => undefined).then(() => this.startChild());
+      }
+      return starting;
+    }
     const status = this.currentStatus;
     if (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED || status === ProcessStatus.STOPPING) {
       return Promise.reject(new IllegalTransitionError(this.agent.name, status, ProcessStatus.INITIALIZING));
@@ -188,17 +207,14 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   /** @internal */
   async stopChild(options: StopOptions = {}): Promise<void> {
     for (;;) {
-      if (this.starting !== undefined) {
-        // Stopped while starting (before onStart, in it, or while a restored pause is announced): the start ends first,
-        // onStart getting shutdownTimeoutMs as when the runtime stops; then this incarnation is stopped as usual.
-        this.stopWhileStarting = true;
-        this.abandonOnStart?.();
-        await this.starting.catch(() => undefined);
-        continue;
-      }
       switch (this.currentStatus) {
         case ProcessStatus.INITIALIZING:
-          return; // never started
+          if (this.starting === undefined) return; // never started
+          // Stopped while starting (also before onStart began): the start ends first, onStart getting
+          // shutdownTimeoutMs as when the runtime stops, and its loop does not begin; then it is stopped as usual.
+          this.abandonStart();
+          await this.starting.catch(() => undefined);
+          continue;
         case ProcessStatus.RUNNING:
         case ProcessStatus.SUSPENDED:
           this.stopping = this.requestStop(options);
@@ -287,7 +303,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (this.suspension.marker?.announced === false) await this.suspension.announceRestored();
     // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.
     else if (settledInStore && this.suspension.marker === undefined) await this.suspension.persistMarker("resume", undefined);
-    if (!this.driving) this.drive();
+    // A stop that came during the start (it waits for it) begins the loop itself, so nothing queued slips in first.
+    if (!this.driving && !this.stopWhileStarting && this.currentStatus !== ProcessStatus.STOPPING && this.currentStatus !== ProcessStatus.STOPPED) this.drive();
   }
 
   /**

@@ -14,7 +14,8 @@ export enum ProcessStatus {
 /**
  * Every legal status change. SPEC §4's table, plus the two edges a lifecycle
  * needs that the table leaves implicit: a start that fails
- * (INITIALIZING → CRASHED: `onStart` threw or the stored state was refused)
+ * (INITIALIZING → CRASHED: `onStart` threw, or ran past `shutdownTimeoutMs`
+ * once a stop came, or the stored state was refused)
  * and a supervisor's restart, which begins a new incarnation
  * (STOPPED | CRASHED → INITIALIZING). Anything else throws
  * `ILLEGAL_TRANSITION`.

@@ -300,9 +300,11 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
 
   /**
    * Pauses the agent `name` for approval. Resolves once it is SUSPENDED (after
-   * the message it is handling, if any) and its marker's persist attempt has
-   * finished. Suspending a suspended agent keeps its `since` and
-   * `suspensionId` and updates the reason. Rejects with `AGENT_NOT_FOUND`.
+   * the message it is handling, if any) and the pause is announced: its
+   * marker's persist attempts, `onSuspend` and `agent.suspend` receipt are
+   * done. Suspending a suspended agent keeps its `since` and `suspensionId`
+   * and updates the reason; with the same reason it changes nothing and
+   * resolves once the pause is announced. Rejects with `AGENT_NOT_FOUND`.
    */
   suspend(name: string, reason = "", options: ControlOptions = {}): Promise<void> {
     try {
@@ -321,9 +323,12 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * Resumes the suspended agent `name` on the word of `approver`. Resolves once
    * it is RUNNING again, before it takes its next business message. Resuming a
    * running agent is a no-op (the approver is still checked). Rejects, before
-   * anything is sent, with `INVALID_APPROVER` (empty, whitespace or not a
-   * string) or `AGENT_NOT_FOUND`; then with `STALE_APPROVAL` (a `suspensionId`
-   * that is not the current pause) or `RESUME_REFUSED` (`authorizeResume` said no).
+   * anything is sent, with `INVALID_APPROVER` (not a string, nothing visible,
+   * or a control character, lone surrogate or bidi override in it) or
+   * `AGENT_NOT_FOUND`; then with `STALE_APPROVAL` (a `suspensionId` that is
+   * not the current pause), `IDENTITY_CHANGED`, `RESUME_REFUSED`
+   * (`authorizeResume` said no) or `AUDIT_UNAVAILABLE` (a receipt could not be
+   * recorded).
    */
   resume(name: string, approver: string, options: ResumeOptions = {}): Promise<void> {
     try {

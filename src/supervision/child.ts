@@ -45,6 +45,8 @@ export const startChild: unique symbol = Symbol("civitas.startChild");
 export const stopChild: unique symbol = Symbol("civitas.stopChild");
 /** @internal */
 export const closeChild: unique symbol = Symbol("civitas.closeChild");
+/** @internal */
+export const abandonChildStart: unique symbol = Symbol("civitas.abandonChildStart");
 
 /**
  * Anything a supervisor can hold: an agent, a `Supervisor` or a
@@ -68,4 +70,9 @@ export interface SupervisedChild {
   [stopChild](options?: StopOptions): Promise<void>;
   /** Closes mailboxes for good: the child will not be started again. @internal */
   [closeChild](): void;
+  /**
+   * A stop is coming: bounds any start in flight in the child (or its
+   * subtree), an `onStart` getting `shutdownTimeoutMs`. @internal
+   */
+  [abandonChildStart](): void;
 }

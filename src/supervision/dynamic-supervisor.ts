@@ -14,7 +14,7 @@ import { ProcessStatus } from "../process/process-status.js";
 import type { RuntimeServices } from "../runtime/services.js";
 import { sleep } from "../time/clock.js";
 import { backoffDelay } from "./backoff.js";
-import { attachChild, closeChild, detachChild, startChild, stopChild, type ChildExit, type ChildParent, type StopOptions, type SupervisedChild } from "./child.js";
+import { abandonChildStart, attachChild, closeChild, detachChild, startChild, stopChild, type ChildExit, type ChildParent, type StopOptions, type SupervisedChild } from "./child.js";
 import type { AgentFactory, ChildTerminationReason, DynamicHost, SpawnOptions } from "./dynamic-host.js";
 import { RestartIntensity } from "./restart-intensity.js";
 import { resolveRestartOptions, type ResolvedRestartOptions, type RestartOptions } from "./supervision-options.js";
@@ -24,8 +24,6 @@ export interface DynamicSupervisorOptions extends RestartOptions {
   /** The most children it holds at once; `spawn` past it rejects with `MAX_CHILDREN`. @defaultValue Infinity */
   maxChildren?: number;
 }
-
-function noop(): void {}
 
 interface DynamicChild {
   readonly agent: AgentProcess;
@@ -107,7 +105,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
    * subclass or a function `(name, options) => agent`. Resolves with the
    * running agent. Rejects, before creating anything, with `MAX_CHILDREN`,
    * `DUPLICATE_NAME`, `INVALID_ARGUMENT` (also for a class that does not
-   * extend `AgentProcess`) or `RUNTIME_NOT_STARTED`; with
+   * extend `AgentProcess`), `RUNTIME_NOT_STARTED` or `RUNTIME_STOPPED`; with
    * `START_FAILED` (and nothing left registered) when the agent's start fails.
    */
   async spawn<A extends AgentProcess>(factory: AgentFactory<A>, name: string, options?: SpawnOptions, spawner?: string): Promise<A> {
@@ -149,7 +147,8 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
   /**
    * Gracefully stops a child and removes it: `drain: "all"` first handles
    * every business message queued when the stop begins; `timeoutMs` bounds
-   * the drain, and separately `onStop`. Its spawner
+   * the drain, and separately `onStop`. What is still queued then is
+   * dropped, and asks among it fail with `MAILBOX_CLOSED`. Its spawner
    * is told `"despawned"`, once. From the call on, the child is never
    * restarted (a pending restart backoff is cancelled). Stopping a child
    * already being removed waits for that removal. Rejects with
@@ -186,6 +185,11 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
   /** @internal */
   [closeChild](): void {
     for (const child of this.kids.values()) child.agent[closeChild]();
+  }
+
+  /** @internal */
+  [abandonChildStart](): void {
+    for (const child of this.kids.values()) child.agent[abandonChildStart]();
   }
 
   /** @internal */
@@ -275,10 +279,9 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     if (this.currentStatus !== ProcessStatus.RUNNING) return;
     this.currentStatus = ProcessStatus.STOPPING;
     this.abort.abort();
-    // A restart in flight may hang in its child's onStart: stopping that child now bounds it (shutdownTimeoutMs).
-    const starting = [...this.kids.values()].filter((child) => child.agent.status === ProcessStatus.INITIALIZING).map((child) => child.agent[stopChild](options).catch(noop));
+    // A restart in flight may hang in its child's onStart: a stop is coming, so it gets shutdownTimeoutMs.
+    this[abandonChildStart]();
     await Promise.all(this.pending);
-    await Promise.all(starting);
     for (const child of [...this.kids.values()].reverse()) await child.agent[stopChild](options);
     // Despawns and stops in flight (also ones a child began while being stopped) finish their work,
     // clearing the child's marker and telling its spawner, before this stop resolves.

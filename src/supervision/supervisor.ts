@@ -5,7 +5,7 @@ import { ProcessStatus } from "../process/process-status.js";
 import type { RuntimeServices } from "../runtime/services.js";
 import { sleep } from "../time/clock.js";
 import { backoffDelay } from "./backoff.js";
-import { attachChild, closeChild, detachChild, startChild, stopChild, type ChildExit, type ChildParent, type StopOptions, type SupervisedChild } from "./child.js";
+import { abandonChildStart, attachChild, closeChild, detachChild, startChild, stopChild, type ChildExit, type ChildParent, type StopOptions, type SupervisedChild } from "./child.js";
 import { RestartIntensity } from "./restart-intensity.js";
 import { resolveRestartOptions, type ResolvedRestartOptions, type RestartOptions } from "./supervision-options.js";
 
@@ -177,6 +177,11 @@ export class Supervisor implements SupervisedChild, ChildParent {
     return this.stopping;
   }
 
+  /** @internal */
+  [abandonChildStart](): void {
+    for (const child of this.kids) child[abandonChildStart]();
+  }
+
   /**
    * Exits are handled one at a time, in order, in the supervisor's work
    * queue; the crash time is taken now, when the exit is reported.
@@ -195,7 +200,9 @@ export class Supervisor implements SupervisedChild, ChildParent {
 
   private async shutdown(options: StopOptions): Promise<void> {
     if (this.currentStatus === ProcessStatus.STOPPED || this.currentStatus === ProcessStatus.INITIALIZING && this.starts === 0) return;
-    // A start in flight finishes first, so no child is started after the tree was stopped.
+    // Starts in flight (this supervisor's, or a restart's) finish first, so no child is started after the tree was
+    // stopped; a stop is coming, so an onStart among them gets shutdownTimeoutMs instead of holding the stop forever.
+    this[abandonChildStart]();
     await this.startup?.catch(() => undefined);
     this.currentStatus = ProcessStatus.STOPPING;
     this.abort.abort();
