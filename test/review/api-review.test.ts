@@ -2,47 +2,12 @@
  * Adversarial review of the messaging API as a new user meets it (README,
  * docs/messaging.md, examples): each test pins down a defect.
  */
-import { afterEach, describe, expect, it } from "vitest";
-import {
-  AgentProcess,
-  DynamicSupervisor,
-  ErrorAction,
-  Runtime,
-  silentLogger,
-  Supervisor,
-  type Message,
-  type RuntimeOptions,
-} from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { AgentProcess, DynamicSupervisor, ErrorAction, type Message } from "../../src/index.js";
+import { settlement, sleep, supervisedRuntimes } from "../support/review-kit.js";
 
-const runtimes: Runtime[] = [];
-
-function runtime(children: (AgentProcess | DynamicSupervisor)[], options: Partial<RuntimeOptions> = {}): Runtime {
-  const rt = new Runtime({
-    root: new Supervisor("root", { children, backoffBaseMs: 0 }),
-    logger: silentLogger,
-    keepAlive: false,
-    ...options,
-  });
-  runtimes.push(rt);
-  return rt;
-}
-
-afterEach(async () => {
-  await Promise.all(runtimes.splice(0).map((rt) => rt.stop()));
-});
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** How a promise settles within `ms`: its error code, "resolved", or "pending". */
-async function settlement(promise: Promise<unknown>, ms: number): Promise<string> {
-  return Promise.race([
-    promise.then(
-      () => "resolved",
-      (error: unknown) => String((error as { code?: unknown }).code ?? error),
-    ),
-    sleep(ms).then(() => "pending"),
-  ]);
-}
+// a stop that fails fails the test (awaited in full)
+const runtime = supervisedRuntimes({ stop: "full" });
 
 /** Holds its first message until `release()` is called, then answers every ask. */
 class Gate extends AgentProcess {

@@ -4,74 +4,29 @@
  * change introduced or left open: it asserts what the docs / CHANGELOG
  * promise, and fails until it is fixed.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AgentProcess,
   DynamicSupervisor,
   InMemoryStateStore,
   MemoryAuditSink,
   ProcessStatus,
-  Runtime,
-  silentLogger,
   SUSPENSION_KEY,
   type AuditEvent,
   type JsonObject,
-  type RuntimeOptions,
-  type StateStore,
 } from "../../src/index.js";
+import { gate, outcome, runtimes, sleep, WrappedStore } from "../support/review-kit.js";
 
-const runtimes: Runtime[] = [];
+const runtime = runtimes();
 
-function runtime(root: RuntimeOptions["root"], options: Partial<RuntimeOptions> = {}): Runtime {
-  const rt = new Runtime({ root, logger: silentLogger, keepAlive: false, ...options });
-  runtimes.push(rt);
-  return rt;
-}
-
-afterEach(async () => {
-  // a stop that hangs must not hang the suite
-  await Promise.all(runtimes.splice(0).map((rt) => Promise.race([rt.stop().catch(() => undefined), new Promise((r) => setTimeout(r, 1500))])));
-});
-
-/** Settles to { ok, value } or { ok: false, error } within `ms`, or "pending". */
-async function outcome<T>(promise: Promise<T>, ms = 200): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | "pending"> {
-  return Promise.race([
-    promise.then(
-      (value) => ({ ok: true as const, value }),
-      (error: unknown) => ({ ok: false as const, error }),
-    ),
-    new Promise<"pending">((r) => setTimeout(() => r("pending"), ms)),
-  ]);
-}
-
-function gate(): { promise: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const promise = new Promise<void>((r) => (open = r));
-  return { promise, open };
-}
-
-/** An in-memory store whose get can be held on a gate. */
-class SlowGetStore implements StateStore {
-  readonly durable = false;
-  readonly inner = new InMemoryStateStore();
+/** A store whose get can be held on a gate. */
+class SlowGetStore extends WrappedStore {
   getGate: Promise<void> | undefined;
   getEntered: (() => void) | undefined;
-  async get(name: string): Promise<JsonObject | undefined> {
+  override async get(name: string): Promise<JsonObject | undefined> {
     this.getEntered?.();
     if (this.getGate !== undefined) await this.getGate;
     return this.inner.get(name);
-  }
-  set(name: string, state: JsonObject): Promise<void> {
-    return this.inner.set(name, state);
-  }
-  delete(name: string): Promise<void> {
-    return this.inner.delete(name);
-  }
-  list(): Promise<string[]> {
-    return this.inner.list();
-  }
-  close(): Promise<void> {
-    return this.inner.close();
   }
 }
 
@@ -93,7 +48,7 @@ describe("a stop of a child still starting (abandonStart)", () => {
     void pool.spawn(HangingStart, "worker", { shutdownTimeoutMs: 100 }).catch(() => undefined);
     await entered.promise; // the start is reading the store: onStart has not begun
     const stopped = pool.stop("worker", { timeoutMs: 100 });
-    await new Promise((r) => setTimeout(r, 10));
+    await sleep(10);
     held.open(); // now onStart runs (and hangs)
     // "a stop or despawn of a child still in onStart gives it shutdownTimeoutMs, then fails its start"
     expect(await outcome(stopped, 1500)).not.toBe("pending");
@@ -148,30 +103,22 @@ describe("the announcement flag when the agent.suspend receipt was NOT recorded"
 });
 
 /** A store the application closes: afterwards every call rejects, the data stays readable through `inner`. */
-class ClosableStore implements StateStore {
-  readonly durable = false;
-  readonly inner = new InMemoryStateStore();
+class ClosableStore extends WrappedStore {
   closed = false;
   private check(): void {
     if (this.closed) throw new Error("store closed");
   }
-  async get(name: string): Promise<JsonObject | undefined> {
-    await new Promise((r) => setTimeout(r, 5)); // a store that does I/O
+  override async get(name: string): Promise<JsonObject | undefined> {
+    await sleep(5); // a store that does I/O
     this.check();
     return this.inner.get(name);
   }
-  async set(name: string, state: JsonObject): Promise<void> {
-    await new Promise((r) => setTimeout(r, 5));
+  override async set(name: string, state: JsonObject): Promise<void> {
+    await sleep(5);
     this.check();
     return this.inner.set(name, state);
   }
-  delete(name: string): Promise<void> {
-    return this.inner.delete(name);
-  }
-  list(): Promise<string[]> {
-    return this.inner.list();
-  }
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.closed = true;
   }
 }
@@ -199,11 +146,11 @@ describe("runtime.stop() and a despawn that begins while it stops", () => {
     await rt.send("w", {});
     await entered.promise;
     const stopping = rt.stop();
-    await new Promise((r) => setTimeout(r, 10));
+    await sleep(10);
     proceed.open();
     await stopping;
     await store.close(); // the application closes its store once runtime.stop() resolved
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     // S8: a despawn clears the marker, so a future agent of that name does not come back paused.
     expect((await store.inner.get("w"))?.[SUSPENSION_KEY]).toBeUndefined();
   });
@@ -229,7 +176,7 @@ describe("this.suspend() + checkpoint() from a handler a stop came during", () =
     await rt1.send("payer", {});
     await entered.promise;
     const stopping = rt1.stop(); // graceful: the message being handled finishes (S8: the marker is kept)
-    await new Promise((r) => setTimeout(r, 10));
+    await sleep(10);
     proceed.open();
     await stopping;
     const stored = await store.get("payer");

@@ -4,7 +4,7 @@
  * priority-lane asks failed at close, recordedAtResume receipts).
  * Each test pins a defect reproduced against HEAD; it fails until fixed.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AgentProcess,
   DynamicSupervisor,
@@ -14,82 +14,22 @@ import {
   Runtime,
   silentLogger,
   Supervisor,
-  SUSPENSION_KEY,
   type JsonObject,
-  type RuntimeOptions,
-  type StateStore,
 } from "../../src/index.js";
+import { gate, outcome, runtimes, sleep, unannouncedRecord, until, WrappedStore } from "../support/review-kit.js";
 
-const runtimes: Runtime[] = [];
+const runtime = runtimes();
 
-function runtime(root: RuntimeOptions["root"], options: Partial<RuntimeOptions> = {}): Runtime {
-  const rt = new Runtime({ root, logger: silentLogger, keepAlive: false, ...options });
-  runtimes.push(rt);
-  return rt;
-}
-
-afterEach(async () => {
-  await Promise.all(runtimes.splice(0).map((rt) => Promise.race([rt.stop().catch(() => undefined), new Promise((r) => setTimeout(r, 1500))])));
-});
-
-function gate(): { promise: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const promise = new Promise<void>((r) => (open = r));
-  return { promise, open };
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(cond: () => boolean, ms = 1000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error("waitFor timed out");
-    await sleep(2);
-  }
-}
-
-async function outcome<T>(promise: Promise<T>, ms = 300): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | "pending"> {
-  return Promise.race([
-    promise.then(
-      (value) => ({ ok: true as const, value }),
-      (error: unknown) => ({ ok: false as const, error }),
-    ),
-    new Promise<"pending">((r) => setTimeout(() => r("pending"), ms)),
-  ]);
-}
-
-/** A stored, not yet announced pause (as a kill between the two writes leaves it). */
-function unannouncedRecord(reason: string, extra: JsonObject = {}): JsonObject {
-  return {
-    ...extra,
-    [SUSPENSION_KEY]: { reason, since: new Date().toISOString(), approver: null, suspensionId: "0190f0f0-0000-7000-8000-000000000001", announced: false },
-  };
-}
-
-/** An in-memory store whose `set` of `name` hangs (forever) while `hang` is true. */
-class HangingStore implements StateStore {
-  readonly durable = false;
-  readonly inner = new InMemoryStateStore();
+/** A store whose `set` hangs (forever) while `hang` is true. */
+class HangingStore extends WrappedStore {
   hang = false;
   hung = 0;
-  async get(name: string): Promise<JsonObject | undefined> {
-    return this.inner.get(name);
-  }
-  async set(name: string, state: JsonObject): Promise<void> {
+  override async set(name: string, state: JsonObject): Promise<void> {
     if (this.hang) {
       this.hung++;
       await new Promise<void>(() => undefined);
     }
     await this.inner.set(name, state);
-  }
-  async delete(name: string): Promise<void> {
-    await this.inner.delete(name);
-  }
-  async list(): Promise<string[]> {
-    return this.inner.list();
-  }
-  async close(): Promise<void> {
-    await this.inner.close();
   }
 }
 
@@ -108,7 +48,7 @@ describe("stopChild waits for a start that is announcing a restored pause", () =
     const rt = runtime([dyn], { store });
     await rt.start();
     const spawning = dyn.spawn(SlowNotify, "a", { shutdownTimeoutMs: 3000 }).catch(() => undefined);
-    await waitFor(() => inOnSuspend);
+    await until(() => inOnSuspend, "onSuspend entered", 1000, 2);
     const began = Date.now();
     const stopped = await outcome(dyn.stop("a", { timeoutMs: 50 }), 1000);
     // A stop's own timeoutMs "replaces both bounds" (docs/supervision.md); before this change it resolved at once.
@@ -126,7 +66,7 @@ describe("stopChild waits for a start that is announcing a restored pause", () =
     await rt.start();
     store.hang = true; // the write that records the announcement hangs (a store without its own timeout)
     const spawning = dyn.spawn(Plain, "a", { shutdownTimeoutMs: 50 }).catch(() => undefined);
-    await waitFor(() => store.hung > 0);
+    await until(() => store.hung > 0, "the hanging write", 1000, 2);
     const agent = rt.getAgent("a");
     expect(agent?.status).toBe(ProcessStatus.SUSPENDED);
     // Stopping the whole runtime: docs/supervision.md "so a stop always finishes".
@@ -163,7 +103,7 @@ describe("Supervisor (static) stopped by its parent while restarting a child who
     const rt = runtime(root);
     await rt.start();
     await rt.send("w", {});
-    await waitFor(() => started2);
+    await until(() => started2, "the restart's onStart", 1000, 2);
     await rt.send("crasher", {});
     await sleep(400);
     expect(crasher.incarnation, "root never restarts: inner's stop waits for w's hanging onStart (its work queue)").toBe(2);
@@ -188,7 +128,7 @@ describe("a stop that comes during onStart", () => {
     const rt = runtime([dyn], { store: new InMemoryStateStore() });
     await rt.start();
     const spawning = dyn.spawn(SlowStart, "a", { shutdownTimeoutMs: 2000 }).catch(() => undefined);
-    await waitFor(() => inOnStart);
+    await until(() => inOnStart, "onStart entered", 1000, 2);
     for (let i = 0; i < 3; i++) await rt.send("a", { i });
     // The stop (drain "current": nothing is being handled, so nothing should be) comes before any message was taken.
     const stopping = dyn.stop("a");

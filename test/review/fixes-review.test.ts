@@ -3,69 +3,23 @@
  * suspend() while STOPPING, removals set, removed agents, approver fast path).
  * Each test pins a defect reproduced against HEAD; it fails until fixed.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AgentProcess,
   DynamicSupervisor,
   InMemoryStateStore,
   MemoryAuditSink,
   ProcessStatus,
-  Runtime,
-  silentLogger,
   Supervisor,
   SUSPENSION_KEY,
   type AuditEvent,
   type JsonObject,
   type Message,
-  type RuntimeOptions,
 } from "../../src/index.js";
+import { gate, outcome, runtimes, sleep, unannouncedRecord, until } from "../support/review-kit.js";
 import { testTracing } from "../support/tracing.js";
 
-const runtimes: Runtime[] = [];
-
-function runtime(root: RuntimeOptions["root"], options: Partial<RuntimeOptions> = {}): Runtime {
-  const rt = new Runtime({ root, logger: silentLogger, keepAlive: false, ...options });
-  runtimes.push(rt);
-  return rt;
-}
-
-afterEach(async () => {
-  await Promise.all(runtimes.splice(0).map((rt) => Promise.race([rt.stop().catch(() => undefined), new Promise((r) => setTimeout(r, 1500))])));
-});
-
-function gate(): { promise: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const promise = new Promise<void>((r) => (open = r));
-  return { promise, open };
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(cond: () => boolean, ms = 1000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error("waitFor timed out");
-    await sleep(2);
-  }
-}
-
-async function outcome<T>(promise: Promise<T>, ms = 300): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | "pending"> {
-  return Promise.race([
-    promise.then(
-      (value) => ({ ok: true as const, value }),
-      (error: unknown) => ({ ok: false as const, error }),
-    ),
-    new Promise<"pending">((r) => setTimeout(() => r("pending"), ms)),
-  ]);
-}
-
-/** A stored, not yet announced pause (as a kill between the two writes leaves it). */
-function unannouncedRecord(reason: string, extra: JsonObject = {}): JsonObject {
-  return {
-    ...extra,
-    [SUSPENSION_KEY]: { reason, since: new Date().toISOString(), approver: null, suspensionId: "0190f0f0-0000-7000-8000-000000000001", announced: false },
-  };
-}
+const runtime = runtimes();
 
 describe("announce(): the early return when the marker changed meanwhile", () => {
   it("still ends the civitas.agent.suspend span when a despawn clears the pause during onSuspend", async () => {
@@ -83,7 +37,7 @@ describe("announce(): the early return when the marker changed meanwhile", () =>
     await rt.start();
     await dyn.spawn(SlowSuspend, "a", { shutdownTimeoutMs: 5000 });
     const suspending = rt.suspend("a", "approve").catch(() => undefined);
-    await waitFor(() => inOnSuspend);
+    await until(() => inOnSuspend, "onSuspend entered", 1000, 2);
     // The despawn gives up on the loop (busy announcing) after 20 ms, stops it and clears its pause.
     await dyn.stop("a", { timeoutMs: 20 });
     release.open();
@@ -222,7 +176,7 @@ describe("DynamicSupervisor.shutdown: a child restarting when its supervisor is 
     await rt.start();
     await dyn.spawn(Flaky, "w", { shutdownTimeoutMs: 50 });
     await rt.send("w", {});
-    await waitFor(() => started2);
+    await until(() => started2, "the restart's onStart", 1000, 2);
     // A sibling crash makes root restart every child: dyn is stopped (not by runtime.stop()).
     await rt.send("crasher", {});
     await sleep(400);
@@ -246,7 +200,7 @@ describe("close(): requests queued on the priority lane", () => {
     await rt.start();
     await dyn.spawn(Busy, "b");
     void rt.send("b", {});
-    await waitFor(() => entered);
+    await until(() => entered, "the handler entered", 1000, 2);
     const halt = rt.ask("b", {}, { type: "civitas.eval.halt", timeoutMs: 5000 });
     const despawn = dyn.despawn("b");
     busy.open();

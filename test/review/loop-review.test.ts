@@ -3,63 +3,20 @@
  * each pins down a defect the review found, or behaviour of SPEC no other
  * test covered. Defects it found that are still open are listed in the issue's notes.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AgentProcess,
-  CivitasError,
   createMessage,
   ErrorAction,
   InMemoryStateStore,
   Mailbox,
   ProcessStatus,
-  Runtime,
-  silentLogger,
-  Supervisor,
   type JsonObject,
   type Message,
-  type RuntimeOptions,
 } from "civitas-ts";
+import { codeOf, outcome, sleep, supervisedRuntimes, until } from "../support/review-kit.js";
 
-const runtimes: Runtime[] = [];
-
-function runtime(children: AgentProcess[], options: Partial<RuntimeOptions> = {}): Runtime {
-  const rt = new Runtime({
-    root: new Supervisor("root", { children, backoffBaseMs: 0 }),
-    logger: silentLogger,
-    keepAlive: false,
-    ...options,
-  });
-  runtimes.push(rt);
-  return rt;
-}
-
-afterEach(async () => {
-  // a stop that hangs must not hang the suite
-  await Promise.all(runtimes.splice(0).map((rt) => Promise.race([rt.stop().catch(() => undefined), new Promise((r) => setTimeout(r, 1500))])));
-});
-
-async function until(predicate: () => boolean, what = "condition", timeoutMs = 2000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`${what} not reached in time`);
-    await new Promise((r) => setTimeout(r, 1));
-  }
-}
-
-/** Settles to { ok, value } or { ok: false, error } within `ms`, or "pending". */
-async function outcome<T>(promise: Promise<T>, ms = 200): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | "pending"> {
-  return Promise.race([
-    promise.then(
-      (value) => ({ ok: true as const, value }),
-      (error: unknown) => ({ ok: false as const, error }),
-    ),
-    new Promise<"pending">((r) => setTimeout(() => r("pending"), ms)),
-  ]);
-}
-
-function codeOf(error: unknown): string {
-  return error instanceof CivitasError ? error.code : `not a CivitasError: ${String(error)}`;
-}
+const runtime = supervisedRuntimes();
 
 class Sink extends AgentProcess {
   readonly seen: Message[] = [];
@@ -130,8 +87,8 @@ describe("bad message type", () => {
     const sink = new Sink("sink");
     const rt = runtime([sink]);
     await rt.start();
-    const send = await outcome(rt.send("sink", { a: 1 }, { type: 42 as unknown as string }));
-    const ask = await outcome(rt.ask("sink", { a: 1 }, { type: null as unknown as string, timeoutMs: 50 }));
+    const send = await outcome(rt.send("sink", { a: 1 }, { type: 42 as unknown as string }), 200);
+    const ask = await outcome(rt.ask("sink", { a: 1 }, { type: null as unknown as string, timeoutMs: 50 }), 200);
     expect(send !== "pending" && !send.ok && codeOf(send.error)).toBe("INVALID_ARGUMENT");
     expect(ask !== "pending" && !ask.ok && codeOf(ask.error)).toBe("INVALID_ARGUMENT");
     expect(sink.seen).toHaveLength(0);
@@ -177,7 +134,7 @@ describe("Mailbox bad input", () => {
 
   it("put() of something that is not a message rejects with a CivitasError, not a TypeError", async () => {
     const mailbox = new Mailbox();
-    const result = await outcome(mailbox.put(undefined as unknown as Message));
+    const result = await outcome(mailbox.put(undefined as unknown as Message), 200);
     expect(result !== "pending" && !result.ok && codeOf(result.error)).toBe("INVALID_ARGUMENT");
   });
 });
@@ -244,7 +201,7 @@ describe("messages returned from handle()", () => {
     await rt.start();
     await rt.send("fwd", { typed: false });
     await rt.send("fwd", { typed: true });
-    await new Promise((r) => setTimeout(r, 30));
+    await sleep(30);
     await rt.send("victim", { n: 1 });
     await until(() => victim.seen.some((m) => m.payload.n === 1));
     // the forwarder must not crash on an internal TypeError, the victim must not get a non-JSON payload
@@ -263,7 +220,7 @@ describe("messages returned from handle()", () => {
     await rt.suspend("paused", "needs approval");
     expect(paused.status).toBe(ProcessStatus.SUSPENDED);
     await rt.send("pusher", {});
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     // SPEC §5 S3: while SUSPENDED only control messages are taken; business work waits for the approver
     expect(paused.seen.map((m) => m.type)).toEqual([]);
   });
@@ -337,7 +294,7 @@ describe("RETRY coverage", () => {
     await clock.advance(101); // the message outlives its ttl while it is being handled
     release();
     await until(() => expired.length === 1);
-    await new Promise((r) => setTimeout(r, 10));
+    await sleep(10);
     expect(calls).toEqual([0]);
     expect(slow.mailbox.expiredCount).toBe(1);
     expect(expired.map((m) => [m.payload.n, m.attempt])).toEqual([[1, 1]]);
@@ -357,7 +314,7 @@ describe("throwing runtime event listeners", () => {
     });
     await rt.start().catch(() => undefined);
     await rt.send("sink", { n: 1 }).catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     // either the agent handles its mail, or it is not reported as RUNNING
     expect({ status: sink.status, handled: sink.seen.length }).toEqual({ status: ProcessStatus.RUNNING, handled: 1 });
   });
@@ -429,7 +386,7 @@ describe("shutdown with senders blocked on backpressure", () => {
     await rt.send("b", { n: 1 }); // b handles it, blocked on the gate
     await rt.send("b", { n: 2 }); // fills b's one slot
     await rt.send("a", {});
-    await new Promise((r) => setTimeout(r, 20));
+    await sleep(20);
     const stopping = rt.stop();
     setTimeout(() => releaseB(), 20);
     const started = Date.now();
@@ -510,11 +467,11 @@ describe("reserved types through the public mailbox", () => {
     await rt.start();
     for (const priority of [1, 0]) {
       const forged = createMessage({ sender: "mallory", recipient: "target", type: "_agency.shutdown", payload: {}, priority });
-      const put = await outcome(target.mailbox.put(forged));
+      const put = await outcome(target.mailbox.put(forged), 200);
       expect(put !== "pending" && !put.ok && codeOf(put.error)).toBe("RESERVED_MESSAGE_TYPE");
       expect(caughtCode(() => target.mailbox.offer(forged))).toBe("RESERVED_MESSAGE_TYPE");
     }
-    await new Promise((r) => setTimeout(r, 30));
+    await sleep(30);
     expect(target.status).toBe(ProcessStatus.RUNNING);
     expect(target.mailbox.size + target.mailbox.prioritySize).toBe(0);
     // the runtime's own control still gets through

@@ -4,34 +4,21 @@
  * is still open: it asserts what SPEC §4 / docs promise and fails on the
  * current code.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AgentProcess,
   createMessage,
   DynamicSupervisor,
   ErrorAction,
   ProcessStatus,
-  Runtime,
-  silentLogger,
   Supervisor,
   type Message,
-  type RuntimeOptions,
 } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { eventually, gate } from "../runtime/fixtures.js";
+import { runtimes } from "../support/review-kit.js";
 
-const runtimes: Runtime[] = [];
-
-function runtime(root: RuntimeOptions["root"], options: Partial<RuntimeOptions> = {}): Runtime {
-  const rt = new Runtime({ root, logger: silentLogger, keepAlive: false, ...options });
-  runtimes.push(rt);
-  return rt;
-}
-
-afterEach(async () => {
-  // a stop that hangs must not hang the suite
-  await Promise.all(runtimes.splice(0).map((rt) => Promise.race([rt.stop().catch(() => undefined), new Promise((r) => setTimeout(r, 1500))])));
-});
+const runtime = runtimes();
 
 const realTurn = (): Promise<void> => new Promise((r) => setTimeout(r, 1));
 

@@ -3,7 +3,7 @@
  * scheduler. Each test pins a defect still open on the current code: it
  * asserts what SPEC.md / the TSDoc promise, and fails until it is fixed.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AgentProcess,
   CivitasError,
@@ -14,54 +14,12 @@ import {
   ErrorAction,
   Mailbox,
   ProcessStatus,
-  Runtime,
-  silentLogger,
   Supervisor,
   type Message,
-  type RuntimeOptions,
 } from "../../src/index.js";
+import { codeOf, gate, outcome, runtimes, sleep, until } from "../support/review-kit.js";
 
-const runtimes: Runtime[] = [];
-
-function runtime(root: RuntimeOptions["root"], options: Partial<RuntimeOptions> = {}): Runtime {
-  const rt = new Runtime({ root, logger: silentLogger, keepAlive: false, ...options });
-  runtimes.push(rt);
-  return rt;
-}
-
-afterEach(async () => {
-  // a stop that hangs must not hang the suite
-  await Promise.all(runtimes.splice(0).map((rt) => Promise.race([rt.stop().catch(() => undefined), new Promise((r) => setTimeout(r, 1500))])));
-});
-
-async function until(predicate: () => boolean, what = "condition", timeoutMs = 2000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!predicate()) {
-    if (Date.now() > deadline) throw new Error(`${what} not reached in time`);
-    await new Promise((r) => setTimeout(r, 1));
-  }
-}
-
-/** Settles to { ok, value } or { ok: false, error } within `ms`, or "pending". */
-async function outcome<T>(promise: Promise<T>, ms = 200): Promise<{ ok: true; value: T } | { ok: false; error: unknown } | "pending"> {
-  return Promise.race([
-    promise.then(
-      (value) => ({ ok: true as const, value }),
-      (error: unknown) => ({ ok: false as const, error }),
-    ),
-    new Promise<"pending">((r) => setTimeout(() => r("pending"), ms)),
-  ]);
-}
-
-function codeOf(error: unknown): string {
-  return error instanceof CivitasError ? error.code : `not a CivitasError: ${String(error)}`;
-}
-
-function gate(): { promise: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const promise = new Promise<void>((r) => (open = r));
-  return { promise, open };
-}
+const runtime = runtimes();
 
 describe("an agent messaging itself from a hook its own loop runs", () => {
   it("a send to itself from onError with its own mailbox full does not hang the agent", async () => {
@@ -110,6 +68,13 @@ describe("an agent messaging itself from a hook its own loop runs", () => {
   });
 });
 
+/** Crashes on every message (a sibling whose crash makes a ONE_FOR_ALL supervisor restart the others). */
+class Crasher extends AgentProcess {
+  override async handle(): Promise<void> {
+    throw new Error("sibling crash");
+  }
+}
+
 describe("RETRY racing a restart", () => {
   it("a message onError asks to RETRY while a sibling's crash restarts the agent is handled again, not dropped", async () => {
     const attempts: number[] = [];
@@ -124,11 +89,6 @@ describe("RETRY racing a restart", () => {
         entered.open();
         await proceed.promise;
         return ErrorAction.RETRY;
-      }
-    }
-    class Crasher extends AgentProcess {
-      override async handle(): Promise<void> {
-        throw new Error("sibling crash");
       }
     }
     const flaky = new Flaky("flaky", { shutdownTimeoutMs: 2000 });
@@ -163,11 +123,6 @@ describe("a handler that fails after a restart's stop began", () => {
       override async onError(_error: unknown, message: Message): Promise<ErrorAction> {
         errors.push(message.attempt);
         return ErrorAction.RETRY;
-      }
-    }
-    class Crasher extends AgentProcess {
-      override async handle(): Promise<void> {
-        throw new Error("sibling crash");
       }
     }
     const flaky = new Flaky("flaky", { shutdownTimeoutMs: 2000 });
@@ -243,7 +198,7 @@ describe("a send to itself from a timer of the agent", () => {
     expect(busy === "pending" ? "pending" : busy.ok ? "resolved" : codeOf(busy.error)).toBe("MAILBOX_FULL");
     proceed.open();
     await until(() => seen.length === 2 && agent.mailbox.size === 0 && !agent.mailbox.closed, "both handled", 1000);
-    await new Promise((r) => setTimeout(r, 5)); // the loop parks
+    await sleep(5); // the loop parks
     // idle now: a send from a timer is an ordinary send
     const idle = await new Promise<{ sent: Promise<void> }>((resolve) => setTimeout(() => resolve({ sent: agent.send(agent.name, { id: "tick" }) }), 1));
     await idle.sent;

@@ -7,30 +7,16 @@ import { afterEach, describe, expect, it } from "vitest";
 import {
   CivitasError,
   DynamicSupervisor,
-  InMemoryStateStore,
   ProcessStatus,
   Runtime,
   Supervisor,
   silentLogger,
-  type JsonObject,
 } from "civitas-ts";
 import { TestClock } from "civitas-ts/testing";
-import { Probe, Spawner, gate, harness, probes, stopAll, turns, waitUntil, type Gate } from "../support/agents.js";
+import { Probe, Spawner, gate, harness, probes, stopAll, turns, waitUntil } from "../support/agents.js";
+import { GatedStore } from "../support/review-kit.js";
 
 afterEach(stopAll);
-
-/** An in-memory store whose next get() of `name` can be held until released. */
-class GatedStore extends InMemoryStateStore {
-  holdNext: { name: string; gate: Gate } | undefined;
-  override async get(name: string): Promise<JsonObject | undefined> {
-    const hold = this.holdNext;
-    if (hold !== undefined && hold.name === name) {
-      this.holdNext = undefined;
-      await hold.gate.promise;
-    }
-    return super.get(name);
-  }
-}
 
 describe("review: DynamicSupervisor races", () => {
   it("despawn while a restart backoff is pending never leaves a running agent behind", async () => {

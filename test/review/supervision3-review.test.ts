@@ -6,15 +6,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import {
   AgentProcess,
   DynamicSupervisor,
-  InMemoryStateStore,
   ProcessStatus,
   Supervisor,
-  type JsonObject,
   type Logger,
   type Message,
 } from "../../src/index.js";
 import { settle } from "../../src/entries/testing.js";
-import { Probe, gate, harness, stopAll, turns, waitUntil, type Gate } from "../support/agents.js";
+import { Probe, gate, harness, stopAll, turns, waitUntil } from "../support/agents.js";
+import { GatedStore } from "../support/review-kit.js";
 
 afterEach(stopAll);
 
@@ -47,19 +46,6 @@ describe("DynamicSupervisor.stop drain modes", () => {
     expect(ticker.status).toBe(ProcessStatus.STOPPED);
   });
 });
-
-/** An in-memory store whose next get() of `name` can be held until released. */
-class GatedStore extends InMemoryStateStore {
-  holdNext: { name: string; gate: Gate } | undefined;
-  override async get(name: string): Promise<JsonObject | undefined> {
-    const hold = this.holdNext;
-    if (hold !== undefined && hold.name === name) {
-      this.holdNext = undefined;
-      await hold.gate.promise;
-    }
-    return super.get(name);
-  }
-}
 
 /** A logger that keeps the errors it is given. */
 function errorLog(): { logger: Logger; errors: string[] } {

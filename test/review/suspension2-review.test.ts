@@ -5,7 +5,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { ErrorAction, ProcessStatus, Supervisor, SUSPENSION_KEY, type Message } from "../../src/index.js";
 import { verifySuspension } from "../../src/entries/audit.js";
 import { runTsChild } from "../support/child-process.js";
@@ -14,6 +14,21 @@ import { gate, Pausable, rejectsWithCode, rig, teardown, track, turns, waitUntil
 afterEach(teardown);
 
 const S = ProcessStatus;
+
+/**
+ * Writes `source(from)` as a child script into a fresh temp dir (named after
+ * `prefix`, removed when the test finishes) and returns the paths of both.
+ * `from("index")` / `from("entries/sqlite")` is the quoted path of that
+ * module of src, for the script's imports.
+ */
+function childScript(prefix: string, source: (from: (module: string) => string) => string): { script: string; dir: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  onTestFinished(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const src = path.resolve("src");
+  const script = path.join(dir, "child.mts");
+  fs.writeFileSync(script, source((module) => JSON.stringify(path.join(src, `${module}.js`))));
+  return { script, dir };
+}
 
 /**
  * The documented "store the action, suspend(), checkpoint()" handler; its
@@ -93,15 +108,11 @@ describe("this.suspend() then checkpoint() from onStart (S4: one atomic write)",
   });
 
   it("under SIGKILL right after that checkpoint, the restarted agent is SUSPENDED, not RUNNING with the pending action", async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-pending-onstart-"));
-    try {
-      const src = path.resolve("src");
-      const script = path.join(dir, "child.mts");
-      fs.writeFileSync(
-        script,
-        `
-import { AgentProcess, Runtime, silentLogger } from ${JSON.stringify(path.join(src, "index.js"))};
-import { SqliteStateStore } from ${JSON.stringify(path.join(src, "entries", "sqlite.js"))};
+    const { script, dir } = childScript(
+      "civitas-pending-onstart-",
+      (from) => `
+import { AgentProcess, Runtime, silentLogger } from ${from("index")};
+import { SqliteStateStore } from ${from("entries/sqlite")};
 const [mode, file] = process.argv.slice(2);
 class Due extends AgentProcess {
   override async onStart() {
@@ -121,18 +132,15 @@ process.stdout.write(JSON.stringify({ ev: "start", status: agent.status, pending
 await runtime.stop();
 await store.close();
 `,
-      );
-      const file = path.join(dir, "state.db");
-      const first = await runTsChild(script, ["first", file], { timeoutMs: 15_000, onLine: (line, kill) => line.includes("checkpointed") && kill() });
-      expect(first.signal, first.stderr).toBe("SIGKILL");
-      const second = await runTsChild(script, ["report", file], { timeoutMs: 15_000 });
-      expect(second.code, second.stderr).toBe(0);
-      const start = JSON.parse(second.lines.find((l) => l.includes('"start"'))!) as { status: string; pending: string | null };
-      expect(start.pending).toBe("INV-9");
-      expect(start.status).toBe("SUSPENDED");
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    );
+    const file = path.join(dir, "state.db");
+    const first = await runTsChild(script, ["first", file], { timeoutMs: 15_000, onLine: (line, kill) => line.includes("checkpointed") && kill() });
+    expect(first.signal, first.stderr).toBe("SIGKILL");
+    const second = await runTsChild(script, ["report", file], { timeoutMs: 15_000 });
+    expect(second.code, second.stderr).toBe(0);
+    const start = JSON.parse(second.lines.find((l) => l.includes('"start"'))!) as { status: string; pending: string | null };
+    expect(start.pending).toBe("INV-9");
+    expect(start.status).toBe("SUSPENDED");
   }, 40_000);
 });
 
@@ -169,16 +177,12 @@ describe("approvers that display as someone else", () => {
 
 describe("the agent.suspend receipt under SIGKILL (S9: an AuditEvent at each suspend)", () => {
   it("a kill after the marker's write and before its receipt still leaves the pause with its agent.suspend receipt once restarted, so its approval verifies", async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-pending-receipt-"));
-    try {
-      const src = path.resolve("src");
-      const script = path.join(dir, "child.mts");
-      fs.writeFileSync(
-        script,
-        `
-import { AgentProcess, Runtime, silentLogger } from ${JSON.stringify(path.join(src, "index.js"))};
-import { SqliteStateStore } from ${JSON.stringify(path.join(src, "entries", "sqlite.js"))};
-import { JsonlAuditSink } from ${JSON.stringify(path.join(src, "entries", "audit.js"))};
+    const { script, dir } = childScript(
+      "civitas-pending-receipt-",
+      (from) => `
+import { AgentProcess, Runtime, silentLogger } from ${from("index")};
+import { SqliteStateStore } from ${from("entries/sqlite")};
+import { JsonlAuditSink } from ${from("entries/audit")};
 const [mode, file, log] = process.argv.slice(2);
 const say = (line) => process.stdout.write(JSON.stringify(line) + "\\n");
 class Approvals extends AgentProcess {
@@ -204,38 +208,31 @@ if (mode === "first") {
   await store.close();
 }
 `,
-      );
-      const file = path.join(dir, "state.db");
-      const log = path.join(dir, "audit.jsonl");
-      const first = await runTsChild(script, ["first", file, log], { timeoutMs: 15_000, onLine: (line, kill) => line.includes("onSuspend") && kill() });
-      expect(first.signal, first.stderr).toBe("SIGKILL");
-      const second = await runTsChild(script, ["second", file, log], { timeoutMs: 15_000 });
-      expect(second.code, second.stderr).toBe(0);
-      const start = JSON.parse(second.lines.find((l) => l.includes('"start"'))!) as { status: string; suspensionId: string | null };
-      expect(start.status).toBe("SUSPENDED"); // the pause survived the kill...
-      const verdict = await verifySuspension(log, "a", { key: "k" });
-      // ...and its settlement must verify: one agent.suspend naming it, one agent.resume naming it.
-      expect(verdict.failures).toEqual([]);
-      expect(verdict.status).toBe("verified");
-      expect(verdict.suspensions.map((x) => x.suspensionId)).toEqual([start.suspensionId]);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    );
+    const file = path.join(dir, "state.db");
+    const log = path.join(dir, "audit.jsonl");
+    const first = await runTsChild(script, ["first", file, log], { timeoutMs: 15_000, onLine: (line, kill) => line.includes("onSuspend") && kill() });
+    expect(first.signal, first.stderr).toBe("SIGKILL");
+    const second = await runTsChild(script, ["second", file, log], { timeoutMs: 15_000 });
+    expect(second.code, second.stderr).toBe(0);
+    const start = JSON.parse(second.lines.find((l) => l.includes('"start"'))!) as { status: string; suspensionId: string | null };
+    expect(start.status).toBe("SUSPENDED"); // the pause survived the kill...
+    const verdict = await verifySuspension(log, "a", { key: "k" });
+    // ...and its settlement must verify: one agent.suspend naming it, one agent.resume naming it.
+    expect(verdict.failures).toEqual([]);
+    expect(verdict.status).toBe("verified");
+    expect(verdict.suspensions.map((x) => x.suspensionId)).toEqual([start.suspensionId]);
   }, 40_000);
 });
 
 describe("the pause's announcement under SIGKILL after its receipt", () => {
   it("a kill after the receipt and before the write recording it re-announces the pause on restart: two receipts of one suspension, which verifies", async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-pending-reannounce-"));
-    try {
-      const src = path.resolve("src");
-      const script = path.join(dir, "child.mts");
-      fs.writeFileSync(
-        script,
-        `
-import { AgentProcess, Runtime, silentLogger, SUSPENSION_KEY } from ${JSON.stringify(path.join(src, "index.js"))};
-import { SqliteStateStore } from ${JSON.stringify(path.join(src, "entries", "sqlite.js"))};
-import { JsonlAuditSink } from ${JSON.stringify(path.join(src, "entries", "audit.js"))};
+    const { script, dir } = childScript(
+      "civitas-pending-reannounce-",
+      (from) => `
+import { AgentProcess, Runtime, silentLogger, SUSPENSION_KEY } from ${from("index")};
+import { SqliteStateStore } from ${from("entries/sqlite")};
+import { JsonlAuditSink } from ${from("entries/audit")};
 const [mode, file, log] = process.argv.slice(2);
 const say = (line) => process.stdout.write(JSON.stringify(line) + "\\n");
 class Approvals extends AgentProcess {
@@ -273,26 +270,23 @@ if (mode === "first") {
   await sqlite.close();
 }
 `,
-      );
-      const file = path.join(dir, "state.db");
-      const log = path.join(dir, "audit.jsonl");
-      const first = await runTsChild(script, ["first", file, log], { timeoutMs: 15_000, onLine: (line, kill) => line.includes("recording") && kill() });
-      expect(first.signal, first.stderr).toBe("SIGKILL");
-      const receiptsBefore = fs.readFileSync(log, "utf8").split("\n").filter((l) => l.includes('"agent.suspend"'));
-      expect(receiptsBefore).toHaveLength(1); // the receipt was on record when the kill came
-      const second = await runTsChild(script, ["second", file, log], { timeoutMs: 15_000 });
-      expect(second.code, second.stderr).toBe(0);
-      const start = JSON.parse(second.lines.find((l) => l.includes('"start"'))!) as { status: string; suspends: number; suspensionId: string | null };
-      expect(start.status).toBe("SUSPENDED");
-      expect(start.suspends).toBe(1); // onSuspend ran again: at least once per pause, across the kill
-      const receipts = fs.readFileSync(log, "utf8").split("\n").filter((l) => l.includes('"agent.suspend"'));
-      expect(receipts).toHaveLength(2);
-      const verdict = await verifySuspension(log, "a", { key: "k" });
-      expect(verdict.failures).toEqual([]);
-      expect(verdict.status).toBe("verified");
-      expect(verdict.suspensions.map((x) => x.suspensionId)).toEqual([start.suspensionId]);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    );
+    const file = path.join(dir, "state.db");
+    const log = path.join(dir, "audit.jsonl");
+    const first = await runTsChild(script, ["first", file, log], { timeoutMs: 15_000, onLine: (line, kill) => line.includes("recording") && kill() });
+    expect(first.signal, first.stderr).toBe("SIGKILL");
+    const receiptsBefore = fs.readFileSync(log, "utf8").split("\n").filter((l) => l.includes('"agent.suspend"'));
+    expect(receiptsBefore).toHaveLength(1); // the receipt was on record when the kill came
+    const second = await runTsChild(script, ["second", file, log], { timeoutMs: 15_000 });
+    expect(second.code, second.stderr).toBe(0);
+    const start = JSON.parse(second.lines.find((l) => l.includes('"start"'))!) as { status: string; suspends: number; suspensionId: string | null };
+    expect(start.status).toBe("SUSPENDED");
+    expect(start.suspends).toBe(1); // onSuspend ran again: at least once per pause, across the kill
+    const receipts = fs.readFileSync(log, "utf8").split("\n").filter((l) => l.includes('"agent.suspend"'));
+    expect(receipts).toHaveLength(2);
+    const verdict = await verifySuspension(log, "a", { key: "k" });
+    expect(verdict.failures).toEqual([]);
+    expect(verdict.status).toBe("verified");
+    expect(verdict.suspensions.map((x) => x.suspensionId)).toEqual([start.suspensionId]);
   }, 40_000);
 });

@@ -33,7 +33,8 @@ export class ExitRequest extends Error {
 /** A promise with its resolve function exposed. */
 export interface Gate {
   readonly promise: Promise<void>;
-  open(): void;
+  /** Resolves `promise` (a plain function: it can be passed on detached). */
+  readonly open: () => void;
 }
 
 /** Creates a {@link Gate}. */
