@@ -94,6 +94,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   private stopWhileStarting = false;
   /** Removed from its runtime for good (its suspension cleared): nothing of it is written any more. */
   removed = false;
+  /** An `onStart` a stop gave up on that has not returned yet: the next start's `onStart` waits for it. */
+  private abandonedOnStart: Promise<void> | undefined;
+  /** Resolves when the start in flight leaves INITIALIZING (or fails): what a stop during a start waits for. */
+  private initialized: Promise<void> | undefined;
   /** Gives up on the `onStart` running now, after `shutdownTimeoutMs` (set while it runs). */
   private abandonOnStart: (() => void) | undefined;
   /** Hooks (`onStop`, `onSuspend`, `onResume`, `onChildTerminated`) running now, including ones past their deadline. */
@@ -210,10 +214,11 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       switch (this.currentStatus) {
         case ProcessStatus.INITIALIZING:
           if (this.starting === undefined) return; // never started
-          // Stopped while starting (also before onStart began): the start ends first, onStart getting
-          // shutdownTimeoutMs as when the runtime stops, and its loop does not begin; then it is stopped as usual.
+          // Stopped while starting (also before onStart began): onStart gets shutdownTimeoutMs, as when the runtime
+          // stops, and no loop begins; once the start is past onStart (the rest, such as announcing a restored
+          // pause, goes on in the background), it is stopped as usual.
           this.abandonStart();
-          await this.starting.catch(() => undefined);
+          await Promise.race([this.starting.catch(() => undefined), this.initialized]);
           continue;
         case ProcessStatus.RUNNING:
         case ProcessStatus.SUSPENDED:
@@ -241,6 +246,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     this.drainAll = false;
     this.stopTimeoutMs = undefined;
     this.stopWhileStarting = false;
+    let initialized!: () => void;
+    this.initialized = new Promise<void>((resolve) => (initialized = resolve));
     this.suspension.startedAfter = this.starts > 1 ? services.controlSent.count : undefined;
     this.driving = false;
     this.exit = undefined;
@@ -266,14 +273,15 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       this.agent.state = (stored ?? JSON.parse(this.initialState)) as JsonObject;
       this.suspension.setMarker(this.suspension.marker);
       restored = true;
-      let onStart: Promise<void>;
-      try {
-        onStart = Promise.resolve(this.agent.onStart()); // an onStart that is not async returns no promise
-      } catch (error) {
-        // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what onStart threw, whatever it is: the start fails with it as cause
-        onStart = Promise.reject(error);
-      }
+      // An onStart a stop gave up on gets up to shutdownTimeoutMs more to return before the next one begins.
+      const previous = this.abandonedOnStart;
+      const onStart = previous === undefined ? this.callOnStart() : this.afterAbandonedOnStart(previous);
       if (!(await this.settlesUnlessStopped(onStart))) {
+        const abandoned = onStart.catch(() => undefined);
+        this.abandonedOnStart = abandoned;
+        void abandoned.then(() => {
+          if (this.abandonedOnStart === abandoned) this.abandonedOnStart = undefined;
+        });
         if (services.stopping.aborted) {
           throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime stopped while '${this.agent.name}'.onStart was running, and it did not finish within ${this.options.shutdownTimeoutMs} ms; the start is abandoned`);
         }
@@ -282,6 +290,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       await onStart;
     } catch (error) {
       this.transition(ProcessStatus.CRASHED);
+      initialized();
       services.telemetry.endSpan(span, error);
       void services.telemetry.audit("agent.crash", this.agent.name, { phase: "start", error: errorText(error) });
       // onStop still runs, but a checkpoint from it must not overwrite the record that could not be read
@@ -294,6 +303,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       throw new StartFailedError(this.agent.name, { cause: error });
     }
     this.transition(this.suspension.marker === undefined ? ProcessStatus.RUNNING : ProcessStatus.SUSPENDED);
+    initialized();
     services.telemetry.endSpan(span);
     void services.telemetry.audit("agent.start", this.agent.name, {
       incarnation: this.starts,
@@ -305,6 +315,29 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     else if (settledInStore && this.suspension.marker === undefined) await this.suspension.persistMarker("resume", undefined);
     // A stop that came during the start (it waits for it) begins the loop itself, so nothing queued slips in first.
     if (!this.driving && !this.stopWhileStarting && this.currentStatus !== ProcessStatus.STOPPING && this.currentStatus !== ProcessStatus.STOPPED) this.drive();
+  }
+
+  /**
+   * Calls `onStart` once the one a stop gave up on has returned, or, if it
+   * has not within `shutdownTimeoutMs`, anyway, with a warning: a start must
+   * not hang for good on code the runtime cannot cancel.
+   */
+  private async afterAbandonedOnStart(previous: Promise<void>): Promise<void> {
+    const services = this.requireServices();
+    if (!(await settlesWithin(previous, services.clock, this.options.shutdownTimeoutMs))) {
+      services.logger.warn(`'${this.agent.name}'.onStart of an earlier start, which a stop gave up on, is still running after ${this.options.shutdownTimeoutMs} ms; starting again anyway (two onStart calls now overlap)`);
+    }
+    await this.callOnStart();
+  }
+
+  /** Calls `onStart`; one that is not async returns no promise, one that throws becomes a rejection. */
+  private callOnStart(): Promise<void> {
+    try {
+      return Promise.resolve(this.agent.onStart());
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what onStart threw, whatever it is: the start fails with it as cause
+      return Promise.reject(error);
+    }
   }
 
   /**

@@ -187,10 +187,12 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     for (const child of this.kids.values()) child.agent[closeChild]();
   }
 
-  /** @internal */
-  [abandonChildStart](): void {
-    for (const child of this.kids.values()) child.agent[abandonChildStart]();
-  }
+  /**
+   * Nothing to do from a parent: a dynamic supervisor starts empty, and the
+   * starts of its children (spawns, restarts) are bounded by its own stop.
+   * @internal
+   */
+  [abandonChildStart](): void {}
 
   /** @internal */
   async [startChild](): Promise<void> {
@@ -280,7 +282,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     this.currentStatus = ProcessStatus.STOPPING;
     this.abort.abort();
     // A restart in flight may hang in its child's onStart: a stop is coming, so it gets shutdownTimeoutMs.
-    this[abandonChildStart]();
+    for (const child of this.kids.values()) child.agent[abandonChildStart]();
     await Promise.all(this.pending);
     for (const child of [...this.kids.values()].reverse()) await child.agent[stopChild](options);
     // Despawns and stops in flight (also ones a child began while being stopped) finish their work,

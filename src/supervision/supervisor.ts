@@ -59,6 +59,10 @@ export class Supervisor implements SupervisedChild, ChildParent {
   private work: Promise<void> = Promise.resolve();
   private abort = new AbortController();
   private stopping: Promise<void> | undefined;
+  /** A stop is coming: no further child is started (see abandonChildStart). */
+  private halting = false;
+  /** The child being started now (by the supervisor's start or a restart). */
+  private startingChild: SupervisedChild | undefined;
   private startup: Promise<void> | undefined;
   private restarts = 0;
   /** ONE_FOR_ONE: the crashed incarnation of each child whose restart backoff is pending. */
@@ -156,10 +160,11 @@ export class Supervisor implements SupervisedChild, ChildParent {
     this.abort = new AbortController();
     this.backoffs.clear();
     this.stopping = undefined;
+    this.halting = false;
     const started: SupervisedChild[] = [];
     for (const child of this.kids) {
       try {
-        await child[startChild]();
+        if (!(await this.startUnlessHalting(child))) break; // a stop came: the children not started stay so
         started.push(child);
       } catch (error) {
         services.logger.error(`supervisor '${this.name}' could not start '${child.name}'; stopping the children it started`, { error });
@@ -177,9 +182,26 @@ export class Supervisor implements SupervisedChild, ChildParent {
     return this.stopping;
   }
 
-  /** @internal */
+  /**
+   * A stop is coming: start no further child (of this start or a restart in
+   * flight), and bound the start of the one starting now.
+   * @internal
+   */
   [abandonChildStart](): void {
-    for (const child of this.kids) child[abandonChildStart]();
+    this.halting = true;
+    this.startingChild?.[abandonChildStart]();
+  }
+
+  /** Starts `child` unless a stop is coming; `false` when it was not started for that reason. */
+  private async startUnlessHalting(child: SupervisedChild): Promise<boolean> {
+    if (this.halting) return false;
+    this.startingChild = child;
+    try {
+      await child[startChild]();
+    } finally {
+      this.startingChild = undefined;
+    }
+    return true;
   }
 
   /**
@@ -200,8 +222,8 @@ export class Supervisor implements SupervisedChild, ChildParent {
 
   private async shutdown(options: StopOptions): Promise<void> {
     if (this.currentStatus === ProcessStatus.STOPPED || this.currentStatus === ProcessStatus.INITIALIZING && this.starts === 0) return;
-    // Starts in flight (this supervisor's, or a restart's) finish first, so no child is started after the tree was
-    // stopped; a stop is coming, so an onStart among them gets shutdownTimeoutMs instead of holding the stop forever.
+    // Starts in flight (this supervisor's, or a restart's) end first, so no child is started after the tree was
+    // stopped: no further child starts, and the one starting gets shutdownTimeoutMs instead of holding the stop forever.
     this[abandonChildStart]();
     await this.startup?.catch(() => undefined);
     this.currentStatus = ProcessStatus.STOPPING;
@@ -289,7 +311,7 @@ export class Supervisor implements SupervisedChild, ChildParent {
     for (const child of set) {
       if (this.currentStatus !== ProcessStatus.RUNNING) break;
       try {
-        await child[startChild]();
+        if (!(await this.startUnlessHalting(child))) break;
         this.restarts++;
         void services.telemetry.audit("agent.restart", child.name, {
           supervisor: this.name,

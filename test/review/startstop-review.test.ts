@@ -1,0 +1,230 @@
+/**
+ * Review of 8655ed8 ("Stops during starts": abandonStart / abandonChildStart,
+ * startChild following a start ended by a stop, start() not driving when a
+ * stop came). Each test pinned a defect; it failed before its fix.
+ */
+import { describe, expect, it } from "vitest";
+import { gate, outcome, runtimes, sleep, unannouncedRecord, until, WrappedStore } from "../support/review-kit.js";
+import {
+  AgentProcess,
+  DynamicSupervisor,
+  InMemoryStateStore,
+  MemoryAuditSink,
+  ProcessStatus,
+  Runtime,
+  silentLogger,
+  Supervisor,
+  type JsonObject,
+} from "../../src/index.js";
+
+const runtime = runtimes();
+const forever = (): Promise<void> => new Promise<void>(() => undefined);
+
+/** A store whose `set` hangs (forever) while `hang` is true. */
+class HangingStore extends WrappedStore {
+  hang = false;
+  hung = 0;
+  override async set(name: string, state: JsonObject): Promise<void> {
+    if (this.hang) {
+      this.hung++;
+      await forever();
+    }
+    await this.inner.set(name, state);
+  }
+}
+
+class Crasher extends AgentProcess {
+  override async handle(): Promise<void> {
+    throw new Error("boom");
+  }
+}
+
+describe("Supervisor.shutdown abandons only the start in flight at that instant", () => {
+  it("a nested supervisor's startup (a parent's restart) starts no further child once a stop came, so the stop finishes", async () => {
+    const log = { k1Starts: 0, k2Starts: 0, k1InSecondStart: false };
+    class K1 extends AgentProcess {
+      override async onStart(): Promise<void> {
+        log.k1Starts++;
+        if (log.k1Starts === 2) {
+          log.k1InSecondStart = true;
+          await sleep(150); // well within its shutdownTimeoutMs
+        }
+      }
+    }
+    class K2 extends AgentProcess {
+      override async onStart(): Promise<void> {
+        log.k2Starts++;
+        if (log.k1Starts === 2) await forever(); // started within the restart the stop came during: it would hang (e.g. a dependency is down)
+      }
+    }
+    const k1 = new K1("k1", { shutdownTimeoutMs: 1000 });
+    const k2 = new K2("k2", { shutdownTimeoutMs: 50 });
+    const inner = new Supervisor("inner", { children: [k1, k2] });
+    const c1 = new Crasher("c1");
+    const mid = new Supervisor("mid", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [inner, c1] });
+    const c2 = new Crasher("c2");
+    const top = new Supervisor("top", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [mid, c2] });
+    const rt = runtime(top);
+    await rt.start();
+    await rt.send("c1", {}); // mid restarts inner (and c1): inner.startAll -> k1 (slow), then k2 (hangs)
+    await until(() => log.k1InSecondStart, "condition", 1000, 2);
+    await rt.send("c2", {}); // top stops mid (a plain stop by its parent), then restarts it
+    await sleep(800);
+    // docs/supervision.md: "an onStart still running gets the agent's shutdownTimeoutMs ... so a stop always finishes".
+    // k1 (the start in flight when mid's stop began) was abandoned; inner's startup then started k2 with no bound.
+    expect(c2.incarnation, "top never restarts: mid's stop waits forever for k2's onStart").toBe(2);
+    expect(k2.status, "k2 is started by the restart after the stop, not by the startup the stop came during").toBe(ProcessStatus.RUNNING);
+    expect(log.k2Starts, "k2 was not started within the abandoned startup").toBe(2);
+  });
+});
+
+describe("a stop that comes during onStart of an agent restoring an unannounced pause", () => {
+  it("runtime.stop() finishes although the announcement's store write hangs (as when the stop comes a moment later)", async () => {
+    const store = new HangingStore();
+    await store.inner.set("a", unannouncedRecord("r1"));
+    const audit = new MemoryAuditSink();
+    const release = gate();
+    let inOnStart = false;
+    class SlowStart extends AgentProcess {
+      override async onStart(): Promise<void> {
+        inOnStart = true;
+        await release.promise;
+      }
+    }
+    const dyn = new DynamicSupervisor("dyn");
+    const rt = new Runtime({ root: [dyn], logger: silentLogger, keepAlive: false, store, auditSink: audit });
+    await rt.start();
+    store.hang = true; // the write that records the announcement hangs (a store without its own timeout)
+    const spawning = dyn.spawn(SlowStart, "a", { shutdownTimeoutMs: 1000 }).catch(() => undefined);
+    await until(() => inOnStart, "condition", 1000, 2);
+    const stopping = rt.stop();
+    await sleep(10);
+    release.open(); // onStart finishes well within shutdownTimeoutMs
+    await until(() => store.hung > 0, "condition", 1000, 2);
+    const stopped = await outcome(stopping, 1500);
+    expect(stopped, "runtime.stop() waits for the whole start, announcement write included").not.toBe("pending");
+    void spawning;
+  });
+
+  it("dyn.stop(name, { timeoutMs: 50 }) that comes in onStart is bounded by its own timeoutMs, not onSuspend's shutdownTimeoutMs (3 s)", async () => {
+    const store = new InMemoryStateStore();
+    await store.set("a", unannouncedRecord("r1"));
+    const release = gate();
+    let inOnStart = false;
+    let inOnSuspend = false;
+    class SlowNotify extends AgentProcess {
+      override async onStart(): Promise<void> {
+        inOnStart = true;
+        await release.promise;
+      }
+      override async onSuspend(): Promise<void> {
+        inOnSuspend = true;
+        await forever(); // the approval queue does not answer
+      }
+    }
+    const dyn = new DynamicSupervisor("dyn");
+    const rt = runtime([dyn], { store });
+    await rt.start();
+    const spawning = dyn.spawn(SlowNotify, "a", { shutdownTimeoutMs: 3000 }).catch(() => undefined);
+    await until(() => inOnStart, "condition", 1000, 2);
+    const began = Date.now();
+    const stopping = dyn.stop("a", { timeoutMs: 50 });
+    await sleep(5);
+    release.open();
+    await until(() => inOnSuspend, "condition", 1000, 2);
+    const stopped = await outcome(stopping, 1000);
+    expect(stopped, `the stop was still pending after ${Date.now() - began} ms`).not.toBe("pending");
+    await spawning;
+  });
+});
+
+describe("a parent's abandonChildStart reaches a DynamicSupervisor's children while it still runs", () => {
+  it("a child restart in onStart is not failed by a parent's stop of a sibling first: its spawner never hears 'restarts_exhausted' during a plain stop", async () => {
+    const terminated: string[] = [];
+    let wStarts = 0;
+    let wInSecondStart = false;
+    class W extends AgentProcess {
+      override async onStart(): Promise<void> {
+        wStarts++;
+        if (wStarts === 2) {
+          wInSecondStart = true;
+          await sleep(300); // a slow but healthy restart
+        }
+      }
+      override async handle(): Promise<void> {
+        throw new Error("w boom");
+      }
+    }
+    class Spawner extends AgentProcess {
+      override async onChildTerminated(name: string, reason: string): Promise<void> {
+        terminated.push(`${name}:${reason}`);
+      }
+    }
+    let inSlow = false;
+    class SlowToStop extends AgentProcess {
+      override async handle(): Promise<void> {
+        inSlow = true;
+        await sleep(400); // the message in flight when its supervisor is stopped
+      }
+    }
+    const s = new Spawner("s");
+    const dyn = new DynamicSupervisor("dyn", { maxRestarts: 1, backoffBaseMs: 0 });
+    const slow = new SlowToStop("slow");
+    const mid = new Supervisor("mid", { children: [s, dyn, slow] });
+    const c2 = new Crasher("c2");
+    const top = new Supervisor("top", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [mid, c2] });
+    const rt = runtime(top);
+    await rt.start();
+    await dyn.spawn(W, "w", { shutdownTimeoutMs: 50, maxRetries: 0 }, "s");
+    await rt.send("w", {}); // w crashes; dyn restarts it (first restart: within maxRestarts)
+    await until(() => wInSecondStart, "condition", 1000, 2);
+    await rt.send("slow", {});
+    await until(() => inSlow, "condition", 1000, 2);
+    await rt.send("c2", {}); // top stops mid: a plain stop of the whole subtree
+    await sleep(700);
+    expect(terminated, "a plain stop was reported to the spawner as exhausted restarts").toEqual([]);
+  });
+});
+
+describe("a restart after a start the parent's stop abandoned", () => {
+  it("the new incarnation's onStart waits for the abandoned onStart of the same instance (hooks do not run concurrently)", async () => {
+    let starts = 0;
+    let running = 0;
+    let maxRunning = 0;
+    let inSecondStart = false;
+    const release = gate();
+    class Flaky extends AgentProcess {
+      override async onStart(): Promise<void> {
+        starts++;
+        running++;
+        maxRunning = Math.max(maxRunning, running);
+        try {
+          if (starts === 2) {
+            inSecondStart = true;
+            await release.promise; // the restart's onStart is stuck (released at the end of the test)
+          }
+        } finally {
+          running--;
+        }
+      }
+      override async handle(): Promise<void> {
+        throw new Error("boom");
+      }
+    }
+    const w = new Flaky("w", { shutdownTimeoutMs: 300 });
+    const inner = new Supervisor("inner", { backoffBaseMs: 0, children: [w] });
+    const crasher = new Crasher("crasher");
+    const root = new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [inner, crasher] });
+    const rt = runtime(root);
+    await rt.start();
+    await rt.send("w", {});
+    await until(() => inSecondStart, "condition", 1000, 2);
+    await rt.send("crasher", {}); // root stops inner (abandoning w's start), then restarts it
+    // the abandoned onStart returns while the next start waits for it (it waits up to shutdownTimeoutMs)
+    await until(() => w.incarnation >= 3, "condition", 1000, 2);
+    expect(starts, "the next incarnation's onStart waits for the abandoned one to return").toBe(2);
+    release.open();
+    await until(() => starts >= 3, "condition", 1000, 2);
+    expect(maxRunning, "two onStart calls of the same agent instance overlapped").toBe(1);
+  });
+});
