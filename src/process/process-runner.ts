@@ -409,7 +409,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   /** Called (through the agent) by the mailbox when a message lands while the loop is parked. */
   mailboxReady(): void {
-    if (!this.driving) this.drive();
+    // Told to stop while it was starting: the stop begins the loop, so nothing queued slips in first.
+    if (!this.driving && !this.stopWhileStarting) this.drive();
   }
 
   /** Starts the message loop of the current incarnation. Never two at once: `driving` guards it. */
