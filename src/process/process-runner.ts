@@ -164,10 +164,9 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     // Nobody will answer the requests still queued here (runtime control requests, asks):
     // fail them rather than leave their callers waiting out their timeouts.
     const pending = [...(this.suspension.request?.waiting ?? [])];
-    for (let m = box.pollPriority(); m !== undefined; m = box.pollPriority()) {
-      if (m.replyTo !== undefined && m.correlationId !== undefined) pending.push(m);
-    }
-    for (const m of box.queuedBusiness()) {
+    const control: Message[] = [];
+    for (let m = box.pollPriority(); m !== undefined; m = box.pollPriority()) control.push(m);
+    for (const m of [...control, ...box.queuedBusiness()]) {
       if (m.replyTo !== undefined && m.correlationId !== undefined) pending.push(m);
     }
     this.suspension.request = undefined;
@@ -313,8 +312,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (this.suspension.marker?.announced === false) await this.suspension.announceRestored();
     // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.
     else if (settledInStore && this.suspension.marker === undefined) await this.suspension.persistMarker("resume", undefined);
-    // A stop that came during the start (it waits for it) begins the loop itself, so nothing queued slips in first.
-    if (!this.driving && !this.stopWhileStarting && this.currentStatus !== ProcessStatus.STOPPING && this.currentStatus !== ProcessStatus.STOPPED) this.drive();
+    // A stop that came meanwhile has begun, or will begin, the loop itself.
+    if (this.currentStatus !== ProcessStatus.STOPPING && this.currentStatus !== ProcessStatus.STOPPED) this.mailboxReady();
   }
 
   /**
@@ -407,9 +406,13 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     }
   }
 
-  /** Called (through the agent) by the mailbox when a message lands while the loop is parked. */
+  /**
+   * Called (through the agent) by the mailbox when a message lands while the
+   * loop is parked, and by a start when it is done: begins the loop unless it
+   * runs. An agent told to stop while it was starting waits for that stop to
+   * begin the loop, so nothing queued slips in first.
+   */
   mailboxReady(): void {
-    // Told to stop while it was starting: the stop begins the loop, so nothing queued slips in first.
     if (!this.driving && !this.stopWhileStarting) this.drive();
   }
 

@@ -25,6 +25,15 @@ export interface DynamicSupervisorOptions extends RestartOptions {
   maxChildren?: number;
 }
 
+/** Keeps `promise` in `set` until it settles (fulfilled or rejected). */
+function track(set: Set<Promise<void>>, promise: Promise<void>): void {
+  set.add(promise);
+  const forget = (): void => {
+    set.delete(promise);
+  };
+  promise.then(forget, forget);
+}
+
 interface DynamicChild {
   readonly agent: AgentProcess;
   /** The agent that spawned it (the instance: a later agent reusing its name is someone else). */
@@ -217,8 +226,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     const work = this.onChildExit(entry, exit).catch((error: unknown) => {
       this.requireServices().logger.error(`dynamic supervisor '${this.name}' failed to handle the exit of '${child.name}'`, { error });
     });
-    this.pending.add(work);
-    void work.finally(() => this.pending.delete(work));
+    track(this.pending, work);
   }
 
   private async onChildExit(child: DynamicChild, exit: ChildExit): Promise<void> {
@@ -309,11 +317,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     const removal = Promise.resolve().then(() => this.removeNow(child, reason, stopFirst));
     child.removal = removal;
     child.backoff?.abort();
-    this.removals.add(removal);
-    void removal.then(
-      () => this.removals.delete(removal),
-      () => this.removals.delete(removal),
-    );
+    track(this.removals, removal);
     return removal;
   }
 
