@@ -133,6 +133,7 @@ const expectedLines: Record<string, RegExp[]> = {
     /spawned worker-1 under workers/,
     /a misspelt setting: TOPOLOGY_INVALID at topology\.supervisor\.stratgey/,
     /an unknown agent class: TOPOLOGY_INVALID at topology\.supervisor\.children\[0\]\.agent\.type/,
+    /unknown agent class 'Gretter'; did you mean Greeter\?/,
     /a duplicate name: TOPOLOGY_INVALID at topology\.supervisor\.children\[0\]\.agent\.name/,
     /a bad option value: TOPOLOGY_INVALID at topology\.supervisor\.children\[0\]\.agent/,
   ],
