@@ -106,6 +106,20 @@ describe("npm pack", { timeout: 60_000 }, () => {
   });
 });
 
+describe("the built entries", () => {
+  it("can be required (Node.js 20.19+), except civitas-ts/testing, which loads fast-check with a top-level await and is import-only", () => {
+    const script = `
+      const out = {};
+      for (const entry of ["index", "entries/sqlite", "entries/audit", "entries/testing"]) {
+        try { out[entry] = Object.keys(require("./dist/" + entry + ".js")).length > 0 ? "ok" : "empty"; }
+        catch (error) { out[entry] = error.code; }
+      }
+      console.log(JSON.stringify(out));`;
+    const out = execFileSync(process.execPath, ["-e", script], { cwd: root, encoding: "utf8" });
+    expect(JSON.parse(out)).toEqual({ index: "ok", "entries/sqlite": "ok", "entries/audit": "ok", "entries/testing": "ERR_REQUIRE_ASYNC_MODULE" });
+  });
+});
+
 describe("README", () => {
   const readme = readFileSync(path.join(root, "README.md"), "utf8");
   const codeBlocks = [...readme.matchAll(/```(\w*)\n([\s\S]*?)```/g)].map((m) => ({ lang: m[1], code: m[2]!.trim(), at: m.index }));
