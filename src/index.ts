@@ -27,7 +27,7 @@ export {
 
 export { createMessage, isReply } from "./message/message.js";
 export type { Message, MessageInit } from "./message/message.js";
-export type { JsonObject, JsonValue } from "./message/json.js";
+export type { JsonCompatible, JsonObject, JsonPayload, JsonValue } from "./message/json.js";
 export { toWire, fromWire, WIRE_SCHEMA_VERSION } from "./message/wire.js";
 export type { WireMessage } from "./message/wire.js";
 export { SYSTEM_MESSAGE_TYPES } from "./message/system-types.js";

@@ -7,6 +7,7 @@
  * `civitas state …` works without the audit module and vice versa.
  * @module
  */
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { AuditKeys } from "./audit-commands.js";
 import { errorResult, ExitCode, usageError, type CommandResult } from "./output.js";
@@ -139,11 +140,19 @@ function overview(groups: readonly string[] = Object.keys(COMMANDS)): string {
       lines.push(`  civitas ${group} ${name} ${c.usage}`, `      ${c.summary}`);
     }
   }
-  lines.push("", "Every command takes --json and --help. See docs/cli.md.", "", EXIT_HELP);
+  lines.push("", "Every command takes --json and --help; civitas --version (-V) prints the version. See docs/cli.md.", "", EXIT_HELP);
   return lines.join("\n");
 }
 
 const isHelp = (arg: string | undefined): boolean => arg === "--help" || arg === "-h" || arg === "help";
+const isVersion = (arg: string | undefined): boolean => arg === "--version" || arg === "-V";
+
+/** The version in the package's own package.json: two levels up from both src/cli/main.ts and dist/cli/main.js. */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };
+  if (typeof pkg.version !== "string") throw new Error("civitas: package.json has no version");
+  return pkg.version;
+}
 
 /** Runs one command line and returns what to print; never throws. */
 async function run(argv: readonly string[]): Promise<CommandResult> {
@@ -152,6 +161,10 @@ async function run(argv: readonly string[]): Promise<CommandResult> {
   try {
     if (group === undefined) throw usageError(`a command is required\n\n${overview()}`);
     if (isHelp(group)) return help(overview());
+    if (isVersion(group) && argv.slice(1).every((arg) => arg === "--json")) {
+      const version = packageVersion();
+      return { exitCode: ExitCode.OK, text: version, json: { version } };
+    }
     const commands = COMMANDS[group];
     if (commands === undefined) throw usageError(`unknown command group '${group}'\n\n${overview()}`);
     if (name === undefined || name.startsWith("-")) {

@@ -3,7 +3,9 @@
  * deterministic time, status waits, fast-check arbitraries, a reference
  * model of the suspension lifecycle and a driver that runs the same
  * scenarios against a real runtime. Needs the optional peer dependency
- * `fast-check` (^4).
+ * `fast-check` (^4): without it, importing this entry throws an error
+ * (`code` `ERR_MODULE_NOT_FOUND`) that says `npm install --save-dev fast-check`.
+ * It loads fast-check with a top-level `await`, so it is `import`-only.
  */
 export { TestClock, settle } from "../testing/test-clock.js";
 export { waitForStatus, WaitTimeoutError } from "../testing/wait-for-status.js";

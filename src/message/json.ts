@@ -9,6 +9,71 @@ export interface JsonObject {
   [key: string]: JsonValue;
 }
 
+/**
+ * The JSON form of the type `T`, for type checks: `T` itself when it is
+ * already a {@link JsonValue}, else `T` with every part that JSON cannot
+ * carry turned into `never` — functions and methods (so `Date`, `Map` and
+ * other built-in objects), `bigint`, `symbol`, `undefined` (a required field
+ * that may be `undefined`; an optional field is fine), symbol keys. Unlike
+ * {@link JsonValue} it accepts types declared as `interface`, which have no
+ * index signature. Use it on a parameter, `value: T & JsonCompatible<T>`
+ * (as a constraint, `T extends JsonCompatible<T>` would be circular; for
+ * payloads, which are objects, {@link JsonPayload} is the constraint).
+ *
+ * It checks types, not values: a class whose instances hold only data
+ * fields passes here and is refused at run time (only plain objects are
+ * JSON), and so are `NaN` and `Infinity`.
+ *
+ * @example
+ * ```ts
+ * interface Line { sku: string; qty: number; note?: string }
+ * function save<T>(value: T & JsonCompatible<T>): string {
+ *   return JSON.stringify(value);
+ * }
+ * save<Line[]>([{ sku: "a", qty: 1 }]); // compiles
+ * // save({ at: new Date() });          // does not: Date has methods
+ * ```
+ */
+export type JsonCompatible<T> = T extends JsonValue
+  ? T
+  : T extends (...args: never[]) => unknown
+    ? never
+    : T extends readonly unknown[]
+      ? { [K in keyof T]: JsonCompatible<T[K]> }
+      : T extends object
+        ? JsonFields<T>
+        : never;
+
+/**
+ * `T`'s fields as {@link JsonCompatible} requires them. The `as K` clause
+ * maps an array's methods too, so an array is never a JSON object.
+ */
+type JsonFields<T> = { [K in keyof T as K]: K extends string | number ? JsonCompatible<T[K]> : never };
+
+/**
+ * The type check of a message payload: `T extends JsonPayload<T>` holds
+ * when `T` is a {@link JsonObject}, or an object type (an `interface`
+ * included) whose fields are all {@link JsonCompatible}. Arrays,
+ * primitives, `Date`, functions, `bigint`, `symbol` and required fields
+ * that may be `undefined` fail it, anywhere in the payload. `send`, `ask`,
+ * `reply`, `broadcast`, `sendCapable` and `createMessage` take their payload
+ * types with this constraint; the run-time check (`PAYLOAD_NOT_SERIALIZABLE`)
+ * stays, for what types cannot see.
+ *
+ * Generic code that forwards a payload constrains its type parameter the
+ * same way (`P extends JsonPayload<P>`), or with `P extends JsonObject`.
+ *
+ * @example
+ * ```ts
+ * interface Payment { invoice: string; amountCents: number; memo?: string }
+ * await runtime.send<Payment>("payments", { invoice: "INV-1", amountCents: 4000 });
+ * function forward<P extends JsonPayload<P>>(agent: AgentProcess, to: string, payload: P) {
+ *   return agent.send(to, payload);
+ * }
+ * ```
+ */
+export type JsonPayload<T> = JsonObject | (object & JsonFields<T>);
+
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
 /** `$.key` for identifier-like keys, `$["a.b"]` for the rest, so every path is unambiguous. */

@@ -1,14 +1,20 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import { newSpanId, newTraceId, uuidv7 } from "./ids.js";
-import { assertJsonObject, isJsonObject, type JsonObject } from "./json.js";
+import { assertJsonObject, isJsonObject, type JsonObject, type JsonPayload } from "./json.js";
 import { DEFAULT_MESSAGE_TYPE, priorityOf } from "./system-types.js";
 
 /**
  * The envelope every message travels in. Create one with {@link createMessage};
  * the runtime creates them for you in `send`, `ask`, `broadcast` and `reply`.
+ *
+ * `P` is the payload's type, an `interface` or a type alias:
+ * `handle(message: Message<Payment>)` states what the agent expects. It is
+ * a claim about what senders send, checked where messages are made
+ * (`send<P>`, `ask<Req, Res>`, `reply<P>` require `P extends JsonPayload<P>`),
+ * not when one arrives: validate payloads from untrusted senders.
  */
-export interface Message<P extends JsonObject = JsonObject> {
+export interface Message<P extends object = JsonObject> {
   /** UUIDv7, unique per message (a retry keeps the id and bumps `attempt`). */
   readonly id: string;
   /** What the message means; `"message"` unless given. */
@@ -46,8 +52,8 @@ export interface Message<P extends JsonObject = JsonObject> {
   readonly ttlMs?: number;
 }
 
-/** What {@link createMessage} needs; everything else gets a default. */
-export interface MessageInit<P extends JsonObject = JsonObject> {
+/** What {@link createMessage} needs; everything else gets a default. `P` is the payload's type. */
+export interface MessageInit<P extends object = JsonObject> {
   /** Name of the sending agent. */
   sender: string;
   /** Name of the agent it is addressed to. */
@@ -95,7 +101,7 @@ export interface MessageInit<P extends JsonObject = JsonObject> {
  * const m = createMessage({ sender: "a", recipient: "b", payload: { n: 1 } });
  * ```
  */
-export function createMessage<P extends JsonObject>(init: MessageInit<P>): Message<P> {
+export function createMessage<P extends JsonPayload<P>>(init: MessageInit<P>): Message<P> {
   if (typeof init !== "object" || init === null) {
     throw new InvalidArgumentError("init", `createMessage needs { sender, recipient, payload, ... }, got ${describeValue(init)}`);
   }
@@ -108,7 +114,7 @@ export function createMessage<P extends JsonObject>(init: MessageInit<P>): Messa
  * every other field is checked.
  * @throws {@link InvalidArgumentError} as {@link createMessage} does.
  */
-export function buildMessage<P extends JsonObject>(init: MessageInit<P>): Message<P> {
+export function buildMessage<P extends object>(init: MessageInit<P>): Message<P> {
   const type = init.type ?? DEFAULT_MESSAGE_TYPE;
   checkStrings(init, type);
   const timestamp = init.timestamp ?? Date.now();
@@ -150,7 +156,7 @@ export function buildMessage<P extends JsonObject>(init: MessageInit<P>): Messag
  * Throws `INVALID_ARGUMENT` for a string field the wire form could not carry
  * (see {@link createMessage}): the same rules `fromWire` applies.
  */
-function checkStrings(init: MessageInit, type: unknown): void {
+function checkStrings(init: MessageInit<object>, type: unknown): void {
   if (!isNonEmptyString(init.sender)) {
     throw new InvalidArgumentError("sender", `message sender must be the sending agent's name (a non-empty string), got ${describeValue(init.sender)}`);
   }
@@ -236,6 +242,6 @@ export function isExpired(message: Message, nowMs: number): boolean {
 }
 
 /** A copy of `message` for its next delivery attempt. */
-export function nextAttempt<P extends JsonObject>(message: Message<P>): Message<P> {
+export function nextAttempt<P extends object>(message: Message<P>): Message<P> {
   return { ...message, attempt: message.attempt + 1 };
 }

@@ -2,7 +2,7 @@ import { describeValue } from "../errors/civitas-error.js";
 import { AgentNotFoundError, AgentSuspendedError, InvalidArgumentError } from "../errors/errors.js";
 import { assertValidName } from "../bus/registry.js";
 import { uuidv7 } from "../message/ids.js";
-import type { JsonObject } from "../message/json.js";
+import type { JsonObject, JsonPayload } from "../message/json.js";
 import type { Message } from "../message/message.js";
 import type { Mailbox } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../runtime/services.js";
@@ -56,6 +56,17 @@ export const clearSuspension: unique symbol = Symbol("civitas.clearSuspension");
  *     return this.reply({ count: this.state.count });
  *   }
  * }
+ * ```
+ * @example Typed messages: a handler names the payload it expects
+ * ```ts
+ * interface Payment { invoice: string; amountCents: number }
+ * interface Receipt { invoice: string; paid: boolean }
+ * class Payments extends AgentProcess {
+ *   override async handle(message: Message<Payment>) {
+ *     return this.reply<Receipt>({ invoice: message.payload.invoice, paid: true });
+ *   }
+ * }
+ * const receipt = await runtime.ask<Payment, Receipt>("payments", { invoice: "INV-1", amountCents: 4000 });
  * ```
  */
 export class AgentProcess<S extends JsonObject = JsonObject> implements SupervisedChild {
@@ -114,12 +125,17 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
 
   /**
    * Handles one business message. Return `this.reply(...)` to answer an `ask`
-   * (or any message to have it routed).
+   * (or any message to have it routed). An override may name the payload
+   * type it expects, `handle(message: Message<Payment>)`, and return a typed
+   * reply (`Promise<Message<Receipt>>`): the base leaves the payload type
+   * open (`any`) so that every override, typed or untyped, fits it.
    */
-  async handle(_message: Message): Promise<Message | void> {}
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- open payload type: an override narrows it to its own (Message<Payment>)
+  async handle(_message: Message<any>): Promise<Message<any> | void> {}
 
-  /** Decides what a failed message leads to. @defaultValue `ErrorAction.ESCALATE` */
-  async onError(_error: unknown, _message: Message): Promise<ErrorAction> {
+  /** Decides what a failed message leads to; an override may type the message as `handle` does. @defaultValue `ErrorAction.ESCALATE` */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- open payload type, as for handle
+  async onError(_error: unknown, _message: Message<any>): Promise<ErrorAction> {
     return ErrorAction.ESCALATE;
   }
 
@@ -142,8 +158,9 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    */
   async onResume(_approver: string, _marker: SuspensionMarker): Promise<void> {}
 
-  /** Handles a `civitas.eval.correction` message (instead of `handle`). */
-  async onCorrection(_message: Message): Promise<void> {}
+  /** Handles a `civitas.eval.correction` message (instead of `handle`); an override may type the message as `handle` does. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- open payload type, as for handle
+  async onCorrection(_message: Message<any>): Promise<void> {}
 
   /** Told when an agent this one spawned under a `DynamicSupervisor` is gone for good. */
   async onChildTerminated(_name: string, _reason: ChildTerminationReason): Promise<void> {}
@@ -153,11 +170,12 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   /**
    * Sends `payload` to the agent named `recipient`, waiting while its mailbox is full.
    * Rejects with `AGENT_NOT_FOUND`, `RESERVED_MESSAGE_TYPE`, `PAYLOAD_NOT_SERIALIZABLE` or `MAILBOX_CLOSED`.
+   * @typeParam T - the payload's type (inferred); it must be JSON ({@link JsonPayload}).
    */
-  send(recipient: string, payload: JsonObject, options?: SendOptions): Promise<void> {
+  send<T extends JsonPayload<T> = JsonObject>(recipient: string, payload: T, options?: SendOptions): Promise<void> {
     // Not async: this is the hot path, and an async wrapper costs an extra promise per message.
     try {
-      const message = composeOutgoing(this.#runner, recipient, payload, options?.type, options?.ttlMs);
+      const message = composeOutgoing(this.#runner, recipient, payload as JsonObject, options?.type, options?.ttlMs);
       if (recipient === this.name) return this.#runner.sendToSelf(message, options?.signal);
       return this.#runner.requireServices().bus.deliver(message, options?.signal);
     } catch (error) {
@@ -174,16 +192,18 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * `MAILBOX_CLOSED` when the recipient stops for good (a halt,
    * `ErrorAction.STOP`, a despawn) before it takes the request. Asking an agent
    * that is itself waiting on an ask to this one deadlocks until the timeout.
+   * @typeParam Req - the request payload's type (inferred); it must be JSON ({@link JsonPayload}).
+   * @typeParam Res - the reply payload's type you expect; the reply is not checked against it at run time.
    */
-  ask(recipient: string, payload: JsonObject, options?: AskOptions): Promise<Message> {
+  ask<Req extends JsonPayload<Req> = JsonObject, Res extends JsonPayload<Res> = JsonObject>(recipient: string, payload: Req, options?: AskOptions): Promise<Message<Res>> {
     try {
       const timeoutMs = durationMs("timeoutMs", options?.timeoutMs === undefined ? 30_000 : options.timeoutMs); // null is refused, not defaulted
       const services = this.#runner.requireServices();
       if (options?.failIfSuspended === true && services.registry.get(recipient)?.status === ProcessStatus.SUSPENDED) {
         throw new AgentSuspendedError(recipient);
       }
-      const request = composeOutgoing(this.#runner, recipient, payload, options?.type, options?.ttlMs, this.name);
-      return services.bus.request(request, timeoutMs, options?.signal);
+      const request = composeOutgoing(this.#runner, recipient, payload as JsonObject, options?.type, options?.ttlMs, this.name);
+      return services.bus.request(request, timeoutMs, options?.signal) as Promise<Message<Res>>;
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checking and composing threw, a CivitasError
       return Promise.reject(error);
@@ -193,9 +213,10 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   /**
    * Sends to one agent that declares `capability` (round-robin among them).
    * Rejects with `AGENT_NOT_FOUND` when none does.
+   * @typeParam T - the payload's type (inferred); it must be JSON ({@link JsonPayload}).
    */
-  async sendCapable(capability: string, payload: JsonObject, options?: SendOptions): Promise<void> {
-    this.#runner.checkOutgoing(payload, options);
+  async sendCapable<T extends JsonPayload<T> = JsonObject>(capability: string, payload: T, options?: SendOptions): Promise<void> {
+    this.#runner.checkOutgoing(payload as JsonObject, options);
     const target = this.#runner.requireServices().registry.withCapability(capability);
     if (target === undefined) {
       throw new AgentNotFoundError(capability, `no agent declares capability '${capability}'; add it to an agent's options.capabilities`);
@@ -206,9 +227,10 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   /**
    * Sends `payload` to every other agent whose name matches the glob `pattern`
    * (`*`, `?`, `[abc]`). Resolves with how many agents it was sent to.
+   * @typeParam T - the payload's type (inferred); it must be JSON ({@link JsonPayload}).
    */
-  async broadcast(pattern: string, payload: JsonObject, options?: SendOptions): Promise<number> {
-    this.#runner.checkOutgoing(payload, options);
+  async broadcast<T extends JsonPayload<T> = JsonObject>(pattern: string, payload: T, options?: SendOptions): Promise<number> {
+    this.#runner.checkOutgoing(payload as JsonObject, options);
     const targets = this.#runner.requireServices().registry.match(pattern).filter((agent) => agent !== this as AgentProcess);
     await Promise.all(targets.map((agent) => this.send(agent.name, payload, options)));
     return targets.length;
@@ -216,14 +238,15 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
 
   /**
    * Builds the reply to the message being handled; return it from `handle`.
+   * @typeParam T - the reply payload's type (inferred, or the asker's `Res`); it must be JSON ({@link JsonPayload}).
    * @throws {@link InvalidArgumentError} outside `handle`
    */
-  reply(payload: JsonObject): Message {
+  reply<T extends JsonPayload<T> = JsonObject>(payload: T): Message<T> {
     const request = this.#runner.current;
     if (request === undefined) {
       throw new InvalidArgumentError("reply", `'${this.name}' called reply() outside handle(); reply only to the message being handled`);
     }
-    return composeReply(this.#runner, request, payload);
+    return composeReply(this.#runner, request, payload as JsonObject) as Message<T>;
   }
 
   /**

@@ -6,6 +6,7 @@ import { AgentProcess } from "../process/agent-process.js";
 import type { SupervisedChild } from "../supervision/child.js";
 import { DynamicSupervisor } from "../supervision/dynamic-supervisor.js";
 import { Supervisor } from "../supervision/supervisor.js";
+import { closestName } from "./closest-name.js";
 
 /** Agent classes a topology may name in `type`, by that name. */
 export type AgentClasses = Readonly<Record<string, new (name: string, options?: AgentProcessOptions & Record<string, unknown>) => AgentProcess>>;
@@ -111,7 +112,9 @@ class TopologyBuilder {
     if (typeof type !== "string" || type.length === 0) throw new TopologyError(`${at}.type`, `must name an agent class, got ${describeValue(type)}`);
     if (!Object.hasOwn(this.classes, type)) {
       const known = Object.keys(this.classes);
-      throw new TopologyError(`${at}.type`, `unknown agent class '${type}'; known: ${known.length > 0 ? known.join(", ") : "none"} — add it to { agents: { ${type} } }`);
+      const suggestion = closestName(type, known);
+      const hint = suggestion === undefined ? "" : `did you mean ${suggestion}? `;
+      throw new TopologyError(`${at}.type`, `unknown agent class '${type}'; ${hint}known: ${known.length > 0 ? known.join(", ") : "none"} — ${hint === "" ? "" : "or "}add it to { agents: { ${type} } }`);
     }
     const Class = this.classes[type];
     if (typeof Class !== "function") {

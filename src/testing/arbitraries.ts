@@ -1,4 +1,5 @@
-import fc, { type Arbitrary } from "fast-check";
+import type { Arbitrary } from "fast-check";
+import { fc } from "./fast-check.js";
 import type { JsonObject, JsonValue } from "../message/json.js";
 import type { Message } from "../message/message.js";
 

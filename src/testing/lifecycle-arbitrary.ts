@@ -1,4 +1,5 @@
-import fc, { type Arbitrary } from "fast-check";
+import type { Arbitrary, SizeForArbitrary } from "fast-check";
+import { fc } from "./fast-check.js";
 import type { ApproverKind, LifecycleCommand, LifecycleCommandKind } from "./lifecycle-command.js";
 
 /** A command before ids are numbered. */
@@ -33,7 +34,7 @@ export interface LifecycleCommandsOptions {
    * `"max"` draws lengths across the whole range; fast-check's own default
    * (`"small"`) would rarely exceed 10 commands. @defaultValue "max"
    */
-  size?: fc.SizeForArbitrary;
+  size?: SizeForArbitrary;
 }
 
 const DEFAULT_WEIGHTS: Readonly<Record<Exclude<LifecycleCommandKind, "shutdown">, number>> = {

@@ -27,6 +27,10 @@ describe("the built civitas binary (package.json bin)", () => {
       const wrongKey = spawnSync(process.execPath, [bin, "audit", "verify", log, "--key", "other"], { encoding: "utf8" });
       expect(wrongKey.status).toBe(1);
       expect(() => execFileSync(process.execPath, [bin, "nonsense"], { stdio: "pipe" })).toThrow();
+      // the built binary finds the package's own package.json two levels up, as the source does
+      const version = spawnSync(process.execPath, [bin, "--version"], { encoding: "utf8" });
+      expect(version.status).toBe(0);
+      expect(version.stdout).toBe(`${(JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string }).version}\n`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

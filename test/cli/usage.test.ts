@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { civitas, civitasJson } from "./fixtures/run-cli.js";
 
@@ -41,6 +42,22 @@ describe("civitas usage", { timeout: 60_000 }, () => {
     expect(runs[1].stderr).toContain("unknown command group 'frobnicate'");
     expect(runs[4].stderr).toContain("takes <file> <agent>, got 1 argument");
     expect(runs[7].stderr).toContain("--verbose");
+  });
+
+  it("--version and -V print the package's version (exit 0), also as JSON; extra arguments are a usage error", async () => {
+    const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
+    expect(version).toMatch(/^\d+\.\d+\.\d+/);
+    const [long, short, json, extra] = await Promise.all([
+      civitas(["--version"]),
+      civitas(["-V"]),
+      civitasJson(["--version"]),
+      civitas(["--version", "audit"]),
+    ]);
+    expect(long).toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+    expect(short).toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+    expect(json).toEqual({ code: 0, json: { ok: true, version, exitCode: 0 } });
+    expect(extra.code).toBe(2);
+    expect(extra.stderr).toContain("unknown command group '--version'");
   });
 
   it("with --json, a usage error is one JSON object on stdout", async () => {

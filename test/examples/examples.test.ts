@@ -117,6 +117,14 @@ const expectedLines: Record<string, RegExp[]> = {
     /^one suspend, one resume by alice@finance: yes$/,
     /^done$/,
   ],
+  "typed-messages.ts": [
+    /^  tea-green x2: 9\.00$/,
+    /^  mug x1: 12\.00$/,
+    /^order A-17: total 18\.90 EUR \(discounted: true\)$/,
+    /^a Date in a payload: refused by the compiler, and at run time with PAYLOAD_NOT_SERIALIZABLE$/,
+    /^a class instance in a payload: refused at run time with PAYLOAD_NOT_SERIALIZABLE \(payload from '_runtime' to 'checkout' is not JSON-serializable at \$\.price\)$/,
+    /^stopped$/,
+  ],
   "topology.ts": [
     /root \(Supervisor, ONE_FOR_ALL\)/,
     /workers \(DynamicSupervisor, maxChildren 10\)/,
@@ -125,6 +133,7 @@ const expectedLines: Record<string, RegExp[]> = {
     /spawned worker-1 under workers/,
     /a misspelt setting: TOPOLOGY_INVALID at topology\.supervisor\.stratgey/,
     /an unknown agent class: TOPOLOGY_INVALID at topology\.supervisor\.children\[0\]\.agent\.type/,
+    /unknown agent class 'Gretter'; did you mean Greeter\?/,
     /a duplicate name: TOPOLOGY_INVALID at topology\.supervisor\.children\[0\]\.agent\.name/,
     /a bad option value: TOPOLOGY_INVALID at topology\.supervisor\.children\[0\]\.agent/,
   ],

@@ -188,6 +188,35 @@ describe("Runtime.fromTopology refuses bad topologies with TOPOLOGY_INVALID", ()
     expect(error.message).toContain("Worker");
   });
 
+  it.each([
+    ["Gretter", "Greeter", "a letter doubled in the wrong place"],
+    ["greeter", "Greeter", "the wrong case"],
+    ["Wokrer", "Worker", "two letters swapped"],
+    ["Wrker", "Worker", "a letter missing"],
+    ["GreeterX", "Greeter", "a letter too many"],
+  ])("an unknown class close to a registered one suggests it: '%s' -> did you mean %s? (%s)", (type, suggestion) => {
+    const error = topologyError({ supervisor: { name: "root", children: [agentNode("w", type)] } });
+    expect(error.path).toBe("topology.supervisor.children[0].agent.type");
+    expect(error.message).toContain(`unknown agent class '${type}'; did you mean ${suggestion}? known: Greeter, Worker`);
+  });
+
+  it("an unknown class far from every registered one suggests none, and the closest of several wins", () => {
+    for (const type of ["Mailer", "toString", "W"]) {
+      const error = topologyError({ agent: { name: "w", type } });
+      expect(error.message).not.toContain("did you mean");
+      expect(error.message).toContain(`unknown agent class '${type}'; known: Greeter, Worker — add it to { agents: { ${type} } }`);
+    }
+    class Greeting extends Greeter {}
+    let caught: unknown;
+    try {
+      Runtime.fromTopology({ agent: { name: "g", type: "Gretting" } }, { agents: { Greeter, Greeting }, logger: silentLogger });
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(TopologyError);
+    expect((caught as TopologyError).message).toContain("did you mean Greeting?");
+  });
+
   it("a class name that is only on Object.prototype", () => {
     const error = topologyError({ agent: { name: "w", type: "toString" } });
     expect(error.path).toBe("topology.agent.type");

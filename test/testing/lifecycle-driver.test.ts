@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, InMemoryStateStore, MemoryAuditSink, ProcessStatus, Runtime, silentLogger, type JsonObject, type Message } from "../../src/index.js";
 import * as testing from "../../src/entries/testing.js";
+import { runTsChild } from "../support/child-process.js";
 import {
   LIFECYCLE_ID_KEY,
   LifecycleDriver,
@@ -160,6 +161,22 @@ describe("civitas-ts/testing entry", () => {
     for (const name of ["TestClock", "waitForStatus", "WaitTimeoutError", "messageArbitrary", "payloadArbitrary", "lifecycleCommandsArbitrary", "SuspensionModel", "runLifecycleCommands", "LifecycleDriver", "recordTransitions", "transitionProblems"]) {
       expect(testing, name).toHaveProperty(name);
     }
+  });
+
+  it.each([
+    ["the source", "src/entries/testing.ts"],
+    ["the built package", "dist/entries/testing.js"],
+  ])("imported without fast-check installed (%s), it fails at once saying how to install it", { timeout: 30_000 }, async (_what, entry) => {
+    const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+    const run = await runTsChild(resolve(root, "test/testing/fixtures/without-fast-check.ts"), [resolve(root, entry)], { timeoutMs: 25_000 });
+    expect(run.code, run.stderr).toBe(0);
+    const result = JSON.parse(run.lines[0] ?? "{}") as { imported?: boolean; name?: string; code?: string; message?: string; causeCode?: string };
+    expect(result.imported).toBeUndefined();
+    expect(result.name).toBe("Error");
+    expect(result.code).toBe("ERR_MODULE_NOT_FOUND");
+    expect(result.causeCode).toBe("ERR_MODULE_NOT_FOUND");
+    expect(result.message).toMatch(/^civitas-ts\/testing needs the optional peer dependency fast-check \(\^4\), which could not be found \(Cannot find package 'fast-check'/);
+    expect(result.message).toContain("install it with: npm install --save-dev fast-check");
   });
 
   it("the core (civitas-ts) never imports fast-check: only this entry does", () => {
