@@ -171,6 +171,8 @@ export class SuspensionControl {
     }
     return applying.then(() => {
       for (const waiting of request.waiting) void this.runner.answer(waiting);
+      // A deadline already passed when the pause was entered or updated (expiresInMs: 0) is denied before the loop goes on.
+      return this.deadline.due ? expirePause(this) : undefined;
     });
   }
 
