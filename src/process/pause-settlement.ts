@@ -24,8 +24,9 @@ async function receiptFirst(control: SuspensionControl, marker: SuspensionMarker
   const telemetry = control.runner.requireServices().telemetry;
   if (!telemetry.auditing) return true;
   const name = control.runner.agent.name;
+  // Owed also for a pause restored unannounced whose start failed before it could announce it.
   const announced =
-    !control.announcementOwed ||
+    !(control.announcementOwed || marker.announced === false) ||
     (await telemetry.audit("agent.suspend", name, { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, recordedAtDecision: true }));
   return announced && (await telemetry.audit(event, name, details));
 }
