@@ -12,7 +12,7 @@ import type { SuspensionMarker } from "./suspension.js";
 export type CancelCause = "halt" | "despawned" | "stopped" | "restarts_exhausted" | "clean_exit";
 
 /** The decider of a pause whose deadline passed. */
-export const EXPIRY_DECIDER = "expiry";
+const EXPIRY_DECIDER = "expiry";
 
 /**
  * Records `event` of the pause `marker`, after the pause's own
