@@ -113,6 +113,8 @@ export interface SuspendedAgent {
   readonly since: string;
   /** Names this pause; pass it to `resume` so an approval cannot settle a later pause. */
   readonly suspensionId: string;
+  /** When the pause is denied by `"expiry"`, ISO-8601 UTC, when it has a deadline. */
+  readonly expiresAt?: string;
 }
 
 /** Options of {@link Runtime.send}. */
@@ -417,13 +419,19 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     }
   }
 
-  /** Every SUSPENDED agent of this runtime, with its reason, since and suspension id. */
+  /** Every SUSPENDED agent of this runtime, with its reason, since, suspension id and deadline (if any). */
   listSuspended(): SuspendedAgent[] {
     const suspended: SuspendedAgent[] = [];
     for (const agent of this.services.registry.all()) {
       const marker = agent.suspension;
       if (agent.status === ProcessStatus.SUSPENDED && marker !== undefined) {
-        suspended.push({ name: agent.name, reason: marker.reason, since: marker.since, suspensionId: marker.suspensionId });
+        suspended.push({
+          name: agent.name,
+          reason: marker.reason,
+          since: marker.since,
+          suspensionId: marker.suspensionId,
+          ...(marker.expiresAt === undefined ? {} : { expiresAt: marker.expiresAt }),
+        });
       }
     }
     return suspended;

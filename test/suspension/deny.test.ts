@@ -24,7 +24,7 @@ import {
   type SuspensionMarker,
 } from "../../src/index.js";
 import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
-import { Pausable, rejectsWithCode, rig, teardown, TimelineAudit, turns, waitUntil, type RigOptions } from "./helpers.js";
+import { gate, Pausable, rejectsWithCode, rig, teardown, TimelineAudit, turns, waitUntil, type RigOptions } from "./helpers.js";
 
 afterEach(teardown);
 
@@ -196,6 +196,23 @@ describe("runtime.deny: the checks, in resume's order", () => {
     await r.runtime.deny("a", "bob");
     await rejectsWithCode(r.runtime.deny("a", " "), "INVALID_APPROVER");
     expect(agent.status).toBe(S.RUNNING);
+    expect(agent.denies).toEqual([]);
+    expect(r.audit.events.some((e) => e.event === "agent.deny")).toBe(false);
+  });
+
+  it("a deny sent while the agent ran does not deny a pause the handler then in progress asks for (it could not have seen it)", async () => {
+    const agent = new Pausable("a");
+    const r = rig([agent]);
+    await r.runtime.start();
+    const blocker = gate();
+    agent.blocker = blocker;
+    await r.runtime.send("a", { op: "block", seq: 1 });
+    await waitUntil(() => agent.active === 1, "handling the blocked message");
+    const denying = r.runtime.deny("a", "bob");
+    agent.suspend("asked after the deny was sent"); // as the handler in progress would
+    blocker.open();
+    await denying;
+    expect(agent.status).toBe(S.SUSPENDED);
     expect(agent.denies).toEqual([]);
     expect(r.audit.events.some((e) => e.event === "agent.deny")).toBe(false);
   });

@@ -33,6 +33,7 @@ describe("a pause with a deadline", () => {
     expect(marker.expiresAt).toBe(iso(START_MS + 1_000));
     expect((await r.store.marker("a")) as { expiresAt?: string }).toMatchObject({ expiresAt: iso(START_MS + 1_000) });
     expect(r.audit.events.find((e) => e.event === "agent.suspend")?.details).toMatchObject({ expiresAt: iso(START_MS + 1_000) });
+    expect(r.runtime.listSuspended()).toEqual([{ name: "a", reason: "big payment", since: iso(START_MS), suspensionId: marker.suspensionId, expiresAt: iso(START_MS + 1_000) }]);
     await r.runtime.send("a", { seq: 1 });
     await r.clock.advance(999);
     expect(agent.status).toBe(S.SUSPENDED);
