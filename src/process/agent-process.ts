@@ -273,7 +273,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * with an `onSuspend` or an audit sink, a second write then records that
    * the pause was announced. A `checkpoint()` between this call and the
    * loop boundary already stores the pause with the state.
-   * Only `runtime.resume(name, approver)` lifts it.
+   * Only `runtime.resume(name, approver)` (an approval) or `runtime.deny(name, decider)` ends it,
+   * or its deadline passing, or a halt or permanent removal of the agent (which cancel it).
    * Suspending a suspended agent keeps its `since` and `suspensionId` and updates the reason.
    * With `expiresInMs` the pause has a deadline (from this call; a repeated
    * suspend with one replaces it): once it passes, also while the process
