@@ -12,6 +12,10 @@
  *      nothing is paid, a new payment waits in the mailbox. alice@finance
  *      approves that very pause (runtime.resume with its suspensionId);
  *      onResume pays INV-2 exactly once, then the waiting payment is made.
+ *   3. Still in process 2, a second large payment (INV-4) is paused the same
+ *      way, and bob@finance denies it (runtime.deny with its suspensionId):
+ *      onDeny drops it, nothing is paid, and the pause cannot be approved
+ *      afterwards.
  *
  * Finally it prints the ledger read from the SQLite file and the audit trail
  * both processes appended to. Run it with `npx tsx examples/approval-workflow.ts`.
@@ -27,7 +31,7 @@ import { fileURLToPath } from "node:url";
 import type { JsonObject } from "civitas-ts";
 import { verifyAuditLog, verifySuspension, type AuditRow } from "civitas-ts/audit";
 import { SqliteStateStore } from "civitas-ts/sqlite";
-import { AUDIT_KEY, money, runPaymentsNode, type Paid } from "./approval/payments.js";
+import { AUDIT_KEY, DECIDER, money, runPaymentsNode, type Paid } from "./approval/payments.js";
 
 const APPROVER = "alice@finance";
 const WAIT_MS = 10_000;
@@ -135,7 +139,7 @@ async function verifyAuditTrail(auditFile: string): Promise<boolean> {
   console.log(`verifyAuditLog: ${log.ok ? `intact, ${log.rows} signed rows in one hash chain` : `BROKEN at row ${String(log.brokenAt)}: ${String(log.reason)}`}`);
   const suspension = await verifySuspension(auditFile, "payments", { key: AUDIT_KEY });
   for (const s of suspension.suspensions) {
-    console.log(`verifySuspension: suspension ${s.suspensionId} ("${s.reason}") ${s.status}, settled by ${s.approver ?? "nobody"} at ${s.resumedAt ?? "-"}`);
+    console.log(`verifySuspension: suspension ${s.suspensionId} ("${s.reason}") ${s.status}: ${s.decision ?? "undecided"} by ${s.decidedBy ?? "nobody"} at ${s.settledAt ?? "-"}`);
   }
   console.log(`verifySuspension(payments): ${suspension.status}`);
   return log.ok && suspension.status === "verified";
@@ -186,7 +190,7 @@ async function main(): Promise<void> {
     const invoices = ledger.map((p) => p.invoice);
     const once = ["INV-1", "INV-2", "INV-3"].every((invoice) => invoices.filter((i) => i === invoice).length === 1) && invoices.length === 3;
     const approved = ledger.find((p) => p.invoice === "INV-2");
-    console.log(`each payment exactly once: ${once ? "yes" : "NO"}; INV-2 approved by ${approved?.approvedBy ?? "nobody"}; pending: ${pending === null ? "none" : JSON.stringify(pending)}`);
+    console.log(`each payment exactly once: ${once ? "yes" : "NO"}; INV-2 approved by ${approved?.approvedBy ?? "nobody"}; INV-4 denied, paid: ${invoices.includes("INV-4") ? "YES" : "no"}; pending: ${pending === null ? "none" : JSON.stringify(pending)}`);
     if (!once || approved?.approvedBy !== APPROVER || approved.suspensionId !== suspended.suspensionId || pending !== null) {
       throw new Error("the ledger is not what the approval workflow promises");
     }
@@ -195,7 +199,9 @@ async function main(): Promise<void> {
     const events = printAuditTrail(auditFile);
     if (!(await verifyAuditTrail(auditFile))) throw new Error("the audit trail does not verify");
     const resumes = events.filter((e) => e.event === "agent.resume");
-    console.log(`one suspend, one resume by ${String(resumes[0]?.details.approver)}: ${events.filter((e) => e.event === "agent.suspend").length === 1 && resumes.length === 1 ? "yes" : "NO"}`);
+    const denials = events.filter((e) => e.event === "agent.deny");
+    const decidedOnce = events.filter((e) => e.event === "agent.suspend").length === 2 && resumes.length === 1 && denials.length === 1;
+    console.log(`two pauses, each decided once: approved by ${String(resumes[0]?.details.approver)}, denied by ${String(denials[0]?.details.decider)}: ${decidedOnce && denials[0]?.details.decider === DECIDER ? "yes" : "NO"}`);
     console.log("done");
   } finally {
     for (const p of started) p.kill();

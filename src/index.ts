@@ -38,7 +38,8 @@ export { Mailbox } from "./mailbox/mailbox.js";
 export type { MailboxOptions, MailboxWaitOptions } from "./mailbox/mailbox.js";
 
 export { AgentProcess } from "./process/agent-process.js";
-export type { AskOptions, SendOptions } from "./process/agent-process.js";
+export type { AskOptions, PauseOptions, SendOptions } from "./process/agent-process.js";
+export type { CancelCause } from "./process/pause-settlement.js";
 export type { AgentProcessOptions } from "./process/agent-options.js";
 export { ProcessStatus, LEGAL_TRANSITIONS, isLegalTransition } from "./process/process-status.js";
 export { ErrorAction } from "./process/error-action.js";
@@ -56,8 +57,8 @@ export { backoffDelay } from "./supervision/backoff.js";
 export type { BackoffPolicy } from "./supervision/backoff.js";
 
 export { Runtime } from "./runtime/runtime.js";
-export type { ControlOptions, FromTopologyOptions, ResumeOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions, SuspendedAgent } from "./runtime/runtime.js";
-export type { AuthorizeResume } from "./runtime/services.js";
+export type { ControlOptions, DenyOptions, FromTopologyOptions, ResumeOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions, SuspendedAgent, SuspendOptions } from "./runtime/runtime.js";
+export type { AuthorizeResume, ResumeDecision } from "./runtime/services.js";
 export type { RuntimeEvents } from "./runtime/runtime-events.js";
 export type { AgentClasses } from "./runtime/topology.js";
 

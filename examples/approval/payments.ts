@@ -7,11 +7,15 @@
  * `{ "kind": "say", "text": ... }` (a step, in plain words) and a few facts
  * the parent waits for (`suspended`, `awaiting-approval`, `done`); on stdin
  * it reads the approval `{ "approve": { "approver", "suspensionId" } }`.
+ * The second node also has a large payment denied (`runtime.deny`).
  */
 import { createInterface } from "node:readline";
-import { AgentProcess, CivitasError, Runtime, type AuditEvent, type AuditSink, type JsonObject, type Message } from "civitas-ts";
+import { AgentProcess, CivitasError, Runtime, type AuditEvent, type AuditSink, type JsonObject, type Message, type SuspensionMarker } from "civitas-ts";
 import { JsonlAuditSink } from "civitas-ts/audit";
 import { SqliteStateStore } from "civitas-ts/sqlite";
+
+/** Who denies the second large payment in the demo. */
+export const DECIDER = "bob@finance";
 
 /** Payments above this many cents need a human's approval. */
 export const APPROVAL_LIMIT_CENTS = 100_000;
@@ -30,7 +34,7 @@ export function money(cents: number): string {
  * checkpoint-and-return. handle() stores the payment as `pending`, calls
  * `this.suspend(...)`, checkpoints (the action and its pause in one write)
  * and returns; the runtime enters the pause after handle() returns. Only
- * `onResume(approver)` makes the payment.
+ * `onResume(approver)` makes the payment; `onDeny(decider)` drops it.
  */
 export class Payments extends AgentProcess<PaymentsState> {
   override state: PaymentsState = { ledger: [], pending: null };
@@ -83,6 +87,14 @@ export class Payments extends AgentProcess<PaymentsState> {
     this.state.pending = null;
     await this.checkpoint(); // the payment and the end of `pending`, in one write
     this.#say(`onResume(${approver}): paid ${payment.invoice} ${money(payment.cents)} to ${payment.payee}`);
+  }
+
+  override async onDeny(decider: string, _marker: SuspensionMarker, reason: string): Promise<void> {
+    const payment = this.state.pending;
+    if (payment === null) return;
+    this.state.pending = null;
+    await this.checkpoint(); // the end of `pending`: the denied payment is never made
+    this.#say(`onDeny(${decider}): dropped ${payment.invoice} ${money(payment.cents)} to ${payment.payee} ("${reason}"); nothing paid`);
   }
 }
 
@@ -223,6 +235,15 @@ export async function runPaymentsNode(step: string, dbFile: string, auditFile: s
   say(`the waiting ask for INV-3 is answered: ${String((await third).payload.status)}`);
   say(`the same approval again: ${await codeOf(runtime.resume("payments", approval.approver, { suspensionId: approval.suspensionId }))} (an approval settles one pause, once)`);
   say(`INV-2 sent again: ${String((await runtime.ask("payments", { invoice: "INV-2", cents: 1_250_000, payee: "globex" }, { timeoutMs: WAIT_MS })).payload.status)}`);
+
+  // A second large payment: paused like the first, and this time the answer is no.
+  const paused = audit.next("agent.suspend", WAIT_MS);
+  const fourth = await runtime.ask("payments", { invoice: "INV-4", cents: 980_000, payee: "umbrella" }, { timeoutMs: WAIT_MS });
+  say(`pay INV-4 9800.00 to umbrella: ${String(fourth.payload.status)}`);
+  const denied = String((await paused).details.suspensionId);
+  await runtime.deny("payments", DECIDER, { suspensionId: denied, reason: "umbrella is not an approved supplier" });
+  say(`runtime.deny("payments", "${DECIDER}", { suspensionId, reason }) resolved: payments is ${payments.status}; ledger: ${ledgerText(payments.state.ledger)}`);
+  say(`approving the denied pause afterwards: ${await codeOf(runtime.resume("payments", approval.approver, { suspensionId: denied }))} (a pause is decided once)`);
 
   await runtime.stop();
   await store.close();

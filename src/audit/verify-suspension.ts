@@ -3,10 +3,22 @@ import type { AuditRow } from "./audit-row.js";
 import { keyResolver, walkAuditLog, type VerifyOptions } from "./verify-audit-log.js";
 
 /**
- * `verified`: settled by exactly one resume naming it. `pending`: not resumed
- * yet (a live suspension, never a failure). `failed`: a real break.
+ * `verified`: settled by exactly one decision naming it (a resume, a deny,
+ * an expiry or a cancellation). `pending`: not settled yet (a live
+ * suspension, never a failure). `failed`: a real break.
  */
 export type SuspensionStatus = "verified" | "pending" | "failed";
+
+/**
+ * How a suspension was settled: `approved` (an `agent.resume`), `denied` (an
+ * `agent.deny`), `expired` (an `agent.deny` with `expired: true`, decider
+ * `"expiry"`) or `cancelled` (an `agent.suspend.cancelled`: a halt or a
+ * permanent removal).
+ */
+export type SuspensionDecision = "approved" | "denied" | "expired" | "cancelled";
+
+/** The audit events that settle a suspension, and the decision each records. */
+const SETTLING_EVENTS: ReadonlySet<string> = new Set(["agent.resume", "agent.deny", "agent.suspend.cancelled"]);
 
 /** One suspension of an agent, as the audit log records it. */
 export interface SuspensionRecord {
@@ -18,9 +30,17 @@ export interface SuspensionRecord {
   since: string;
   /** Its status. */
   status: SuspensionStatus;
-  /** Who approved the resume that settled it. */
+  /** How it was settled (the first settlement, when there were more); absent while pending. */
+  decision?: SuspensionDecision;
+  /** Who settled it: the approver, the decider (`"expiry"` for an expiry), or who cancelled it (`by`). */
+  decidedBy?: string;
+  /** When it was settled (the settling row's `ts`). */
+  settledAt?: string;
+  /** Why it was cancelled (`halt`, `despawned`, `stopped`, `restarts_exhausted`, `clean_exit`), for a cancellation. */
+  cause?: string;
+  /** Who approved the resume that settled it (an approval only). */
   approver?: string;
-  /** When that resume was recorded (its row's `ts`). */
+  /** When that resume was recorded (its row's `ts`; an approval only). */
   resumedAt?: string;
 }
 
@@ -40,15 +60,18 @@ function text(value: unknown): string | undefined {
 
 /**
  * Answers offline, from the log alone, whether each suspension of `agent` was
- * settled by exactly one `agent.resume` naming its `suspensionId`.
+ * settled by exactly one decision naming its `suspensionId`: an
+ * `agent.resume` (`approved`), an `agent.deny` (`denied`, or `expired` when
+ * its deadline passed) or an `agent.suspend.cancelled` (`cancelled`).
  *
  * The same suspension announced again before its resume (an `agent.suspend`
  * of `agent` repeating a pending `suspensionId`: a restart re-announced a
  * pause whose first announcement a kill had cut short) counts once.
- * A suspension fails when it is settled twice, or when a resume of another
- * agent names it; the verification also fails for a resume of `agent` naming a
- * suspension the log does not hold (before that resume) or one of another
- * agent, for suspend or resume rows without a `suspensionId`, and for a broken
+ * A suspension fails when it is settled twice (two resumes, a deny after a
+ * resume, a cancellation after an expiry …), or when a settlement of another
+ * agent names it; the verification also fails for a settlement of `agent`
+ * naming a suspension the log does not hold (before it) or one of another
+ * agent, for suspend or settling rows without a `suspensionId`, and for a broken
  * chain (see `verifyAuditLog`; rows after the break are not read). A torn final
  * line is ignored.
  *
@@ -87,7 +110,7 @@ function settle(rows: readonly AuditRow[], agent: string, failures: string[]): S
         continue;
       }
       const announced = mine.get(id);
-      if (announced !== undefined && announced.resumedAt === undefined) {
+      if (announced !== undefined && announced.settledAt === undefined) {
         // The same pause announced again: a kill came after its receipt and before the write recording that, and the restart re-announced it.
         continue;
       }
@@ -104,18 +127,18 @@ function settle(rows: readonly AuditRow[], agent: string, failures: string[]): S
         since: text(row.details.since) ?? row.ts,
         status: "pending",
       });
-    } else if (row.event === "agent.resume") {
+    } else if (SETTLING_EVENTS.has(row.event)) {
       const id = text(row.details.suspensionId);
       if (row.agent !== agent) {
         if (id !== undefined && mine.has(id)) {
           const record = mine.get(id);
           if (record !== undefined) record.status = "failed";
-          failures.push(`row ${row.seq}: a resume of '${row.agent}' names suspension '${id}' of '${agent}'`);
+          failures.push(`row ${row.seq}: ${what(row.event)} of '${row.agent}' names suspension '${id}' of '${agent}'`);
         }
         continue;
       }
       if (id === undefined) {
-        failures.push(`row ${row.seq}: agent.resume of '${agent}' names no suspensionId`);
+        failures.push(`row ${row.seq}: ${row.event} of '${agent}' names no suspensionId`);
         continue;
       }
       const record = mine.get(id);
@@ -123,21 +146,43 @@ function settle(rows: readonly AuditRow[], agent: string, failures: string[]): S
         const owner = owners.get(id);
         failures.push(
           owner === undefined
-            ? `row ${row.seq}: a resume of '${agent}' names suspension '${id}', which the log does not hold before it`
-            : `row ${row.seq}: a resume of '${agent}' names suspension '${id}' of another agent, '${owner}'`,
+            ? `row ${row.seq}: ${what(row.event)} of '${agent}' names suspension '${id}', which the log does not hold before it`
+            : `row ${row.seq}: ${what(row.event)} of '${agent}' names suspension '${id}' of another agent, '${owner}'`,
         );
         continue;
       }
-      if (record.resumedAt !== undefined) {
+      if (record.settledAt !== undefined) {
         record.status = "failed";
-        failures.push(`row ${row.seq}: suspension '${id}' of '${agent}' is settled a second time`);
+        failures.push(`row ${row.seq}: suspension '${id}' of '${agent}' is settled a second time (${what(row.event)} after it was ${record.decision ?? "settled"})`);
         continue;
       }
       if (record.status === "pending") record.status = "verified";
-      const approver = text(row.details.approver);
-      if (approver !== undefined) record.approver = approver;
-      record.resumedAt = row.ts;
+      record.settledAt = row.ts;
+      if (row.event === "agent.resume") {
+        record.decision = "approved";
+        const approver = text(row.details.approver);
+        if (approver !== undefined) {
+          record.approver = approver;
+          record.decidedBy = approver;
+        }
+        record.resumedAt = row.ts;
+      } else if (row.event === "agent.deny") {
+        record.decision = row.details.expired === true ? "expired" : "denied";
+        const decider = text(row.details.decider);
+        if (decider !== undefined) record.decidedBy = decider;
+      } else {
+        record.decision = "cancelled";
+        const by = text(row.details.by);
+        if (by !== undefined) record.decidedBy = by;
+        const cause = text(row.details.cause);
+        if (cause !== undefined) record.cause = cause;
+      }
     }
   }
   return [...mine.values()];
+}
+
+/** A settling row in words: "a resume", "a deny", "a cancellation". */
+function what(event: string): string {
+  return event === "agent.resume" ? "a resume" : event === "agent.deny" ? "a deny" : "a cancellation";
 }

@@ -34,7 +34,8 @@ export async function auditVerify(file: string, keys: AuditKeys): Promise<Comman
 
 /**
  * `civitas audit verify-suspension <file> <agent>`: a table of the agent's
- * suspensions and whether each was settled by exactly one resume. Exit 0 for
+ * suspensions, whether each was settled by exactly one decision, and which
+ * (approved, denied, expired, cancelled), by whom and when. Exit 0 for
  * `verified` or `pending`, 1 for `failed`.
  */
 export async function auditVerifySuspension(file: string, agent: string, keys: AuditKeys): Promise<CommandResult> {
@@ -45,8 +46,8 @@ export async function auditVerifySuspension(file: string, agent: string, keys: A
   } else {
     lines.push(
       table(
-        ["SUSPENSION", "REASON", "SINCE", "STATUS", "APPROVER", "RESUMED AT"],
-        v.suspensions.map((s) => [s.suspensionId, s.reason, s.since, s.status, cell(s.approver), cell(s.resumedAt)]),
+        ["SUSPENSION", "REASON", "SINCE", "STATUS", "DECISION", "BY", "SETTLED AT"],
+        v.suspensions.map((s) => [s.suspensionId, s.reason, s.since, s.status, cell(s.decision), cell(s.decidedBy), cell(s.settledAt)]),
       ),
     );
   }
@@ -55,9 +56,9 @@ export async function auditVerifySuspension(file: string, agent: string, keys: A
   lines.push(
     "",
     v.status === "verified"
-      ? `VERIFIED: every suspension of '${agent}' was settled by exactly one resume`
+      ? `VERIFIED: every suspension of '${agent}' was settled by exactly one decision`
       : v.status === "pending"
-        ? `PENDING: ${live} suspension${live === 1 ? " of '" + agent + "' is" : "s of '" + agent + "' are"} still live (not resumed yet); this is not a failure`
+        ? `PENDING: ${live} suspension${live === 1 ? " of '" + agent + "' is" : "s of '" + agent + "' are"} still live (not decided yet); this is not a failure`
         : `FAILED: the audit trail of '${agent}' does not verify (${v.failures.length} failure${v.failures.length === 1 ? "" : "s"})`,
   );
   return {

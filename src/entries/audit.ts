@@ -18,7 +18,7 @@ export type { AuditRow } from "../audit/audit-row.js";
 export { verifyAuditLog } from "../audit/verify-audit-log.js";
 export type { AuditLogVerification, VerifyOptions } from "../audit/verify-audit-log.js";
 export { verifySuspension } from "../audit/verify-suspension.js";
-export type { SuspensionRecord, SuspensionStatus, SuspensionVerification } from "../audit/verify-suspension.js";
+export type { SuspensionDecision, SuspensionRecord, SuspensionStatus, SuspensionVerification } from "../audit/verify-suspension.js";
 export { repairAuditLog } from "../audit/repair-audit-log.js";
 export type { RepairResult } from "../audit/repair-audit-log.js";
 export { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError } from "../audit/audit-errors.js";

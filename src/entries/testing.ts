@@ -16,7 +16,7 @@ export { agentNameArbitrary, jsonValueArbitrary, messageArbitrary, messageTypeAr
 export type { MessageArbitraryOptions, PayloadArbitraryOptions } from "../testing/arbitraries.js";
 export { lifecycleCommandsArbitrary } from "../testing/lifecycle-arbitrary.js";
 export type { LifecycleCommandsOptions } from "../testing/lifecycle-arbitrary.js";
-export { APPROVER_KINDS, LIFECYCLE_COMMAND_KINDS, formatCommand, isMessageCommand } from "../testing/lifecycle-command.js";
+export { APPROVER_KINDS, LIFECYCLE_COMMAND_KINDS, LIFECYCLE_DEADLINE_MS, formatCommand, isMessageCommand } from "../testing/lifecycle-command.js";
 export type {
   ApproverKind,
   AskOutcome,

@@ -213,10 +213,13 @@ export class RestartIntensityError extends CivitasError {
 export class InvalidApproverError extends CivitasError {
   /** The agent that was to be resumed. */
   readonly agent: string;
-  constructor(agent: string, approver: unknown) {
+  /** @param call - the call refused: `resume` (an approver) or `deny` (a decider) @defaultValue "resume" */
+  constructor(agent: string, approver: unknown, call: "resume" | "deny" = "resume") {
     super(
       "INVALID_APPROVER",
-      `resume('${agent}') needs an approver naming who approved (a string with at least one visible character and no control characters), got ${describeValue(approver)}; a pending action is never authorization by itself`,
+      call === "deny"
+        ? `deny('${agent}') needs a decider naming who denied (a string with at least one visible character and no control characters), got ${describeValue(approver)}`
+        : `resume('${agent}') needs an approver naming who approved (a string with at least one visible character and no control characters), got ${describeValue(approver)}; a pending action is never authorization by itself`,
     );
     this.agent = agent;
   }
@@ -228,10 +231,11 @@ export class StaleApprovalError extends CivitasError {
   readonly agent: string;
   /** The suspension the approval was given for. */
   readonly suspensionId: string;
-  constructor(agent: string, suspensionId: string, current: string | undefined) {
+  /** @param call - the call refused: `resume` or `deny` @defaultValue "resume" */
+  constructor(agent: string, suspensionId: string, current: string | undefined, call: "resume" | "deny" = "resume") {
     super(
       "STALE_APPROVAL",
-      `resume('${agent}') approves suspension ${suspensionId}, but ${current === undefined ? "the agent is not suspended" : `the agent is suspended under ${current}`}; an approval lifts only the pause it was given for — ask for a fresh one`,
+      `${call}('${agent}') ${call === "deny" ? "denies" : "approves"} suspension ${suspensionId}, but ${current === undefined ? "the agent is not suspended" : `the agent is suspended under ${current}`}; ${call === "deny" ? "a denial settles only the pause it was made for — look at the current pause (runtime.listSuspended()) and decide on it" : "an approval lifts only the pause it was given for — ask for a fresh one"}`,
     );
     this.agent = agent;
     this.suspensionId = suspensionId;
@@ -244,8 +248,9 @@ export class ResumeRefusedError extends CivitasError {
   readonly agent: string;
   /** The approver that was refused. */
   readonly approver: string;
-  constructor(agent: string, approver: string, options?: ErrorOptions) {
-    super("RESUME_REFUSED", `authorizeResume refused to let '${approver}' resume '${agent}'; the agent stays SUSPENDED`, options);
+  /** @param call - the call refused: `resume` or `deny` @defaultValue "resume" */
+  constructor(agent: string, approver: string, options?: ErrorOptions, call: "resume" | "deny" = "resume") {
+    super("RESUME_REFUSED", `authorizeResume refused to let '${approver}' ${call} '${agent}'; the agent stays SUSPENDED`, options);
     this.agent = agent;
     this.approver = approver;
   }
@@ -265,8 +270,9 @@ export class AgentSuspendedError extends CivitasError {
 export class AuditUnavailableError extends CivitasError {
   /** The agent that stays SUSPENDED. */
   readonly agent: string;
-  constructor(agent: string) {
-    super("AUDIT_UNAVAILABLE", `the audit sink could not record the resume receipt of '${agent}', so the resume was refused and the agent stays SUSPENDED; fix the sink and resume again`);
+  /** @param call - the call refused: `resume` or `deny` @defaultValue "resume" */
+  constructor(agent: string, call: "resume" | "deny" = "resume") {
+    super("AUDIT_UNAVAILABLE", `the audit sink could not record the ${call} receipt of '${agent}', so the ${call} was refused and the agent stays SUSPENDED; fix the sink and ${call} again`);
     this.agent = agent;
   }
 }

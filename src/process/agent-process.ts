@@ -14,6 +14,8 @@ import { ErrorAction } from "./error-action.js";
 import { ProcessRunner } from "./process-runner.js";
 import { ProcessStatus } from "./process-status.js";
 import type { SuspensionMarker } from "./suspension.js";
+import { checkExpiresInMs } from "./pause-deadline.js";
+import type { CancelCause } from "./pause-settlement.js";
 
 /** Options of `send`, `sendCapable` and `broadcast`. */
 export interface SendOptions {
@@ -37,6 +39,16 @@ export interface AskOptions extends SendOptions {
 }
 
 
+
+/** Options of a pause: `this.suspend(reason, options)` and `runtime.suspend(name, reason, options)`. */
+export interface PauseOptions {
+  /**
+   * How long the pause may last: once this long has passed (on the
+   * runtime's clock, also while the process was down) it is denied by
+   * decider `"expiry"`. @defaultValue no deadline
+   */
+  expiresInMs?: number;
+}
 
 /** Key of an agent's "forget your suspension" hook, used by a `DynamicSupervisor` removing it. @internal */
 export const clearSuspension: unique symbol = Symbol("civitas.clearSuspension");
@@ -158,6 +170,23 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    */
   async onResume(_approver: string, _marker: SuspensionMarker): Promise<void> {}
 
+  /**
+   * Runs when `decider` has denied the pause `marker` (`runtime.deny`), or
+   * when its deadline passed (`decider` is then `"expiry"`), after the
+   * `agent.deny` receipt and the cleared marker were written; the agent is
+   * RUNNING again. Drop the pending action here: it was not approved.
+   * `reason` is the denial's reason (`""` when none was given). Runs
+   * instead of `onResume`, never with it.
+   * @example
+   * ```ts
+   * override async onDeny(decider: string, marker: SuspensionMarker, reason: string) {
+   *   delete this.state.pending;
+   *   await this.checkpoint();
+   * }
+   * ```
+   */
+  async onDeny(_decider: string, _marker: SuspensionMarker, _reason: string): Promise<void> {}
+
   /** Handles a `civitas.eval.correction` message (instead of `handle`); an override may type the message as `handle` does. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- open payload type, as for handle
   async onCorrection(_message: Message<any>): Promise<void> {}
@@ -267,15 +296,27 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * with an `onSuspend` or an audit sink, a second write then records that
    * the pause was announced. A `checkpoint()` between this call and the
    * loop boundary already stores the pause with the state.
-   * Only `runtime.resume(name, approver)` lifts it.
+   * Only `runtime.resume(name, approver)` (an approval) or `runtime.deny(name, decider)` ends it,
+   * or its deadline passing, or a halt or permanent removal of the agent (which cancel it).
    * Suspending a suspended agent keeps its `since` and `suspensionId` and updates the reason.
-   * @throws {@link InvalidArgumentError} when `reason` is not a string
+   * With `expiresInMs` the pause has a deadline (from this call; a repeated
+   * suspend with one replaces it): once it passes, also while the process
+   * is down, the pause is denied by decider `"expiry"` (`onDeny` runs).
+   * @throws {@link InvalidArgumentError} when `reason` is not a string or `expiresInMs` not a non-negative number
+   * @example
+   * ```ts
+   * this.suspend("payment over limit", { expiresInMs: 24 * 3600_000 });
+   * ```
    */
-  suspend(reason = ""): void {
+  suspend(reason = "", options: PauseOptions = {}): void {
     if (typeof reason !== "string") {
       throw new InvalidArgumentError("reason", `'${this.name}'.suspend(reason) needs a string reason, got ${describeValue(reason)}`);
     }
-    this.#runner.suspension.requestSuspend(reason, undefined);
+    if (typeof options !== "object" || (options as unknown) === null) {
+      throw new InvalidArgumentError("options", `'${this.name}'.suspend(reason, options): options must be an object (or left out), got ${describeValue(options)}`);
+    }
+    const expiresInMs = checkExpiresInMs(`'${this.name}'.suspend()`, options.expiresInMs);
+    this.#runner.suspension.requestSuspend(reason, undefined, expiresInMs);
   }
 
   // ---- dynamic children --------------------------------------------------
@@ -349,7 +390,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * of the same name does not come back paused.
    * @internal
    */
-  [clearSuspension](): Promise<void> {
-    return this.#runner.suspension.clearSuspension();
+  [clearSuspension](cause: CancelCause, by: string): Promise<void> {
+    return this.#runner.suspension.clearSuspension(cause, by);
   }
 }

@@ -30,6 +30,7 @@ import { persistableState, readMarker } from "./suspension.js";
 import { isLegalTransition, ProcessStatus } from "./process-status.js";
 import type { AgentProcess, SendOptions } from "./agent-process.js";
 import { SuspensionControl } from "./suspension-control.js";
+import { cancelOnHalt } from "./pause-settlement.js";
 
 
 /**
@@ -289,6 +290,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       await onStart;
     } catch (error) {
       this.transition(ProcessStatus.CRASHED);
+      this.suspension.deadline.cancel();
       initialized();
       services.telemetry.endSpan(span, error);
       void services.telemetry.audit("agent.crash", this.agent.name, { phase: "start", error: errorText(error) });
@@ -392,6 +394,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   async finish(): Promise<void> {
     const services = this.requireServices();
     const span = services.telemetry.startSpan("civitas.agent.stop", { "civitas.agent.name": this.agent.name });
+    this.suspension.deadline.cancel(); // a pause kept by the stop is armed again by the next start
     // A pause asked for from handle() that the stop came before is kept, as a restart would keep it.
     await this.suspension.keepAskedPause(() => JSON.parse(this.initialState ?? "{}") as JsonObject);
     await this.runHook("onStop", () => this.agent.onStop(), this.stopTimeoutMs ?? this.options.shutdownTimeoutMs);
@@ -449,7 +452,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
           for (let pause = scheduler.tick(); pause !== undefined; pause = scheduler.tick()) await pause;
         }
         if (generation !== this.generation) break;
-        if (this.suspension.request !== undefined) {
+        if (this.suspension.request !== undefined || this.suspension.deadline.due) {
           const applying = this.suspension.applySuspendRequest();
           if (applying !== undefined) await applying;
         }
@@ -549,9 +552,12 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       case "_agency.shutdown":
         this.beginSelfStop("shutdown");
         return undefined;
-      case "civitas.eval.halt":
+      case "civitas.eval.halt": {
+        // The kill switch: a paused agent stops too, and its pause is cancelled on the record.
+        const paused = this.currentStatus === ProcessStatus.SUSPENDED;
         this.beginSelfStop("halt");
-        return undefined;
+        return paused ? cancelOnHalt(this.suspension, message.sender) : undefined;
+      }
       case "_agency.heartbeat":
         return message.replyTo === undefined ? undefined : this.deliverQuietly(composeReply(this, message, {}, "_agency.heartbeat_ack"), true);
       case "_agency.deregister":
@@ -788,7 +794,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
    * `undefined` when the agent does not override it: the base class's hooks
    * do nothing, so there is no call, no deadline timer and nothing to wait for.
    */
-  runHook(hook: "onStop" | "onSuspend" | "onResume" | "onChildTerminated", fn: () => Promise<unknown>, timeoutMs: number): Promise<boolean> | undefined {
+  runHook(hook: "onStop" | "onSuspend" | "onResume" | "onDeny" | "onChildTerminated", fn: () => Promise<unknown>, timeoutMs: number): Promise<boolean> | undefined {
     return this.overrides(hook) ? this.runHookWithDeadline(hook, fn, timeoutMs) : undefined;
   }
 

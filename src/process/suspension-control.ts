@@ -15,6 +15,8 @@ import type { Message } from "../message/message.js";
 import { checkStoredState } from "../state/state-record.js";
 import { isoTime } from "../time/clock.js";
 import { settlesWithin } from "../time/deadline.js";
+import { PauseDeadline } from "./pause-deadline.js";
+import { cancelPause, denyPause, expirePause, type CancelCause } from "./pause-settlement.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { ProcessStatus } from "./process-status.js";
 import {
@@ -40,6 +42,8 @@ interface ResumePlan {
   readonly approver: string;
   readonly marker: SuspensionMarker;
   readonly identityChange: JsonObject | undefined;
+  /** A denial (`runtime.deny`) and its reason; `undefined` for an approval. */
+  readonly denial: { readonly reason: string } | undefined;
 }
 
 /** A suspend asked for and not yet applied, with the runtime requests waiting on it. */
@@ -58,6 +62,8 @@ interface SuspendRequest {
    * the pause (back to back), one sent before it may not.
    */
   askedBy: number | undefined;
+  /** The deadline asked for (`expiresInMs`, from when it was asked), if any. */
+  expiresAt: string | undefined;
 }
 
 /**
@@ -102,22 +108,40 @@ export class SuspensionControl {
    * the stored pause).
    */
   startedAfter: number | undefined;
+  /** The current pause's deadline, armed on the runtime's clock. */
+  readonly deadline: PauseDeadline;
 
-  constructor(private readonly runner: ProcessRunner) {}
+  constructor(readonly runner: ProcessRunner) {
+    this.deadline = new PauseDeadline(() => {
+      // An idle agent has no loop running to see the deadline: start one (as requestSuspend does).
+      if (!runner.driving && runner.starting === undefined && runner.currentStatus === ProcessStatus.SUSPENDED) {
+        runner.box?.unpark();
+        runner.drive();
+      }
+    });
+  }
 
-  /** Records the intent to suspend; the loop acts on it at its next boundary. */
-  requestSuspend(reason: string, request: Message | undefined): void {
-    const pending = (this.request ??= { reason, waiting: [], marker: undefined, askedBy: undefined });
+  /**
+   * Records the intent to suspend; the loop acts on it at its next boundary.
+   * `expiresInMs` (or the request's `payload.expiresInMs`) gives the pause a
+   * deadline from now; a repeated suspend with one replaces the deadline,
+   * without one keeps it.
+   */
+  requestSuspend(reason: string, request: Message | undefined, expiresInMs?: number): void {
+    const pending = (this.request ??= { reason, waiting: [], marker: undefined, askedBy: undefined, expiresAt: undefined });
     const sent = request?.payload.sent;
     if (typeof sent === "number" && (pending.askedBy === undefined || sent < pending.askedBy)) pending.askedBy = sent;
     pending.reason = reason;
+    const asked = expiresInMs ?? request?.payload.expiresInMs;
+    if (typeof asked === "number" && this.runner.services !== undefined) pending.expiresAt = isoTime(this.runner.services.clock.now() + asked);
     if (request !== undefined) pending.waiting.push(request);
     const status = this.runner.currentStatus;
     // Asked for by an agent not paused yet (from handle(), onStart, or a handler a stop came during): a checkpoint
     // before the loop boundary stores it flagged as not announced yet (see SuspensionMarker.announced).
     const unpaused = status === ProcessStatus.RUNNING || status === ProcessStatus.INITIALIZING || status === ProcessStatus.STOPPING;
     if (unpaused && this.marker === undefined && this.runner.services !== undefined) {
-      pending.marker = pending.marker === undefined ? this.newMarker(reason, this.runner.services.clock.now()) : { ...pending.marker, reason };
+      pending.marker =
+        pending.marker === undefined ? this.newMarker(reason, this.runner.services.clock.now(), pending.expiresAt) : { ...pending.marker, reason, ...(pending.expiresAt === undefined ? {} : { expiresAt: pending.expiresAt }) };
     }
     // An idle agent has no loop running to see the flag: start one (a start in progress starts it when done).
     if (!this.runner.driving && this.runner.starting === undefined && (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED)) {
@@ -128,28 +152,34 @@ export class SuspensionControl {
 
   /** Applies a pending suspend request at the loop boundary; `undefined` when there is nothing to wait for. */
   applySuspendRequest(): Promise<void> | undefined {
+    if (this.deadline.due) {
+      const expiring = expirePause(this);
+      if (expiring !== undefined) return expiring;
+    }
     const request = this.request;
     if (request === undefined) return undefined;
     let applying: Promise<void>;
     if (this.runner.currentStatus === ProcessStatus.RUNNING) {
       this.request = undefined;
       this.pauseAfter = request.askedBy ?? this.runner.requireServices().controlSent.count;
-      applying = this.enterSuspended(request.reason, request.marker);
+      applying = this.enterSuspended(request.reason, request.marker, request.expiresAt);
     } else if (this.runner.currentStatus === ProcessStatus.SUSPENDED) {
       this.request = undefined;
-      applying = this.updateReason(request.reason);
+      applying = this.updateReason(request.reason, request.expiresAt);
     } else {
       return undefined;
     }
     return applying.then(() => {
       for (const waiting of request.waiting) void this.runner.answer(waiting);
+      // A deadline already passed when the pause was entered or updated (expiresInMs: 0) is denied before the loop goes on.
+      return this.deadline.due ? expirePause(this) : undefined;
     });
   }
 
   /** S5: stop dispatching in memory first, then persist; a failed persist never un-suspends. */
-  enterSuspended(reason: string, prepared: SuspensionMarker | undefined): Promise<void> {
+  enterSuspended(reason: string, prepared: SuspensionMarker | undefined, expiresAt?: string): Promise<void> {
     const services = this.runner.requireServices();
-    const marker = prepared ?? this.newMarker(reason, services.clock.now());
+    const marker = prepared ?? this.newMarker(reason, services.clock.now(), expiresAt);
     const span = this.suspendSpan(marker, false);
     this.runner.transition(ProcessStatus.SUSPENDED);
     this.setMarker(marker);
@@ -201,7 +231,9 @@ export class SuspensionControl {
     this.announcementOwed = flagged;
     const durable = stored || (await this.persistMarker("suspend", span));
     const notified = !notifying || (await this.runner.runHookWithDeadline("onSuspend", () => this.runner.agent.onSuspend(marker.reason), this.runner.options.shutdownTimeoutMs));
-    const recorded = await this.receipt("agent.suspend", { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable });
+    const details: JsonObject = { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable };
+    if (marker.expiresAt !== undefined) details.expiresAt = marker.expiresAt;
+    const recorded = await this.receipt("agent.suspend", details);
     // The same pause (its reason may have been updated meanwhile), unless it was resumed or cleared: then nothing is owed.
     if (this.marker?.suspensionId === marker.suspensionId) {
       // Owed until both are done: a later write (or a restart after a kill) keeps the flag, and a resume records the receipt first.
@@ -216,13 +248,18 @@ export class SuspensionControl {
     services.telemetry.endSpan(span);
   }
 
-  /** S10: suspending a suspended agent keeps `since` and `suspensionId`, updates the reason. */
-  async updateReason(reason: string): Promise<void> {
+  /**
+   * S10: suspending a suspended agent keeps `since` and `suspensionId`,
+   * updates the reason, and replaces the deadline when a new one is given.
+   */
+  async updateReason(reason: string, expiresAt?: string): Promise<void> {
     const marker = this.marker;
-    if (marker === undefined || marker.reason === reason) return;
-    this.setMarker({ ...marker, reason });
+    if (marker === undefined || (marker.reason === reason && (expiresAt === undefined || expiresAt === marker.expiresAt))) return;
+    this.setMarker({ ...marker, reason, ...(expiresAt === undefined ? {} : { expiresAt }) });
     await this.persistMarker("suspend", undefined);
-    await this.receipt("agent.suspend.update", { reason, suspensionId: marker.suspensionId });
+    const details: JsonObject = { reason, suspensionId: marker.suspensionId };
+    if (expiresAt !== undefined) details.expiresAt = expiresAt;
+    await this.receipt("agent.suspend.update", details);
   }
 
   /**
@@ -266,17 +303,21 @@ export class SuspensionControl {
   /** The checks that need no waiting; `undefined` when the agent is not paused (nothing to lift). */
   planResume(payload: JsonObject): ResumePlan | undefined {
     const { approver, suspensionId, acceptIdentityChange } = payload;
-    assertApprover(this.runner.agent.name, approver);
+    // runtime.deny travels as a resume with decision "deny": the same checks, in the same order.
+    const call = payload.decision === "deny" ? "deny" : "resume";
+    assertApprover(this.runner.agent.name, approver, call);
     if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
-      throw new InvalidArgumentError("suspensionId", `resume('${this.runner.agent.name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
+      throw new InvalidArgumentError("suspensionId", `${call}('${this.runner.agent.name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
     }
     const marker = this.marker;
     if (this.runner.currentStatus !== ProcessStatus.SUSPENDED || marker === undefined) {
-      if (suspensionId !== undefined) throw new StaleApprovalError(this.runner.agent.name, suspensionId, undefined);
+      if (suspensionId !== undefined) throw new StaleApprovalError(this.runner.agent.name, suspensionId, undefined, call);
       return undefined;
     }
-    if (suspensionId !== undefined && suspensionId !== marker.suspensionId) throw new StaleApprovalError(this.runner.agent.name, suspensionId, marker.suspensionId);
-    return { approver, marker, identityChange: this.identityChange(marker, acceptIdentityChange === true) };
+    if (suspensionId !== undefined && suspensionId !== marker.suspensionId) throw new StaleApprovalError(this.runner.agent.name, suspensionId, marker.suspensionId, call);
+    // A denial acts on nothing the pause held back, so a changed identity does not matter to it.
+    if (call === "deny") return { approver, marker, identityChange: undefined, denial: { reason: typeof payload.reason === "string" ? payload.reason : "" } };
+    return { approver, marker, identityChange: this.identityChange(marker, acceptIdentityChange === true), denial: undefined };
   }
 
   /**
@@ -292,10 +333,10 @@ export class SuspensionControl {
     return after !== undefined && typeof sent === "number" && request.payload.suspensionId === undefined && sent <= after;
   }
 
-  async carryOutResume(request: Message, { approver, marker, identityChange }: ResumePlan): Promise<void> {
+  async carryOutResume(request: Message, { approver, marker, identityChange, denial }: ResumePlan): Promise<void> {
     try {
       const services = this.runner.requireServices();
-      if (services.authorizeResume !== undefined) await this.authorize(approver, marker);
+      if (services.authorizeResume !== undefined) await this.authorize(approver, marker, denial === undefined ? "approve" : "deny");
       // The runtime began stopping while the approval was being decided: its caller has been told
       // RUNTIME_STOPPED, so nothing of the resume may happen (the agent may still be waiting for its turn to stop).
       if (services.stopping.aborted) throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime began stopping before the resume of '${this.runner.agent.name}' took effect; it stays paused (its marker is kept)`);
@@ -307,7 +348,8 @@ export class SuspensionControl {
         this.runner.mailbox.force(request);
         return;
       }
-      await this.leaveSuspended(approver, marker, identityChange);
+      if (denial === undefined) await this.leaveSuspended(approver, marker, identityChange);
+      else await denyPause(this, approver, marker, denial.reason, false);
     } catch (error) {
       this.runner.refuse(request, error as Error);
       return;
@@ -340,9 +382,10 @@ export class SuspensionControl {
     }
   }
 
-  /** The marker of a pause that begins at `nowMs`. */
-  newMarker(reason: string, nowMs: number): SuspensionMarker {
-    return { reason, since: isoTime(nowMs), approver: null, suspensionId: uuidv7(nowMs), identity: this.identity() };
+  /** The marker of a pause that begins at `nowMs` (with a deadline when `expiresAt` is given). */
+  newMarker(reason: string, nowMs: number, expiresAt?: string): SuspensionMarker {
+    const marker: SuspensionMarker = { reason, since: isoTime(nowMs), approver: null, suspensionId: uuidv7(nowMs), identity: this.identity() };
+    return expiresAt === undefined ? marker : { ...marker, expiresAt };
   }
 
   /** What this agent is now: the identity a pause records and a resume compares. */
@@ -371,25 +414,25 @@ export class SuspensionControl {
    * Asks `authorizeResume`, for at most the agent's `shutdownTimeoutMs`: the
    * agent's control messages (a halt, another suspend) wait while it decides,
    * so a hook that never answers must not hold them forever. No answer in
-   * time is a refusal.
+   * time is a refusal. `decision` tells it whether this is an approval or a denial.
    */
-  async authorize(approver: string, marker: SuspensionMarker): Promise<void> {
+  async authorize(approver: string, marker: SuspensionMarker, decision: "approve" | "deny" = "approve"): Promise<void> {
     const services = this.runner.requireServices();
     const hook = services.authorizeResume;
     if (hook === undefined) return;
     const limitMs = this.runner.options.shutdownTimeoutMs;
     let allowed: unknown;
     try {
-      const deciding = Promise.resolve(hook(this.runner.agent.name, approver, { ...marker }));
+      const deciding = Promise.resolve(hook(this.runner.agent.name, approver, { ...marker }, { decision }));
       if (!(await settlesWithin(deciding, services.clock, limitMs))) {
         deciding.catch(noop); // a late rejection is no longer anyone's concern
         throw new Error(`authorizeResume did not answer within ${limitMs} ms (the agent's shutdownTimeoutMs)`);
       }
       allowed = await deciding;
     } catch (cause) {
-      throw new ResumeRefusedError(this.runner.agent.name, approver, { cause });
+      throw new ResumeRefusedError(this.runner.agent.name, approver, { cause }, decision === "deny" ? "deny" : "resume");
     }
-    if (allowed !== true) throw new ResumeRefusedError(this.runner.agent.name, approver);
+    if (allowed !== true) throw new ResumeRefusedError(this.runner.agent.name, approver, undefined, decision === "deny" ? "deny" : "resume");
   }
 
   /** The receipt comes before the effect: audit, then clear and persist, then RUNNING, then `onResume`. */
@@ -430,11 +473,11 @@ export class SuspensionControl {
   }
 
   /** Persists the marker change; on failure logs and records degraded durability instead of throwing. */
-  persistMarker(change: "suspend" | "resume", span: Span | undefined): Promise<boolean> {
+  persistMarker(change: "suspend" | "resume" | "deny", span: Span | undefined): Promise<boolean> {
     return this.runner.persist().then(persisted, (error: unknown) => this.degraded(change, span, error));
   }
 
-  private degraded(change: "suspend" | "resume", span: Span | undefined, error: unknown): boolean {
+  private degraded(change: "suspend" | "resume" | "deny", span: Span | undefined, error: unknown): boolean {
     const consequence =
       change === "suspend"
         ? "it stays SUSPENDED in memory, but a crash now would restart it without the pause"
@@ -446,20 +489,36 @@ export class SuspensionControl {
 
   setMarker(marker: SuspensionMarker | undefined): void {
     this.marker = marker;
+    this.deadline.follow(marker, this.runner.services?.clock);
     if (marker === undefined) this.announcementOwed = false;
     const state = this.runner.agent.state;
     if (marker === undefined) delete state[SUSPENSION_KEY];
     else state[SUSPENSION_KEY] = markerJson(marker);
   }
 
+  /** The pause `marker` was decided (denied) or cancelled: its marker is cleared in memory, and it stays settled. */
+  settle(marker: SuspensionMarker): void {
+    this.setMarker(undefined);
+    this.lastSettled = marker.suspensionId;
+    this.pauseAfter = undefined;
+  }
+
   /**
-   * Forgets the suspension for good (permanent removal), so a future agent
-   * of the same name does not come back paused.
+   * Forgets the suspension for good (permanent removal, `cause`, by the
+   * supervisor `by`), so a future agent of the same name does not come back
+   * paused. A pause the agent holds is cancelled on the record first
+   * (`agent.suspend.cancelled`); if that receipt cannot be recorded, the
+   * marker is kept (see {@link cancelPause}).
    * @internal
    */
-  async clearSuspension(): Promise<void> {
+  async clearSuspension(cause: CancelCause, by: string): Promise<void> {
+    const cancelled = await cancelPause(this, cause, by);
     // From here on a late checkpoint (an abandoned handler or hook) cannot write the marker back.
     this.runner.removed = true;
+    if (!cancelled) {
+      this.deadline.cancel();
+      return;
+    }
     this.setMarker(undefined);
     // The store may hold a marker memory no longer does (a resume whose persist failed): clear it there.
     const store = this.runner.requireServices().store;

@@ -22,6 +22,12 @@ export interface SuspensionMarker {
   /** What the agent was when it paused; a resume refuses a changed identity unless told to accept it. */
   readonly identity?: AgentIdentity;
   /**
+   * The pause's deadline, ISO-8601 UTC with milliseconds, when it was given
+   * one (`expiresInMs`): once it has passed (also while the process was
+   * down) the pause is denied by decider `"expiry"`. Absent: no deadline.
+   */
+  readonly expiresAt?: string;
+  /**
    * `false` on a pause stored before its announcement was done: asked for
    * with `this.suspend()` and written by a checkpoint before the loop
    * boundary, or entered and written before its `onSuspend` and
@@ -83,6 +89,9 @@ export function readMarker(agent: string, state: JsonObject): SuspensionMarker |
       `stored state of '${agent}' has a malformed suspension marker under '${SUSPENSION_KEY}' (${describeValue(value)}); it must be { reason, since, approver: null, suspensionId } — restore the record from a backup rather than guess whether the agent was paused`,
     );
   }
+  if (m.expiresAt !== undefined && (typeof m.expiresAt !== "string" || Number.isNaN(Date.parse(m.expiresAt)))) {
+    throw new StateSchemaError(agent, `stored state of '${agent}' has a suspension marker whose 'expiresAt' is ${describeValue(m.expiresAt)}; it is an ISO-8601 time or absent — restore the record from a backup`);
+  }
   if (m.announced !== undefined && m.announced !== false) {
     throw new StateSchemaError(agent, `stored state of '${agent}' has a suspension marker whose 'announced' is ${describeValue(m.announced)}; it is false or absent — restore the record from a backup`);
   }
@@ -91,6 +100,7 @@ export function readMarker(agent: string, state: JsonObject): SuspensionMarker |
     since: m.since as string,
     approver: null,
     suspensionId: m.suspensionId as string,
+    ...(typeof m.expiresAt === "string" ? { expiresAt: m.expiresAt } : {}),
     ...(m.announced === false ? { announced: false as const } : {}),
   };
   if (m.identity === undefined) return marker;
@@ -141,13 +151,13 @@ const UNPRINTABLE = /[\p{Cc}\p{Cs}\u202A-\u202E\u2066-\u2069]/u;
  * Checks an approver: a string with at least one visible character (not
  * only whitespace, invisible format characters or blank-rendering fillers)
  * and no control characters, lone surrogates or bidi overrides, so that a
- * resume always names someone, legibly.
+ * resume (or a deny: `call`) always names someone, legibly.
  * @throws {@link InvalidApproverError}
  * @internal
  */
-export function assertApprover(agent: string, approver: unknown): asserts approver is string {
+export function assertApprover(agent: string, approver: unknown, call: "resume" | "deny" = "resume"): asserts approver is string {
   if (typeof approver !== "string" || !(isPrintableAscii(approver) || (VISIBLE.test(approver) && !UNPRINTABLE.test(approver)))) {
-    throw new InvalidApproverError(agent, approver);
+    throw new InvalidApproverError(agent, approver, call);
   }
 }
 
@@ -166,6 +176,7 @@ function isPrintableAscii(text: string): boolean {
 export function markerJson(marker: SuspensionMarker): JsonObject {
   const json: JsonObject = { reason: marker.reason, since: marker.since, approver: null, suspensionId: marker.suspensionId };
   if (marker.identity !== undefined) json.identity = { version: marker.identity.version, capabilities: [...marker.identity.capabilities] };
+  if (marker.expiresAt !== undefined) json.expiresAt = marker.expiresAt;
   if (marker.announced === false) json.announced = false;
   return json;
 }

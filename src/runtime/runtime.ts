@@ -14,6 +14,7 @@ import { AgentProcess } from "../process/agent-process.js";
 import { composeControl, composeOutgoing, type EnvelopeContext } from "../process/envelope.js";
 import { ProcessStatus } from "../process/process-status.js";
 import { assertApprover } from "../process/suspension.js";
+import { checkExpiresInMs } from "../process/pause-deadline.js";
 import { InMemoryStateStore } from "../state/in-memory-state-store.js";
 import type { StateStore } from "../state/state-store.js";
 import { attachChild, closeChild, startChild, stopChild, type ChildExit, type ChildParent, type SupervisedChild } from "../supervision/child.js";
@@ -63,6 +64,28 @@ export interface ControlOptions {
   signal?: AbortSignal;
 }
 
+/** Options of {@link Runtime.suspend}. */
+export interface SuspendOptions extends ControlOptions {
+  /**
+   * How long the pause may last: once this long has passed (on the
+   * runtime's clock, also while the process was down) the pause is denied by
+   * decider `"expiry"`. On an agent already suspended it replaces the
+   * pause's deadline; left out there, the deadline is kept. @defaultValue no deadline
+   */
+  expiresInMs?: number;
+}
+
+/** Options of {@link Runtime.deny}. */
+export interface DenyOptions extends ControlOptions {
+  /**
+   * The suspension this denial was made for. When the agent is no longer
+   * suspended under it, the deny rejects with `STALE_APPROVAL` and changes nothing.
+   */
+  suspensionId?: string;
+  /** Why it was denied: recorded in the `agent.deny` receipt and passed to `onDeny`. @defaultValue "" */
+  reason?: string;
+}
+
 /** Options of {@link Runtime.resume}. */
 export interface ResumeOptions extends ControlOptions {
   /**
@@ -90,6 +113,8 @@ export interface SuspendedAgent {
   readonly since: string;
   /** Names this pause; pass it to `resume` so an approval cannot settle a later pause. */
   readonly suspensionId: string;
+  /** When the pause is denied by `"expiry"`, ISO-8601 UTC, when it has a deadline. */
+  readonly expiresAt?: string;
 }
 
 /** Options of {@link Runtime.send}. */
@@ -314,15 +339,22 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * marker's persist attempts, `onSuspend` and `agent.suspend` receipt are
    * done. Suspending a suspended agent keeps its `since` and `suspensionId`
    * and updates the reason; with the same reason it changes nothing and
-   * resolves once the pause is announced. Rejects with `AGENT_NOT_FOUND`.
+   * resolves once the pause is announced. With `expiresInMs` the pause has a
+   * deadline, stored in its marker: once it passes it is denied by decider
+   * `"expiry"`. Rejects with `AGENT_NOT_FOUND`.
+   * @example
+   * ```ts
+   * await runtime.suspend("payer", "large payment", { expiresInMs: 3_600_000 });
+   * ```
    */
-  suspend(name: string, reason = "", options: ControlOptions = {}): Promise<void> {
+  suspend(name: string, reason = "", options: SuspendOptions = {}): Promise<void> {
     try {
       checkOptionsObject(`suspend('${name}')`, options);
       if (typeof reason !== "string") {
         throw new InvalidArgumentError("reason", `suspend('${name}') needs a string reason, got ${describeValue(reason)}`);
       }
-      return this.control(name, "_agency.suspend", { reason }, options);
+      const expiresInMs = checkExpiresInMs(`suspend('${name}')`, options.expiresInMs);
+      return this.control(name, "_agency.suspend", expiresInMs === undefined ? { reason } : { reason, expiresInMs }, options);
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
       return Promise.reject(error);
@@ -358,13 +390,58 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     }
   }
 
-  /** Every SUSPENDED agent of this runtime, with its reason, since and suspension id. */
+  /**
+   * Denies the pause of the suspended agent `name` on the word of `decider`:
+   * the same checks, in the same order, as {@link Runtime.resume}
+   * (`authorizeResume` is asked, told `{ decision: "deny" }`), then an
+   * `agent.deny` receipt before the effect, the marker cleared in one write,
+   * RUNNING again, and `onDeny(decider, marker, reason)` instead of
+   * `onResume`, so the agent drops its pending action. Resolves once it is
+   * RUNNING again. Denying a running agent is a no-op (the decider is still
+   * checked). Rejects, before anything is sent, with `INVALID_APPROVER` (for
+   * the decider) or `AGENT_NOT_FOUND`; then with `STALE_APPROVAL`,
+   * `RESUME_REFUSED` or `AUDIT_UNAVAILABLE`.
+   * @example
+   * ```ts
+   * const [pause] = runtime.listSuspended();
+   * await runtime.deny("payer", "bob", { suspensionId: pause.suspensionId, reason: "over budget" });
+   * ```
+   */
+  deny(name: string, decider: string, options: DenyOptions = {}): Promise<void> {
+    try {
+      checkOptionsObject(`deny('${name}')`, options);
+      assertApprover(name, decider, "deny");
+      const { suspensionId, reason } = options;
+      if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
+        throw new InvalidArgumentError("suspensionId", `deny('${name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
+      }
+      if (reason !== undefined && typeof reason !== "string") {
+        throw new InvalidArgumentError("reason", `deny('${name}'): reason must be a string, got ${describeValue(reason)}`);
+      }
+      // A denial travels as a resume request with decision "deny": the same path, checks and ordering.
+      const payload: JsonObject = { approver: decider, decision: "deny" };
+      if (suspensionId !== undefined) payload.suspensionId = suspensionId;
+      if (reason !== undefined) payload.reason = reason;
+      return this.control(name, "_agency.resume", payload, options, "deny");
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
+      return Promise.reject(error);
+    }
+  }
+
+  /** Every SUSPENDED agent of this runtime, with its reason, since, suspension id and deadline (if any). */
   listSuspended(): SuspendedAgent[] {
     const suspended: SuspendedAgent[] = [];
     for (const agent of this.services.registry.all()) {
       const marker = agent.suspension;
       if (agent.status === ProcessStatus.SUSPENDED && marker !== undefined) {
-        suspended.push({ name: agent.name, reason: marker.reason, since: marker.since, suspensionId: marker.suspensionId });
+        suspended.push({
+          name: agent.name,
+          reason: marker.reason,
+          since: marker.since,
+          suspensionId: marker.suspensionId,
+          ...(marker.expiresAt === undefined ? {} : { expiresAt: marker.expiresAt }),
+        });
       }
     }
     return suspended;
@@ -415,13 +492,13 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * promise resolves once the agent has acted on it. The agent waits for
    * this very promise to settle before it takes its next message.
    */
-  private control(name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject, options: ControlOptions): Promise<void> {
+  private control(name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject, options: ControlOptions, call = type.slice(8)): Promise<void> {
     const timeoutMs = options.timeoutMs;
     if (timeoutMs !== undefined && (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
-      throw new InvalidArgumentError("timeoutMs", `${type.slice(8)}('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
+      throw new InvalidArgumentError("timeoutMs", `${call}('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
     }
     if (this.services.registry.get(name) === undefined) throw notFound(name);
-    this.assertStarted(`${type.slice(8)}('${name}')`);
+    this.assertStarted(`${call}('${name}')`);
     payload.sent = ++this.services.controlSent.count;
     return this.services.bus.control(composeControl(this.outside, name, type, payload), timeoutMs, options.signal);
   }

@@ -37,9 +37,24 @@ export interface RuntimeServices {
   readonly controlSent: { count: number };
 }
 
+/** What an {@link AuthorizeResume} hook is asked to allow. */
+export interface ResumeDecision {
+  /** `"approve"` for `runtime.resume`, `"deny"` for `runtime.deny` (the decider is then passed as `approver`). */
+  readonly decision: "approve" | "deny";
+}
+
 /**
  * Decides whether `approver` may resume `agentName` from the suspension
- * `marker`. Return (or resolve) `true` to allow; `false` or a throw refuses
- * with `RESUME_REFUSED`. Called only while the agent is SUSPENDED.
+ * `marker` — or, when `decision.decision` is `"deny"`, deny it. Return (or
+ * resolve) `true` to allow; `false` or a throw refuses with
+ * `RESUME_REFUSED`. Called only while the agent is SUSPENDED; never for a
+ * pause that expires (its deadline was part of the pause). The runtime
+ * always passes `decision`; it is optional so that hooks written for three
+ * arguments, and code calling them so, keep working.
+ * @example
+ * ```ts
+ * const authorizeResume: AuthorizeResume = (agent, who, marker, asked) =>
+ *   asked?.decision === "deny" ? reviewers.has(who) : approvers.has(who);
+ * ```
  */
-export type AuthorizeResume = (agentName: string, approver: string, marker: SuspensionMarker) => boolean | Promise<boolean>;
+export type AuthorizeResume = (agentName: string, approver: string, marker: SuspensionMarker, decision?: ResumeDecision) => boolean | Promise<boolean>;

@@ -16,6 +16,7 @@ import { sleep } from "../time/clock.js";
 import { backoffDelay } from "./backoff.js";
 import { abandonChildStart, attachChild, closeChild, detachChild, startChild, stopChild, type ChildExit, type ChildParent, type StopOptions, type SupervisedChild } from "./child.js";
 import type { AgentFactory, ChildTerminationReason, DynamicHost, SpawnOptions } from "./dynamic-host.js";
+import type { CancelCause } from "../process/pause-settlement.js";
 import { RestartIntensity } from "./restart-intensity.js";
 import { resolveRestartOptions, type ResolvedRestartOptions, type RestartOptions } from "./supervision-options.js";
 
@@ -150,7 +151,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
    * Despawning a child already being removed waits for that removal.
    */
   async despawn(name: string): Promise<void> {
-    await this.stop(name, { drain: "current" });
+    await this.removeByName(name, { drain: "current" }, "despawned");
   }
 
   /**
@@ -164,10 +165,15 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
    * `AGENT_NOT_FOUND` for an unknown child.
    */
   async stop(name: string, options: StopOptions = {}): Promise<void> {
+    await this.removeByName(name, options, "stopped");
+  }
+
+  /** Stops and removes the child `name`; a pause it holds is cancelled with `cause`. */
+  private async removeByName(name: string, options: StopOptions, cause: "despawned" | "stopped"): Promise<void> {
     checkStopOptions(name, options);
     const child = this.kids.get(name);
     if (child === undefined) throw notFound(name);
-    await this.remove(child, "despawned", () => child.agent[stopChild](options));
+    await this.remove(child, "despawned", () => child.agent[stopChild](options), cause);
   }
 
   /** Whether it belongs to a runtime (it was passed to one). @internal */
@@ -310,18 +316,18 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
    * removed before anything is awaited, so no restart can slip in between;
    * a second call while the removal runs joins it, so the spawner hears once.
    */
-  private remove(child: DynamicChild, reason: ChildTerminationReason, stopFirst?: () => Promise<void>): Promise<void> {
+  private remove(child: DynamicChild, reason: ChildTerminationReason, stopFirst?: () => Promise<void>, cause: CancelCause = reason): Promise<void> {
     if (this.kids.get(child.agent.name) !== child) return Promise.resolve();
     if (child.removal !== undefined) return child.removal;
     // The mark is set before removeNow runs a single line.
-    const removal = Promise.resolve().then(() => this.removeNow(child, reason, stopFirst));
+    const removal = Promise.resolve().then(() => this.removeNow(child, reason, stopFirst, cause));
     child.removal = removal;
     child.backoff?.abort();
     track(this.removals, removal);
     return removal;
   }
 
-  private async removeNow(child: DynamicChild, reason: ChildTerminationReason, stopFirst: (() => Promise<void>) | undefined): Promise<void> {
+  private async removeNow(child: DynamicChild, reason: ChildTerminationReason, stopFirst: (() => Promise<void>) | undefined, cause: CancelCause): Promise<void> {
     if (stopFirst !== undefined) {
       try {
         await stopFirst();
@@ -332,7 +338,8 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
       }
     }
     try {
-      await child.agent[clearSuspension]();
+      // A pause the child holds is cancelled on the record (agent.suspend.cancelled), by this supervisor.
+      await child.agent[clearSuspension](cause, this.name);
     } catch (error) {
       this.requireServices().logger.error(`could not clear the suspension marker of removed agent '${child.agent.name}'; a new agent of that name would start SUSPENDED`, { error });
     }

@@ -4,9 +4,10 @@ import type { ApproverKind, LifecycleCommand, LifecycleCommandKind } from "./lif
 
 /** A command before ids are numbered. */
 type Draft =
-  | { readonly kind: "send" | "ask" | "crash" | "siblingCrash" | "restart" | "shutdown" }
-  | { readonly kind: "selfSuspend" | "suspend"; readonly reason: string }
-  | { readonly kind: "resume"; readonly approver: ApproverKind; readonly bySuspensionId: boolean };
+  | { readonly kind: "send" | "ask" | "crash" | "siblingCrash" | "restart" | "shutdown" | "elapse" }
+  | { readonly kind: "selfSuspend"; readonly reason: string }
+  | { readonly kind: "suspend"; readonly reason: string; readonly deadline: boolean }
+  | { readonly kind: "resume" | "deny"; readonly approver: ApproverKind; readonly bySuspensionId: boolean };
 
 /** Options of {@link lifecycleCommandsArbitrary}. */
 export interface LifecycleCommandsOptions {
@@ -16,10 +17,10 @@ export interface LifecycleCommandsOptions {
   maxLength?: number;
   /**
    * How often each kind is drawn, relative to the others; 0 leaves a kind out.
-   * @defaultValue send 4, ask 2, selfSuspend 2, crash 1, suspend 2, resume 5, siblingCrash 1, restart 1
+   * @defaultValue send 4, ask 2, selfSuspend 2, crash 1, suspend 2, resume 5, deny 2, elapse 1, siblingCrash 1, restart 1
    */
   weights?: Partial<Record<Exclude<LifecycleCommandKind, "shutdown">, number>>;
-  /** How often each approver kind is drawn in a `resume`. @defaultValue valid 5, empty 1, whitespace 1, stale 2 */
+  /** How often each approver kind is drawn in a `resume` or `deny`. @defaultValue valid 5, empty 1, whitespace 1, stale 2 */
   approverWeights?: Partial<Record<ApproverKind, number>>;
   /**
    * Where `shutdown` may appear: `"never"`, `"last"` (half of the scenarios
@@ -44,6 +45,8 @@ const DEFAULT_WEIGHTS: Readonly<Record<Exclude<LifecycleCommandKind, "shutdown">
   crash: 1,
   suspend: 2,
   resume: 5,
+  deny: 2,
+  elapse: 1,
   siblingCrash: 1,
   restart: 1,
 };
@@ -52,8 +55,9 @@ const DEFAULT_APPROVER_WEIGHTS: Readonly<Record<ApproverKind, number>> = { valid
 
 /**
  * Scenarios for one agent under a ONE_FOR_ALL supervisor: interleavings of
- * business messages, external and self suspensions, resumes with valid,
- * empty, blank and stale approvals, crashes, sibling crashes, process
+ * business messages, external (with or without a deadline) and self
+ * suspensions, resumes and denies with valid, empty, blank and stale
+ * approvals, time passing deadlines, crashes, sibling crashes, process
  * restarts and a shutdown. Message ids are numbered 0, 1, 2 … in command
  * order; shrinking keeps them so. Feed the result to {@link SuspensionModel}
  * and to {@link runLifecycleCommands} and compare.
@@ -86,9 +90,11 @@ export function lifecycleCommandsArbitrary(options: LifecycleCommandsOptions = {
     crash: fc.constant({ kind: "crash" }),
     siblingCrash: fc.constant({ kind: "siblingCrash" }),
     restart: fc.constant({ kind: "restart" }),
+    elapse: fc.constant({ kind: "elapse" }),
     selfSuspend: reason.map((r) => ({ kind: "selfSuspend", reason: r })),
-    suspend: reason.map((r) => ({ kind: "suspend", reason: r })),
+    suspend: fc.record({ reason, deadline: fc.boolean() }).map((r) => ({ kind: "suspend", ...r })),
     resume: fc.record({ approver, bySuspensionId: fc.boolean() }).map((r) => ({ kind: "resume", ...r })),
+    deny: fc.record({ approver, bySuspensionId: fc.boolean() }).map((r) => ({ kind: "deny", ...r })),
   };
   const entries = (Object.keys(byKind) as Array<keyof typeof byKind>).map((kind) => [weights[kind], byKind[kind]] as const);
   const shutdown = options.shutdown ?? "last";
@@ -112,9 +118,10 @@ function number(drafts: readonly Draft[]): LifecycleCommand[] {
       case "selfSuspend":
         return { kind: "selfSuspend", id: next++, reason: draft.reason };
       case "suspend":
-        return { kind: "suspend", reason: draft.reason };
+        return draft.deadline ? { kind: "suspend", reason: draft.reason, deadline: true } : { kind: "suspend", reason: draft.reason };
       case "resume":
-        return draft.approver === "valid" ? { kind: "resume", approver: "valid", bySuspensionId: draft.bySuspensionId } : { kind: "resume", approver: draft.approver };
+      case "deny":
+        return draft.approver === "valid" ? { kind: draft.kind, approver: "valid", bySuspensionId: draft.bySuspensionId } : { kind: draft.kind, approver: draft.approver };
       default:
         return { kind: draft.kind };
     }

@@ -1,7 +1,14 @@
 import type { ProcessStatus } from "../process/process-status.js";
 
 /**
- * How a `resume` command names its approver:
+ * How far an `elapse` command moves the clock, and how long a `suspend` with
+ * `deadline` may last: short enough that a scenario's asks (30 s timeout)
+ * do not time out unless it holds more than 59 `elapse` commands.
+ */
+export const LIFECYCLE_DEADLINE_MS = 500;
+
+/**
+ * How a `resume` (or `deny`) command names its approver (decider):
  * - `"valid"`: a non-empty approver (`"approver-3"`), accepted;
  * - `"empty"`: `""`, refused with `INVALID_APPROVER`;
  * - `"whitespace"`: `" \t"`, refused with `INVALID_APPROVER`;
@@ -27,8 +34,15 @@ export const APPROVER_KINDS: readonly ApproverKind[] = Object.freeze(["valid", "
  *   subject handles no business message, so the crash waits in the mailbox
  *   until a resume lets the subject reach it;
  * - `suspend`: `runtime.suspend(subject, reason)` (external);
+ *   With `deadline`, the pause may last {@link LIFECYCLE_DEADLINE_MS}
+ *   (`expiresInMs`); on a suspended subject that replaces its deadline;
  * - `resume`: `runtime.resume(subject, approver)`; with `bySuspensionId` a
  *   valid resume also names the current suspension (`{ suspensionId }`);
+ * - `deny`: `runtime.deny(subject, approver)`, with the same approver kinds
+ *   and `bySuspensionId` as `resume`;
+ * - `elapse`: the clock moves {@link LIFECYCLE_DEADLINE_MS} on (it must be a
+ *   `TestClock`): every deadline set so far passes, and a pause holding one
+ *   is denied by `"expiry"`;
  * - `siblingCrash`: the sibling crashes, so ONE_FOR_ALL stops and restarts the subject;
  * - `restart`: a process restart: the runtime is stopped and a new one, with
  *   new agent instances, is started on the same store; messages the subject
@@ -40,8 +54,10 @@ export type LifecycleCommand =
   | { readonly kind: "ask"; readonly id: number }
   | { readonly kind: "selfSuspend"; readonly id: number; readonly reason: string }
   | { readonly kind: "crash"; readonly id: number }
-  | { readonly kind: "suspend"; readonly reason: string }
+  | { readonly kind: "suspend"; readonly reason: string; readonly deadline?: boolean }
   | { readonly kind: "resume"; readonly approver: ApproverKind; readonly bySuspensionId?: boolean }
+  | { readonly kind: "deny"; readonly approver: ApproverKind; readonly bySuspensionId?: boolean }
+  | { readonly kind: "elapse" }
   | { readonly kind: "siblingCrash" }
   | { readonly kind: "restart" }
   | { readonly kind: "shutdown" };
@@ -57,6 +73,8 @@ export const LIFECYCLE_COMMAND_KINDS: readonly LifecycleCommandKind[] = Object.f
   "crash",
   "suspend",
   "resume",
+  "deny",
+  "elapse",
   "siblingCrash",
   "restart",
   "shutdown",
@@ -76,8 +94,10 @@ export function isMessageCommand(command: LifecycleCommand): command is MessageC
  * - `"queued"`: its message waits in the mailbox (the subject is SUSPENDED);
  * - `"suspended"`: a new suspension began; `"updated"`: the subject was already
  *   suspended, only the reason changed (same suspension);
- * - `"resumed"`: SUSPENDED → RUNNING; `"noop"`: a valid resume of a running subject;
- * - `"INVALID_APPROVER"` / `"STALE_APPROVAL"`: the resume was refused with that code;
+ * - `"resumed"`: SUSPENDED → RUNNING; `"noop"`: a valid resume (or deny) of a
+ *   running subject, or an `elapse` that expired no pause;
+ * - `"denied"`: SUSPENDED → RUNNING by a deny; `"expired"`: by an `elapse` (decider `"expiry"`);
+ * - `"INVALID_APPROVER"` / `"STALE_APPROVAL"`: the resume or deny was refused with that code;
  * - `"restarted"`: the subject was stopped and started again (sibling crash, process restart);
  * - `"stopped"`: the runtime was shut down; `"ignored"`: a command after the shutdown;
  * - `` `error:${code}` ``: the runtime rejected the command with an unexpected error (never predicted).
@@ -88,6 +108,8 @@ export type StepResult =
   | "suspended"
   | "updated"
   | "resumed"
+  | "denied"
+  | "expired"
   | "noop"
   | "INVALID_APPROVER"
   | "STALE_APPROVAL"
@@ -161,9 +183,10 @@ export function formatCommand(command: LifecycleCommand): string {
     case "selfSuspend":
       return `selfSuspend#${command.id}(${JSON.stringify(command.reason)})`;
     case "suspend":
-      return `suspend(${JSON.stringify(command.reason)})`;
+      return `suspend(${JSON.stringify(command.reason)}${command.deadline === true ? ", deadline" : ""})`;
     case "resume":
-      return `resume(${command.approver}${command.bySuspensionId === true ? ", bySuspensionId" : ""})`;
+    case "deny":
+      return `${command.kind}(${command.approver}${command.bySuspensionId === true ? ", bySuspensionId" : ""})`;
     default:
       return command.kind;
   }

@@ -14,6 +14,7 @@ import type { Clock } from "../time/clock.js";
 import { CRASH_MESSAGE_TYPE, instrument, LIFECYCLE_ID_KEY, SELF_SUSPEND_MESSAGE_TYPE } from "./instrument.js";
 import {
   formatCommand,
+  LIFECYCLE_DEADLINE_MS,
   isMessageCommand,
   transitionText,
   type AskOutcome,
@@ -125,6 +126,10 @@ export class LifecycleDriver {
       }
       if (this.#options.settleAfter?.(command, this.#step) ?? true) await this.#settle(formatCommand(command));
       if (result === undefined && isMessageCommand(command)) result = this.#taken.has(command.id) ? "handled" : "queued";
+      if (result === undefined && command.kind === "elapse") {
+        const step = this.#step;
+        result = this.#audit.some((e) => e.step === step && e.event === "agent.deny" && e.agent === this.#name && e.details.expired === true) ? "expired" : "noop";
+      }
       if (result === undefined) result = this.agent.incarnation > incarnation ? "restarted" : "noop";
     }
     const marker = this.agent.suspension;
@@ -198,8 +203,21 @@ export class LifecycleDriver {
         await this.#deliver(command);
         return undefined;
       case "suspend":
-        await runtime.suspend(this.#name, command.reason);
+        await runtime.suspend(this.#name, command.reason, command.deadline === true ? { expiresInMs: LIFECYCLE_DEADLINE_MS } : {});
         return suspended === undefined ? "suspended" : "updated";
+      case "elapse": {
+        if (!(this.#clock instanceof TestClock)) throw new InvalidArgumentError("clock", "LifecycleDriver: an 'elapse' command needs the driver's clock to be a TestClock");
+        await this.#clock.advance(LIFECYCLE_DEADLINE_MS);
+        return undefined; // told apart once the step has settled: "expired" when the expiry's receipt is on record
+      }
+      case "deny": {
+        const decider = command.approver === "empty" ? "" : command.approver === "whitespace" ? " \t" : `approver-${this.#step}`;
+        let suspensionId: string | undefined;
+        if (command.approver === "stale") suspensionId = [...this.#suspensionIds].reverse().find((id) => id !== suspended) ?? uuidv7(this.#clock.now());
+        else if (command.approver === "valid" && command.bySuspensionId === true) suspensionId = suspended;
+        await runtime.deny(this.#name, decider, suspensionId === undefined ? {} : { suspensionId });
+        return this.#audit.some((e) => e.event === "agent.deny" && e.agent === this.#name && e.details.decider === decider) ? "denied" : "noop";
+      }
       case "resume": {
         const approver = command.approver === "empty" ? "" : command.approver === "whitespace" ? " \t" : `approver-${this.#step}`;
         let suspensionId: string | undefined;

@@ -17,6 +17,8 @@ import {
 interface ModelSuspension {
   readonly ordinal: number;
   readonly reason: string;
+  /** Whether the pause has a deadline (an `elapse` passes it). */
+  readonly deadline: boolean;
 }
 
 /**
@@ -37,6 +39,10 @@ interface ModelSuspension {
  * - `resume` needs a non-blank approver (`INVALID_APPROVER`, nothing changes);
  *   a `suspensionId` that is not the current suspension is `STALE_APPROVAL`
  *   (nothing changes); a valid resume of a RUNNING subject is a no-op;
+ *   `deny` follows the same rules and ends the pause the same way (`denied`);
+ * - a `suspend` with `deadline` gives the pause one (on a suspended subject it
+ *   replaces it; a `suspend` without keeps it); `elapse` passes every
+ *   deadline set so far, so a pause holding one ends (`expired`), as a deny;
  * - a `crash` message escalates: RUNNING → CRASHED → INITIALIZING → RUNNING
  *   (the supervisor restarts it); a SUSPENDED subject never reaches it until resumed;
  * - a sibling crash (ONE_FOR_ALL) or a process restart stops the subject and
@@ -132,13 +138,19 @@ export class SuspensionModel {
     switch (command.kind) {
       case "suspend":
         if (this.#suspension !== undefined) {
-          this.#suspension = { ...this.#suspension, reason: command.reason };
+          this.#suspension = { ...this.#suspension, reason: command.reason, deadline: this.#suspension.deadline || command.deadline === true };
           return "updated";
         }
-        this.#enterSuspended(command.reason, transitions);
+        this.#enterSuspended(command.reason, transitions, command.deadline === true);
         return "suspended";
       case "resume":
-        return this.#resume(command.approver, transitions);
+        return this.#resume(command.approver, transitions, "resumed");
+      case "deny":
+        return this.#resume(command.approver, transitions, "denied");
+      case "elapse":
+        if (this.#suspension?.deadline !== true) return "noop";
+        this.#lift(transitions);
+        return "expired";
       case "siblingCrash":
       case "restart": {
         const status = this.#status;
@@ -173,7 +185,7 @@ export class SuspensionModel {
     return this.#queue.includes(command) ? "queued" : "handled";
   }
 
-  #resume(approver: ApproverKind, transitions: TransitionText[]): StepResult {
+  #resume(approver: ApproverKind, transitions: TransitionText[], lifted: "resumed" | "denied"): StepResult {
     switch (approver) {
       case "empty":
       case "whitespace":
@@ -182,10 +194,8 @@ export class SuspensionModel {
         return "STALE_APPROVAL";
       case "valid":
         if (this.#suspension === undefined) return "noop";
-        this.#suspension = undefined;
-        this.#move(ProcessStatus.RUNNING, transitions);
-        this.#drain(transitions);
-        return "resumed";
+        this.#lift(transitions);
+        return lifted;
       default:
         throw new TypeError(`SuspensionModel: unknown approver kind ${JSON.stringify(approver)}`);
     }
@@ -218,8 +228,15 @@ export class SuspensionModel {
     }
   }
 
-  #enterSuspended(reason: string, transitions: TransitionText[]): void {
-    this.#suspension = { ordinal: ++this.#suspensions, reason };
+  /** Ends the pause (a resume, deny or expiry): RUNNING again, and the queue drains. */
+  #lift(transitions: TransitionText[]): void {
+    this.#suspension = undefined;
+    this.#move(ProcessStatus.RUNNING, transitions);
+    this.#drain(transitions);
+  }
+
+  #enterSuspended(reason: string, transitions: TransitionText[], deadline = false): void {
+    this.#suspension = { ordinal: ++this.#suspensions, reason, deadline };
     this.#move(ProcessStatus.SUSPENDED, transitions);
   }
 

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
-import { event, KEY, resume, suspend, tempDir, writeLog } from "./fixtures/log.js";
+import { cancel, deny, event, KEY, resume, suspend, tempDir, writeLog } from "./fixtures/log.js";
 
 describe("verifySuspension", () => {
   let dir: string;
@@ -106,6 +106,77 @@ describe("verifySuspension", () => {
   it("failed: a resume row without a suspensionId", async () => {
     await writeLog(file, [suspend("payer", "s-1"), event("agent.resume", "payer", { approver: "alice" })]);
     expect((await verifySuspension(file, "payer", { key: KEY })).status).toBe("failed");
+  });
+
+  describe("decisions: approved, denied, expired, cancelled", () => {
+    it("reports how each suspension was settled, and a deny, expiry or cancellation settles it (verified)", async () => {
+      await writeLog(file, [
+        suspend("payer", "s-1"),
+        resume("payer", "s-1", "alice"),
+        suspend("payer", "s-2"),
+        deny("payer", "s-2", "bob"),
+        suspend("payer", "s-3"),
+        deny("payer", "s-3", "expiry", true),
+        suspend("payer", "s-4"),
+        cancel("payer", "s-4", "despawned", "workers"),
+      ]);
+      const result = await verifySuspension(file, "payer", { key: KEY });
+      expect(result.failures).toEqual([]);
+      expect(result.status).toBe("verified");
+      expect(result.suspensions.map((s) => [s.suspensionId, s.status, s.decision, s.decidedBy])).toEqual([
+        ["s-1", "verified", "approved", "alice"],
+        ["s-2", "verified", "denied", "bob"],
+        ["s-3", "verified", "expired", "expiry"],
+        ["s-4", "verified", "cancelled", "workers"],
+      ]);
+      expect(result.suspensions[3]?.cause).toBe("despawned");
+      for (const s of result.suspensions) expect(s.settledAt).toMatch(/^2030-/);
+      // approver and resumedAt stay an approval's
+      expect(result.suspensions[1]).not.toHaveProperty("approver");
+      expect(result.suspensions[1]).not.toHaveProperty("resumedAt");
+    });
+
+    it("a pending suspension has no decision", async () => {
+      await writeLog(file, [suspend("payer", "s-1")]);
+      const result = await verifySuspension(file, "payer", { key: KEY });
+      expect(result.status).toBe("pending");
+      expect(result.suspensions[0]).not.toHaveProperty("decision");
+      expect(result.suspensions[0]).not.toHaveProperty("settledAt");
+    });
+
+    it.each([
+      ["a deny after a resume", [resume("payer", "s-1"), deny("payer", "s-1")], "approved"],
+      ["a resume after a deny", [deny("payer", "s-1"), resume("payer", "s-1")], "denied"],
+      ["a cancellation after an expiry", [deny("payer", "s-1", "expiry", true), cancel("payer", "s-1")], "expired"],
+      ["a second deny", [deny("payer", "s-1"), deny("payer", "s-1", "carol")], "denied"],
+      ["a deny after a cancellation", [cancel("payer", "s-1"), deny("payer", "s-1")], "cancelled"],
+    ])("failed: %s (settled a second time); the first decision is kept", async (_what, settlements, first) => {
+      await writeLog(file, [suspend("payer", "s-1"), ...settlements]);
+      const result = await verifySuspension(file, "payer", { key: KEY });
+      expect(result.status).toBe("failed");
+      expect(result.suspensions[0]).toMatchObject({ status: "failed", decision: first });
+      expect(result.failures.join()).toMatch(/'s-1' of 'payer' is settled a second time/);
+    });
+
+    it("failed: a deny or cancellation naming a suspension the log does not hold, or one of another agent", async () => {
+      await writeLog(file, [suspend("payer", "s-1"), deny("payer", "s-404")]);
+      expect((await verifySuspension(file, "payer", { key: KEY })).failures.join()).toMatch(/a deny of 'payer' names suspension 's-404', which the log does not hold/);
+      await writeLog(file, [suspend("other", "o-1"), suspend("payer", "s-1"), cancel("payer", "o-1")]);
+      const crossed = await verifySuspension(file, "payer", { key: KEY });
+      expect(crossed.status).toBe("failed");
+      expect(crossed.failures.join()).toMatch(/a cancellation of 'payer' names suspension 'o-1' of another agent, 'other'/);
+      await writeLog(file, [suspend("payer", "s-1"), deny("other", "s-1")]);
+      const foreign = await verifySuspension(file, "payer", { key: KEY });
+      expect(foreign.status).toBe("failed");
+      expect(foreign.suspensions[0]?.status).toBe("failed");
+    });
+
+    it("failed: a deny row without a suspensionId", async () => {
+      await writeLog(file, [suspend("payer", "s-1"), event("agent.deny", "payer", { decider: "bob", reason: "", expired: false })]);
+      const result = await verifySuspension(file, "payer", { key: KEY });
+      expect(result.status).toBe("failed");
+      expect(result.failures.join()).toMatch(/agent.deny of 'payer' names no suspensionId/);
+    });
   });
 
   it("rejects with AUDIT_KEY_MISSING when no key is given", async () => {

@@ -23,6 +23,14 @@ function resume(agent: string, suspensionId: string, approver = "alice"): AuditE
   };
 }
 
+function deny(agent: string, suspensionId: string, decider: string, expired = false): AuditEvent {
+  return { event: "agent.deny", ts: "2030-01-02T05:00:00.000Z", agent, signerId: "test", details: { decider, suspensionId, reason: "no", expired } };
+}
+
+function cancelled(agent: string, suspensionId: string, cause: string, by: string): AuditEvent {
+  return { event: "agent.suspend.cancelled", ts: "2030-01-02T06:00:00.000Z", agent, signerId: "test", details: { suspensionId, cause, by } };
+}
+
 async function writeLog(file: string, events: AuditEvent[]): Promise<void> {
   const sink = new JsonlAuditSink(file, { key: KEY });
   for (const e of events) await sink.emit(e);
@@ -36,6 +44,7 @@ describe("civitas audit", { timeout: 60_000 }, () => {
   let tamperedLog: string;
   let holedLog: string;
   let badLog: string;
+  let decidedLog: string;
 
   beforeAll(async () => {
     dir = tempDir();
@@ -54,6 +63,18 @@ describe("civitas audit", { timeout: 60_000 }, () => {
     badLog = path.join(dir, "bad.jsonl");
     // a resume of payer naming a suspension the log does not hold
     await writeLog(badLog, [suspend("payer", "s-1"), resume("payer", "s-1"), resume("payer", "s-404")]);
+    decidedLog = path.join(dir, "decided.jsonl");
+    // payer: approved, denied, expired, cancelled by a halt
+    await writeLog(decidedLog, [
+      suspend("payer", "d-1"),
+      resume("payer", "d-1"),
+      suspend("payer", "d-2"),
+      deny("payer", "d-2", "bob"),
+      suspend("payer", "d-3"),
+      deny("payer", "d-3", "expiry", true),
+      suspend("payer", "d-4"),
+      cancelled("payer", "d-4", "halt", "_runtime"),
+    ]);
   });
 
   afterAll(() => {
@@ -122,8 +143,8 @@ describe("civitas audit", { timeout: 60_000 }, () => {
       ]);
       expect(run.code).toBe(0);
       const lines = run.stdout.split("\n");
-      expect(lines[0]).toMatch(/^SUSPENSION\s+REASON\s+SINCE\s+STATUS\s+APPROVER\s+RESUMED AT$/);
-      expect(lines[1]).toMatch(/^f-1\s+budget\s+2030-01-02T03:04:05.678Z\s+verified\s+bob\s+2030-01-02T04:00:00.000Z$/);
+      expect(lines[0]).toMatch(/^SUSPENSION\s+REASON\s+SINCE\s+STATUS\s+DECISION\s+BY\s+SETTLED AT$/);
+      expect(lines[1]).toMatch(/^f-1\s+budget\s+2030-01-02T03:04:05.678Z\s+verified\s+approved\s+bob\s+2030-01-02T04:00:00.000Z$/);
       expect(run.stdout).toContain("VERIFIED");
       expect(code).toBe(0);
       expect(json).toMatchObject({
@@ -131,7 +152,30 @@ describe("civitas audit", { timeout: 60_000 }, () => {
         agent: "fetcher",
         status: "verified",
         failures: [],
-        suspensions: [{ suspensionId: "f-1", status: "verified", approver: "bob" }],
+        suspensions: [{ suspensionId: "f-1", status: "verified", decision: "approved", approver: "bob" }],
+      });
+    });
+
+    it("shows how each suspension was decided: approved, denied, expired, cancelled (table and --json)", async () => {
+      const [run, { code, json }] = await Promise.all([
+        civitas(["audit", "verify-suspension", decidedLog, "payer", "--key", KEY]),
+        civitasJson(["audit", "verify-suspension", decidedLog, "payer", "--key", KEY]),
+      ]);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/^d-1\s+budget\s+\S+\s+verified\s+approved\s+alice\s+2030-01-02T04:00:00.000Z$/m);
+      expect(run.stdout).toMatch(/^d-2\s+budget\s+\S+\s+verified\s+denied\s+bob\s+2030-01-02T05:00:00.000Z$/m);
+      expect(run.stdout).toMatch(/^d-3\s+budget\s+\S+\s+verified\s+expired\s+expiry\s+2030-01-02T05:00:00.000Z$/m);
+      expect(run.stdout).toMatch(/^d-4\s+budget\s+\S+\s+verified\s+cancelled\s+_runtime\s+2030-01-02T06:00:00.000Z$/m);
+      expect(run.stdout).toContain("VERIFIED: every suspension of 'payer' was settled by exactly one decision");
+      expect(code).toBe(0);
+      expect(json).toMatchObject({
+        status: "verified",
+        suspensions: [
+          { suspensionId: "d-1", decision: "approved", decidedBy: "alice" },
+          { suspensionId: "d-2", decision: "denied", decidedBy: "bob" },
+          { suspensionId: "d-3", decision: "expired", decidedBy: "expiry" },
+          { suspensionId: "d-4", decision: "cancelled", decidedBy: "_runtime", cause: "halt" },
+        ],
       });
     });
 
@@ -141,7 +185,7 @@ describe("civitas audit", { timeout: 60_000 }, () => {
         civitasJson(["audit", "verify-suspension", log, "payer", "--key", KEY]),
       ]);
       expect(run.code).toBe(0);
-      expect(run.stdout).toMatch(/^s-2\s+review\s+\S+\s+pending\s+-\s+-$/m);
+      expect(run.stdout).toMatch(/^s-2\s+review\s+\S+\s+pending\s+-\s+-\s+-$/m);
       expect(run.stdout).toContain("PENDING: 1 suspension of 'payer' is still live");
       expect(code).toBe(0);
       expect(json).toMatchObject({ status: "pending", suspensions: [{ status: "verified" }, { status: "pending" }] });

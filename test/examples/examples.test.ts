@@ -103,18 +103,24 @@ const expectedLines: Record<string, RegExp[]> = {
     /\[process 2\] the waiting ask for INV-3 is answered: paid$/,
     /\[process 2\] the same approval again: STALE_APPROVAL/,
     /\[process 2\] INV-2 sent again: duplicate$/,
+    /\[process 2\] pay INV-4 9800\.00 to umbrella: awaiting-approval$/,
+    /\[process 2\] onDeny\(bob@finance\): dropped INV-4 9800\.00 to umbrella \("umbrella is not an approved supplier"\); nothing paid$/,
+    /\[process 2\] runtime\.deny\("payments", "bob@finance", \{ suspensionId, reason \}\) resolved: payments is RUNNING; ledger: INV-1 40\.00, INV-2 12500\.00, INV-3 25\.00$/,
+    /\[process 2\] approving the denied pause afterwards: STALE_APPROVAL \(a pause is decided once\)$/,
     /^process 2 exited with code 0$/,
     /^ +INV-1 +40\.00 to acme +approved by policy$/,
     /^ +INV-2 +12500\.00 to globex +approved by alice@finance \(suspension [0-9a-f-]{36}\)$/,
     /^ +INV-3 +25\.00 to initech +approved by policy$/,
-    /^each payment exactly once: yes; INV-2 approved by alice@finance; pending: none$/,
+    /^each payment exactly once: yes; INV-2 approved by alice@finance; INV-4 denied, paid: no; pending: none$/,
     /#1 .*agent\.suspend payments +\{"durable":true,"reason":"approve payment INV-2: 12500\.00 to globex","since":"[^"]+","suspensionId":"[0-9a-f-]{36}"\}$/,
     /agent\.start +payments +\{"incarnation":1,"suspensionId":"[0-9a-f-]{36}"\}$/,
     /agent\.resume +payments +\{"approver":"alice@finance","reason":"[^"]+","suspensionId":"[0-9a-f-]{36}"\}$/,
+    /agent\.deny +payments +\{"decider":"bob@finance","expired":false,"reason":"umbrella is not an approved supplier","suspensionId":"[0-9a-f-]{36}"\}$/,
     /^verifyAuditLog: intact, \d+ signed rows in one hash chain$/,
-    /^verifySuspension: suspension [0-9a-f-]{36} \("approve payment INV-2: 12500\.00 to globex"\) verified, settled by alice@finance/,
+    /^verifySuspension: suspension [0-9a-f-]{36} \("approve payment INV-2: 12500\.00 to globex"\) verified: approved by alice@finance at /,
+    /^verifySuspension: suspension [0-9a-f-]{36} \("approve payment INV-4: 9800\.00 to umbrella"\) verified: denied by bob@finance at /,
     /^verifySuspension\(payments\): verified$/,
-    /^one suspend, one resume by alice@finance: yes$/,
+    /^two pauses, each decided once: approved by alice@finance, denied by bob@finance: yes$/,
     /^done$/,
   ],
   "typed-messages.ts": [
@@ -141,12 +147,17 @@ const expectedLines: Record<string, RegExp[]> = {
 
 /** Checks beyond "these lines, in this order". */
 const extraChecks: Record<string, (stdout: string) => void> = {
-  // One pause from start to end: the id process 1 was killed under is the one
-  // process 2 restored, the one approved, the one the payment and the audit record.
+  // One pause across the kill: the id process 1 was killed under is the one process 2
+  // restored, the one approved, the one the payment and the audit record. The second
+  // pause (INV-4, denied) has an id of its own, named by its suspend, deny and verification.
   "approval-workflow.ts": (stdout) => {
     const ids = stdout.match(/[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}/g) ?? [];
-    expect(ids.length).toBeGreaterThanOrEqual(7);
-    expect(new Set(ids).size, `more than one suspension id in:\n${stdout}`).toBe(1);
+    expect(new Set(ids).size, `not exactly two suspension ids in:\n${stdout}`).toBe(2);
+    const [killed, denied] = [...new Set(ids)];
+    expect(ids.filter((id) => id === killed).length).toBeGreaterThanOrEqual(7);
+    expect(ids.filter((id) => id === denied).length).toBeGreaterThanOrEqual(3);
+    const deniedLines = stdout.split("\n").filter((line) => denied !== undefined && line.includes(denied));
+    expect(deniedLines.every((line) => /agent\.(suspend|deny)|INV-4/.test(line)), `the denied pause's id elsewhere:\n${deniedLines.join("\n")}`).toBe(true);
   },
 };
 

@@ -145,6 +145,25 @@ describe("durable suspension under SIGKILL, on a SQLite file", () => {
     expect(find(third, "start")).toEqual({ ev: "start", status: "RUNNING", suspensionId: null, reason: null, pending: null, ledger: paid });
   }, 30_000);
 
+  it("a pause that survived a kill is denied by the next process: onDeny drops the action, nothing is paid, the pause stays settled", async () => {
+    const first = await runChild(["suspend-one", file], (line, kill) => line.ev === "suspended" && kill());
+    expect(first.signal, first.stderr).toBe("SIGKILL");
+    const id = find(first, "suspended").id as string;
+
+    const second = await runChild(["deny", file]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(find(second, "start")).toMatchObject({ status: "SUSPENDED", suspensionId: id, pending: { cycle: 1, amount: 10_001 } });
+    expect(find(second, "denied")).toEqual({ ev: "denied", id, status: "RUNNING", receipts: [{ decider: "bob@finance", suspensionId: id, reason: "no", expired: false }] });
+    expect(find(second, "ledger")).toEqual({ ev: "ledger", ledger: [], pending: null });
+    expect(find(second, "stale")).toMatchObject({ code: "STALE_APPROVAL", status: "RUNNING" });
+    const onDisk = await readRecord(file);
+    expect(onDisk).toEqual({ marker: undefined, pending: null, ledger: [] });
+
+    const third = await runChild(["report", file]);
+    expect(third.code, third.stderr).toBe(0);
+    expect(find(third, "start")).toEqual({ ev: "start", status: "RUNNING", suspensionId: null, reason: null, pending: null, ledger: [] });
+  }, 30_000);
+
   it("between handle()'s own checkpoint and the suspension's write a kill leaves the action pending without a pause; an onStart guard pauses it again", async () => {
     // SPEC §5's pattern checkpoints the pending action BEFORE this.suspend(): the marker is written later, at the loop boundary.
     const first = await runChild(["stall", file], (line, kill) => line.ev === "checkpointed" && kill());

@@ -22,6 +22,7 @@ import {
   type Message,
   type RuntimeOptions,
   type StateStore,
+  type SuspensionMarker,
 } from "../../src/index.js";
 import type { TracerProvider } from "@opentelemetry/api";
 import { TestClock } from "../../src/testing/test-clock.js";
@@ -326,5 +327,13 @@ export class Pausable extends AgentProcess {
   override async onResume(approver: string): Promise<void> {
     this.resumes.push(approver);
     this.timeline.push(`onResume:${approver}`);
+  }
+
+  /** `[decider, suspensionId, reason]` of every `onDeny`. */
+  readonly denies: Array<[string, string, string]> = [];
+
+  override async onDeny(decider: string, marker: SuspensionMarker, reason: string): Promise<void> {
+    this.denies.push([decider, marker.suspensionId, reason]);
+    this.timeline.push(`onDeny:${decider}`);
   }
 }

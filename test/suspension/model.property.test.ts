@@ -1,7 +1,8 @@
 /**
  * Model-based property tests of durable suspension, built on `civitas-ts/testing`:
  * generated lifecycle scenarios (up to 40 commands: sends, asks, external and
- * self suspensions, resumes with valid, empty, blank and stale approvals,
+ * self suspensions, with or without a deadline, resumes and denies with valid,
+ * empty, blank and stale approvals, time passing deadlines (expiry),
  * crashes, sibling crashes under ONE_FOR_ALL, process restarts on the same
  * store, shutdown) run against a real Runtime and against `SuspensionModel`.
  *
@@ -72,16 +73,24 @@ function checkSafety(commands: readonly LifecycleCommand[], observed: LifecycleO
   expect(observed.entries.filter((e) => e.status !== ProcessStatus.RUNNING)).toEqual([]);
   // every status change legal, and each one starts where the previous one ended
   expect(transitionProblems(observed.transitions)).toEqual([]);
-  // no resume without a valid approver
+  // no resume without a valid approver, no deny without a valid decider
   for (const event of observed.audit.filter((e) => e.event === "agent.resume")) {
     expect(typeof event.details.approver === "string" && event.details.approver.trim() !== "").toBe(true);
   }
+  for (const event of observed.audit.filter((e) => e.event === "agent.deny")) {
+    expect(typeof event.details.decider === "string" && event.details.decider.trim() !== "").toBe(true);
+  }
+  // a pause is settled once: no suspension id is resumed or denied twice
+  const settled = observed.audit.filter((e) => e.event === "agent.resume" || e.event === "agent.deny").map((e) => e.details.suspensionId);
+  expect(new Set(settled).size).toBe(settled.length);
   outcome.steps.forEach((step, i) => {
     const c = step.command;
     const label = `step ${i} ${formatCommand(c)} -> ${step.result}`;
-    if (c.kind === "resume" && (c.approver === "empty" || c.approver === "whitespace")) expect(step.result, label).toBe("INVALID_APPROVER");
-    if (c.kind === "resume" && c.approver === "stale") expect(step.result, label).toBe("STALE_APPROVAL");
-    if (step.transitions.includes("SUSPENDED->RUNNING")) expect(c.kind === "resume" && c.approver === "valid", label).toBe(true);
+    const decides = c.kind === "resume" || c.kind === "deny";
+    if (decides && (c.approver === "empty" || c.approver === "whitespace")) expect(step.result, label).toBe("INVALID_APPROVER");
+    if (decides && c.approver === "stale") expect(step.result, label).toBe("STALE_APPROVAL");
+    // only an approval, a denial or a passed deadline ends a pause
+    if (step.transitions.includes("SUSPENDED->RUNNING")) expect((decides && c.approver === "valid") || c.kind === "elapse", label).toBe(true);
   });
   expect(observed.logs.filter((line) => !/crashed|not durable|failed a message while STOPPING/.test(line))).toEqual([]);
 }
@@ -97,10 +106,12 @@ function checkSettled(observed: LifecycleObservation): void {
       expect(step.transitions, label).toEqual([]);
       expect([step.status, step.suspension], label).toEqual([previous?.status ?? ProcessStatus.RUNNING, previous?.suspension ?? null]);
     }
-    // settle once: each effective resume leaves one receipt naming the suspension it lifted; nothing else leaves one
-    const receipts = observed.audit.filter((e) => e.step === i && e.event === "agent.resume");
-    if (step.result === "resumed") {
-      expect(receipts.map((e) => e.details.suspensionId), label).toEqual([observed.suspensionIds[(previous?.suspension ?? 0) - 1]]);
+    // settle once: each effective resume, deny or expiry leaves one receipt naming the suspension it ended; nothing else leaves one
+    const receipts = observed.audit.filter((e) => e.step === i && (e.event === "agent.resume" || e.event === "agent.deny"));
+    if (step.result === "resumed" || step.result === "denied" || step.result === "expired") {
+      expect(receipts.map((e) => [e.event, e.details.suspensionId, e.details.expired]), label).toEqual([
+        [step.result === "resumed" ? "agent.resume" : "agent.deny", observed.suspensionIds[(previous?.suspension ?? 0) - 1], step.result === "resumed" ? undefined : step.result === "expired"],
+      ]);
     } else {
       expect(receipts, label).toEqual([]);
     }
@@ -112,6 +123,7 @@ function checkSettled(observed: LifecycleObservation): void {
 /** What holds when commands overlap (the model cannot say what happens then). */
 function checkOverlapping(observed: LifecycleObservation): void {
   const receipts = observed.audit.filter((e) => e.event === "agent.resume");
+  const denials = observed.audit.filter((e) => e.event === "agent.deny");
   observed.outcome.steps.forEach((step, i) => {
     const c = step.command;
     const label = `step ${i} ${formatCommand(c)} -> ${step.result}`;
@@ -120,6 +132,9 @@ function checkOverlapping(observed: LifecycleObservation): void {
       // a resume that took effect left exactly one receipt; one that was refused (for whatever reason), none
       const own = receipts.filter((e) => e.details.approver === `approver-${i}`);
       expect(own.length, label).toBe(step.result === "resumed" ? 1 : 0);
+    } else if (c.kind === "deny") {
+      const own = denials.filter((e) => e.details.decider === `approver-${i}`);
+      expect(own.length, label).toBe(step.result === "denied" ? 1 : 0);
     } else {
       expect(step.result.startsWith("error:"), label).toBe(false);
     }
@@ -176,16 +191,47 @@ describe("durable suspension against its reference model (property)", () => {
       { kind: "resume", approver: "stale" },
       { kind: "suspend", reason: "updated" },
       { kind: "resume", approver: "valid" },
-      { kind: "shutdown" },
+      { kind: "suspend", reason: "no", deadline: false },
+      { kind: "deny", approver: "empty" },
+      { kind: "deny", approver: "stale" },
       { kind: "send", id: 5 },
+      { kind: "deny", approver: "valid", bySuspensionId: true },
+      { kind: "deny", approver: "valid" },
+      { kind: "suspend", reason: "wait", deadline: true },
+      { kind: "restart" },
+      { kind: "elapse" },
+      { kind: "elapse" },
+      { kind: "suspend", reason: "later" },
+      { kind: "suspend", reason: "later", deadline: true },
+      { kind: "elapse" },
+      { kind: "shutdown" },
+      { kind: "send", id: 6 },
     ];
     const observed = await runLifecycleCommands(commands);
     checkSafety(commands, observed);
     checkSettled(observed);
     expect(observed.outcome).toEqual(SuspensionModel.run(commands));
-    expect(observed.outcome.handled).toEqual([0, 1, 3, 4]);
+    expect(observed.outcome.handled).toEqual([0, 1, 3, 4, 5]);
     expect(observed.outcome.crashed).toEqual([2]);
-    expect(observed.outcome.steps.map((s) => s.suspension)).toEqual([null, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, null, null, null]);
+    expect(observed.outcome.steps.map((s) => s.result).slice(14, 28)).toEqual([
+      "suspended",
+      "INVALID_APPROVER",
+      "STALE_APPROVAL",
+      "queued",
+      "denied",
+      "noop",
+      "suspended",
+      "restarted",
+      "expired",
+      "noop",
+      "suspended",
+      "updated",
+      "expired",
+      "stopped",
+    ]);
+    expect(observed.outcome.steps.map((s) => s.suspension)).toEqual([
+      null, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, null, 3, 3, 3, 3, null, null, 4, 4, null, null, 5, 5, null, null, null,
+    ]);
   });
 });
 

@@ -150,7 +150,8 @@ function problems(commands: readonly LifecycleCommand[], shutdown: "never" | "la
     if (!isMessageCommand(c) && "id" in c) found.push(`${i}: ${c.kind} has an id`);
     if ((c.kind === "suspend" || c.kind === "selfSuspend") && typeof c.reason !== "string") found.push(`${i}: reason`);
     if (c.kind === "resume" && !APPROVER_KINDS.includes(c.approver)) found.push(`${i}: approver ${String(c.approver)}`);
-    if (c.kind === "resume" && c.approver !== "valid" && c.bySuspensionId !== undefined) found.push(`${i}: bySuspensionId on ${c.approver}`);
+    if ((c.kind === "resume" || c.kind === "deny") && c.approver !== "valid" && c.bySuspensionId !== undefined) found.push(`${i}: bySuspensionId on ${c.approver}`);
+    if (c.kind === "deny" && !APPROVER_KINDS.includes(c.approver)) found.push(`${i}: approver ${String(c.approver)}`);
     if (c.kind === "shutdown" && shutdown === "never") found.push(`${i}: shutdown`);
     if (c.kind === "shutdown" && shutdown === "last" && i !== commands.length - 1) found.push(`${i}: shutdown before the end`);
   });
@@ -201,14 +202,14 @@ describe("lifecycleCommandsArbitrary", () => {
       }),
     );
     fc.assert(
-      fc.property(lifecycleCommandsArbitrary({ weights: { send: 1, ask: 0, selfSuspend: 0, crash: 0, suspend: 0, resume: 0, siblingCrash: 0, restart: 0 }, shutdown: "never" }), (commands) => {
+      fc.property(lifecycleCommandsArbitrary({ weights: { send: 1, ask: 0, selfSuspend: 0, crash: 0, suspend: 0, resume: 0, deny: 0, elapse: 0, siblingCrash: 0, restart: 0 }, shutdown: "never" }), (commands) => {
         expect(commands.every((c) => c.kind === "send")).toBe(true);
       }),
     );
     const anywhere = fc.sample(lifecycleCommandsArbitrary({ shutdown: "anywhere" }), 300);
     expect(anywhere.some((cs) => cs.some((c, i) => c.kind === "shutdown" && i < cs.length - 1))).toBe(true);
     for (const commands of anywhere) expect(problems(commands, "anywhere")).toEqual([]);
-    const onlyStale = fc.sample(lifecycleCommandsArbitrary({ weights: { resume: 1, send: 0, ask: 0, selfSuspend: 0, crash: 0, suspend: 0, siblingCrash: 0, restart: 0 }, approverWeights: { valid: 0, empty: 0, whitespace: 0 } }), 50);
+    const onlyStale = fc.sample(lifecycleCommandsArbitrary({ weights: { resume: 1, send: 0, ask: 0, selfSuspend: 0, crash: 0, suspend: 0, deny: 0, elapse: 0, siblingCrash: 0, restart: 0 }, approverWeights: { valid: 0, empty: 0, whitespace: 0 } }), 50);
     expect(onlyStale.flat().every((c) => c.kind === "shutdown" || (c.kind === "resume" && c.approver === "stale"))).toBe(true);
   });
 
@@ -218,7 +219,7 @@ describe("lifecycleCommandsArbitrary", () => {
     expect(() => lifecycleCommandsArbitrary({ weights: { send: -1 } })).toThrow(RangeError);
     expect(() => lifecycleCommandsArbitrary({ approverWeights: { valid: 0, empty: 0, whitespace: 0, stale: 0 } })).toThrow(/positive weight/);
     expect(() =>
-      lifecycleCommandsArbitrary({ weights: { send: 0, ask: 0, selfSuspend: 0, crash: 0, suspend: 0, resume: 0, siblingCrash: 0, restart: 0 } }),
+      lifecycleCommandsArbitrary({ weights: { send: 0, ask: 0, selfSuspend: 0, crash: 0, suspend: 0, resume: 0, deny: 0, elapse: 0, siblingCrash: 0, restart: 0 } }),
     ).toThrow(/positive weight/);
   });
 });

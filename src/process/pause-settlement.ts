@@ -1,0 +1,130 @@
+import { AuditUnavailableError } from "../errors/errors.js";
+import type { JsonObject } from "../message/json.js";
+import { ProcessStatus } from "./process-status.js";
+import type { SuspensionControl } from "./suspension-control.js";
+import type { SuspensionMarker } from "./suspension.js";
+
+/**
+ * Why a pause was cancelled rather than decided: the agent was halted
+ * (`civitas.eval.halt`), or removed for good by its `DynamicSupervisor`
+ * (`despawn`, `stop`, out of restarts, or a clean exit of a paused child).
+ */
+export type CancelCause = "halt" | "despawned" | "stopped" | "restarts_exhausted" | "clean_exit";
+
+/** The decider of a pause whose deadline passed. */
+const EXPIRY_DECIDER = "expiry";
+
+/**
+ * Records `event` of the pause `marker`, after the pause's own
+ * `agent.suspend` receipt when that one is still owed (a decision never
+ * names a pause the log does not hold). `true` when both are on record, or
+ * when there is no audit sink.
+ */
+async function receiptFirst(control: SuspensionControl, marker: SuspensionMarker, event: string, details: JsonObject): Promise<boolean> {
+  const telemetry = control.runner.requireServices().telemetry;
+  if (!telemetry.auditing) return true;
+  const name = control.runner.agent.name;
+  // Owed also for a pause restored unannounced whose start failed before it could announce it.
+  const announced =
+    !(control.announcementOwed || marker.announced === false) ||
+    (await telemetry.audit("agent.suspend", name, { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, recordedAtDecision: true }));
+  return announced && (await telemetry.audit(event, name, details));
+}
+
+/**
+ * Denies the pause `marker`, as `resume` approves one: the `agent.deny`
+ * receipt comes before the effect (without it nothing changes:
+ * `AUDIT_UNAVAILABLE`), then the marker is cleared and persisted in one
+ * write, the status becomes RUNNING, and `onDeny(decider, marker, reason)`
+ * runs (never `onResume`), so the agent drops its pending action. Traced as
+ * `civitas.agent.deny`.
+ * @throws {@link AuditUnavailableError} (rejects) when the receipt could not be recorded
+ * @internal
+ */
+export async function denyPause(control: SuspensionControl, decider: string, marker: SuspensionMarker, reason: string, expired: boolean): Promise<void> {
+  const runner = control.runner;
+  const services = runner.requireServices();
+  const span = services.telemetry.startSpan("civitas.agent.deny", {
+    "civitas.agent.name": runner.agent.name,
+    "civitas.suspend.id": marker.suspensionId,
+    "civitas.deny.decider": decider,
+    "civitas.deny.expired": expired,
+  });
+  if (!(await receiptFirst(control, marker, "agent.deny", { decider, suspensionId: marker.suspensionId, reason, expired }))) {
+    // No denied pause without its receipt: the pause stays, nothing has changed yet.
+    const error = new AuditUnavailableError(runner.agent.name, "deny");
+    services.telemetry.endSpan(span, error);
+    throw error;
+  }
+  control.settle(marker);
+  await control.persistMarker("deny", span);
+  if (runner.currentStatus !== ProcessStatus.SUSPENDED) {
+    // A stop began meanwhile: the denial took effect (receipt on record, marker gone); this incarnation does not run again.
+    services.telemetry.endSpan(span);
+    return;
+  }
+  runner.transition(ProcessStatus.RUNNING);
+  await runner.runHook("onDeny", () => runner.agent.onDeny(decider, { ...marker }, reason), runner.options.shutdownTimeoutMs);
+  services.telemetry.endSpan(span);
+}
+
+/**
+ * Denies the current pause by decider `"expiry"` (`expired: true`) when its
+ * deadline has passed and the agent is still SUSPENDED under it; called by
+ * the loop at a boundary. `authorizeResume` is not asked: the deadline was
+ * part of the pause. If the receipt cannot be recorded the pause stays (it
+ * can still be resumed or denied, and a restart finds its deadline passed
+ * and tries again); that is logged, never thrown.
+ * @internal
+ */
+export function expirePause(control: SuspensionControl): Promise<void> | undefined {
+  control.deadline.due = false;
+  const runner = control.runner;
+  const marker = control.marker;
+  const expiresAt = marker?.expiresAt;
+  if (runner.currentStatus !== ProcessStatus.SUSPENDED || marker === undefined || expiresAt === undefined) return undefined;
+  return denyPause(control, EXPIRY_DECIDER, marker, `its deadline ${expiresAt} passed`, true).catch((error: unknown) => {
+    runner.requireServices().logger.error(`'${runner.agent.name}' passed the deadline of its pause ${marker.suspensionId} (${expiresAt}) but could not be denied; it stays SUSPENDED until resumed or denied`, { error });
+  });
+}
+
+/**
+ * Cancels the current pause, if any, on the record: an
+ * `agent.suspend.cancelled` receipt `{ suspensionId, cause, by }`, then the
+ * marker is cleared in memory (the caller stores that). Resolves `false`
+ * when the receipt could not be recorded: the marker is then kept, so the
+ * store and the log still agree that the pause is live (a later start
+ * comes back SUSPENDED under it, to be resumed or denied); that is logged.
+ * @internal
+ */
+export async function cancelPause(control: SuspensionControl, cause: CancelCause, by: string): Promise<boolean> {
+  const marker = control.marker;
+  if (marker === undefined) return true;
+  const runner = control.runner;
+  if (!(await receiptFirst(control, marker, "agent.suspend.cancelled", { suspensionId: marker.suspensionId, cause, by }))) {
+    runner
+      .requireServices()
+      .logger.error(
+        `the audit sink could not record that the pause ${marker.suspensionId} of '${runner.agent.name}' was cancelled (${cause}, by '${by}'); its marker is kept, so a later start of '${runner.agent.name}' comes back SUSPENDED under it, to be resumed or denied`,
+      );
+    return false;
+  }
+  control.settle(marker);
+  return true;
+}
+
+/**
+ * A halt (`civitas.eval.halt` from `by`) of a paused agent: its pause is
+ * cancelled on the record, then its cleared marker is stored. `undefined`
+ * when the agent holds no pause (nothing to wait for).
+ * @internal
+ */
+export function cancelOnHalt(control: SuspensionControl, by: string): Promise<void> | undefined {
+  if (control.marker === undefined) return undefined;
+  return cancelPause(control, "halt", by).then(async (cancelled) => {
+    if (!cancelled) return;
+    await control.runner.persist().catch((error: unknown) => {
+      control.runner.requireServices().logger.warn(`'${control.runner.agent.name}' was halted and its pause cancelled, but the cleared marker could not be stored; a start on this store would come back SUSPENDED`, { error });
+    });
+  });
+}
