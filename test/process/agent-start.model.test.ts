@@ -1,0 +1,994 @@
+/**
+ * Model-based test of ONE agent's start and stop phases under a
+ * DynamicSupervisor, with suspend and resume racing them.
+ *
+ * A `Starter` agent ("w", shutdownTimeoutMs 20 ms = two clock steps) is
+ * spawned under a DynamicSupervisor (CONSTANT backoff of 10 ms, an intensity
+ * it never exceeds) on a TestClock, with an in-memory store and an audit
+ * sink. Its `onStart` follows a script set before each start: return at once,
+ * throw at once, or hold on a gate until a `ReleaseStart` lets it return or
+ * throw. Commands:
+ *
+ * - `Spawn`: spawns the name (DUPLICATE_NAME while it is a child), the store
+ *   optionally seeded first with a pause stored before it was announced
+ *   (`announced: false`: the start announces it, onSuspend + `agent.suspend`
+ *   receipt, and its onSuspend may hold on a gate); with `stopToo`, a stop
+ *   is asked for in the same tick (before `onStart` has begun);
+ * - `ReleaseStart`: the held `onStart` returns, or throws;
+ * - `ReleaseAnnounce`: the held `onSuspend` of a restored pause returns;
+ * - `Send`: a business message (ok or escalating, optionally held in `handle()`);
+ * - `Release`: the held handler returns;
+ * - `Stop`: `DynamicSupervisor.stop(name, { drain, timeoutMs? })`: before
+ *   and during `onStart` (of a spawn or of a restart), during a restored
+ *   pause's announcement, during a held handler, during a restart backoff,
+ *   during another stop (joins it), once gone (AGENT_NOT_FOUND);
+ * - `CrashRestart`: an escalating message with the next start's script (the
+ *   restart after the backoff runs it: held, throwing, ok);
+ * - `Suspend` / `Resume`: `runtime.suspend(name, reason)` /
+ *   `runtime.resume(name, approver)`, at any of these points;
+ * - `Advance`: one clock step (10 ms): a restart that is due, a stop's
+ *   deadline (`timeoutMs` 5 ms, else shutdownTimeoutMs), the deadline a stop
+ *   gives a held `onStart` (shutdownTimeoutMs), onSuspend's deadline;
+ * - `ReleaseAbandoned`: an `onStart` or handler a stop gave up on returns
+ *   (nothing of it may show).
+ * Every run ends with `runtime.stop()`, either with whatever still holds
+ * held (`runtime.stop()` during a start, a handler, an announcement) or
+ * after releasing it.
+ *
+ * The model (SPEC §4, §5, §6, §11.7; docs/supervision.md "Agent statuses",
+ * "How children end", "Stopping with a drain", "shutdownTimeoutMs";
+ * docs/durable-suspension.md "Suspending", "The marker", "Resuming",
+ * "Supervision and the marker's lifecycle") predicts after every command,
+ * once the runtime is quiet: the exact sequence of hook and handle() calls,
+ * the audit receipts (`agent.suspend`, `agent.suspend.update`,
+ * `agent.resume`), the status transitions, what is held, what is queued, the
+ * outcome of every spawn, stop, send, suspend and resume, the registration,
+ * and that no two handlers (nor an onStart and a handler) ever overlap.
+ * A stop during `onStart` waits for it (bounded by shutdownTimeoutMs, not by
+ * the stop's own timeoutMs), then stops without taking anything queued
+ * (drain "current"); past the bound the start fails (START_FAILED), the
+ * agent ends CRASHED after onStop, and the removal goes on. A resume sent
+ * while a stored pause is restored lifts it once announced; runtime.suspend
+ * and runtime.resume act in the order sent, at the loop's boundaries.
+ *
+ * Choices the docs leave open, pinned to what the runtime does today:
+ * - a stop during a restored pause's announcement does not wait for that
+ *   announcement (its onSuspend may still hold while onStop runs and the
+ *   child is removed); the spawn resolves once the announcement is done,
+ *   even though the child is gone by then;
+ * - a drain "all" of a stop that came during onStart drains what is queued
+ *   when onStart returns (the stop takes effect then);
+ * - a suspend or resume still queued when the child is removed for good
+ *   rejects with MAILBOX_CLOSED.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { CivitasError } from "../../src/errors/civitas-error.js";
+import {
+  AgentProcess,
+  DynamicSupervisor,
+  ErrorAction,
+  InMemoryStateStore,
+  isLegalTransition,
+  ProcessStatus,
+  Runtime,
+  silentLogger,
+  Supervisor,
+  SUSPENSION_KEY,
+  type AuditEvent,
+  type Message,
+  type SpawnOptions,
+} from "../../src/index.js";
+import { TestClock } from "../../src/entries/testing.js";
+import { turns, waitUntil } from "../support/agents.js";
+import { track, type Tracked } from "../runtime/fixtures.js";
+
+const NAME = "w";
+const STEP_MS = 10;
+const BACKOFF_MS = 10;
+/** Two clock steps: what a stop gives a held onStart, a held handler (no timeoutMs), and onSuspend. */
+const SHUTDOWN_MS = 20;
+/** A stop's own `timeoutMs`, shorter than one clock step. */
+const STOP_TIMEOUT_MS = 5;
+const SPAWN_OPTIONS: SpawnOptions = { mailboxSize: 100, maxRetries: 0, shutdownTimeoutMs: SHUTDOWN_MS };
+const STORED_ID = "0190f0f0-0000-7000-8000-000000000001";
+const STORED_REASON = "stored";
+
+type StartMode = "ok" | "throw" | "hold";
+type Fate = "ok" | "escalate";
+
+// ---- the agent ---------------------------------------------------------------
+
+interface Recorder {
+  /** Hook and handle() calls, `${instance}:${what}`, in call order. */
+  readonly log: string[];
+  /** Audit receipts about the pause of the name, in order. */
+  readonly receipts: string[];
+  /** The agent's own code running now (onStart, handle), per instance. */
+  readonly active: Map<number, number>;
+  overlaps: number;
+  /** Gates held now, by key; the argument says whether the held code then throws. */
+  readonly held: Map<string, (fail: boolean) => void>;
+  /** The script of the next onStart (consumed by it). */
+  nextStart: StartMode;
+  /** Whether the onSuspend announcing a restored pause holds (set per spawn). */
+  holdSuspend: boolean;
+  noHold: boolean;
+}
+
+class ScriptedFailure extends Error {}
+
+function hold(rec: Recorder, key: string): Promise<boolean> {
+  if (rec.noHold) return Promise.resolve(false);
+  return new Promise<boolean>((resolve) => rec.held.set(key, resolve));
+}
+
+class Starter extends AgentProcess {
+  constructor(
+    name: string,
+    options: SpawnOptions | undefined,
+    readonly rec: Recorder,
+    readonly instance: number,
+  ) {
+    super(name, options);
+  }
+
+  private enter(): void {
+    const active = (this.rec.active.get(this.instance) ?? 0) + 1;
+    this.rec.active.set(this.instance, active);
+    if (active > 1) this.rec.overlaps++;
+  }
+
+  private leave(): void {
+    this.rec.active.set(this.instance, this.rec.active.get(this.instance)! - 1);
+  }
+
+  override async onStart(): Promise<void> {
+    const rec = this.rec;
+    const mode = rec.nextStart;
+    rec.nextStart = "ok";
+    rec.log.push(`${this.instance}:onStart@${this.incarnation}`);
+    this.enter();
+    let fail = mode === "throw";
+    try {
+      await Promise.resolve();
+      if (mode === "hold") fail = await hold(rec, `${this.instance}:start@${this.incarnation}`);
+    } finally {
+      this.leave();
+    }
+    if (fail) throw new ScriptedFailure("onStart failed");
+  }
+
+  override async handle(message: Message): Promise<void> {
+    const { id, fate, hold: holds } = message.payload as { id: number; fate: Fate; hold: boolean };
+    const key = `${this.instance}:${id}`;
+    this.rec.log.push(key);
+    this.enter();
+    try {
+      await Promise.resolve();
+      if (holds) await hold(this.rec, key);
+    } finally {
+      this.leave();
+    }
+    if (fate === "escalate") throw new ScriptedFailure("escalate");
+  }
+
+  override async onError(): Promise<ErrorAction> {
+    return ErrorAction.ESCALATE;
+  }
+
+  override async onSuspend(reason: string): Promise<void> {
+    this.rec.log.push(`${this.instance}:onSuspend:${reason}`);
+    // Only the announcement of the pause a spawn restores ("stored") may hold.
+    if (this.rec.holdSuspend && reason === STORED_REASON) await hold(this.rec, `${this.instance}:suspend`);
+  }
+
+  override async onResume(approver: string): Promise<void> {
+    this.rec.log.push(`${this.instance}:onResume:${approver}`);
+  }
+
+  override async onStop(): Promise<void> {
+    this.rec.log.push(`${this.instance}:onStop`);
+  }
+}
+
+// ---- the model ---------------------------------------------------------------
+
+interface Msg {
+  readonly id: number;
+  readonly fate: Fate;
+  readonly hold: boolean;
+}
+
+type Control = { readonly kind: "suspend"; readonly op: number; readonly reason: string; readonly sent: number } | { readonly kind: "resume"; readonly op: number; readonly approver: string; readonly sent: number };
+
+/** "absent": not a child; "backoff": CRASHED, waiting out the restart delay; "alive": any other status. */
+type Life = "alive" | "backoff" | "absent";
+
+interface ModelStart {
+  /** The spawn this start answers, if it is not a restart. */
+  readonly op: number | undefined;
+  /** "onStart": onStart holds; "announce": a restored pause's onSuspend holds. */
+  stage: "onStart" | "announce";
+  /** When a stop gives up on the held onStart (set once a stop came). */
+  abandonAt: number | undefined;
+  /** Stops waiting for onStart to return. */
+  readonly stops: Array<{ op: number; drain: "current" | "all"; timeoutMs: number | undefined }>;
+  /** onSuspend's deadline, once it runs. */
+  announceAt: number;
+  /** Whether that onSuspend holds on its gate. */
+  holding: boolean;
+  /** The instance it belongs to. */
+  readonly instance: number;
+  readonly incarnation: number;
+}
+
+interface ModelStop {
+  drainAll: boolean;
+  remaining: number;
+  readonly ops: number[];
+  readonly deadline: number;
+}
+
+interface Marker {
+  reason: string;
+  /** Its announcement (onSuspend and receipt) is done. */
+  announced: boolean;
+  /** Resumes sent up to this number do not lift it (undefined: any does). */
+  readonly after: number | undefined;
+}
+
+interface Model {
+  now: number;
+  life: Life;
+  status: ProcessStatus;
+  instance: number;
+  incarnation: number;
+  queue: Msg[];
+  prio: Control[];
+  held: Msg | undefined;
+  /** Starts in flight, also ones whose child is gone (an announcement still holding). */
+  starts: ModelStart[];
+  stop: ModelStop | undefined;
+  marker: Marker | undefined;
+  /** A suspend taken from the mailbox, applied at the next boundary. */
+  request: { reason: string; readonly ops: number[]; readonly askedBy: number } | undefined;
+  dueAt: number;
+  /** Keys of held code the model no longer waits for (a stop gave up on it). */
+  readonly abandoned: string[];
+  nextStart: StartMode;
+  /** Whether the onSuspend of a restored pause holds (set per spawn). */
+  holdAnnounce: boolean;
+  readonly log: string[];
+  readonly receipts: string[];
+  readonly transitions: string[];
+  readonly outcomes: Map<number, string>;
+  sent: number;
+  nextId: number;
+  nextOp: number;
+}
+
+function transition(m: Model, to: ProcessStatus): void {
+  m.transitions.push(`${m.instance}:${m.status}>${to}`);
+  m.status = to;
+}
+
+/** The start in flight of the current instance, if any (not one that only announces for a removed child). */
+function currentStart(m: Model): ModelStart | undefined {
+  return m.starts.find((s) => s.instance === m.instance && s.incarnation === m.incarnation);
+}
+
+function endStart(m: Model, start: ModelStart, outcome: string): void {
+  m.starts.splice(m.starts.indexOf(start), 1);
+  if (start.op !== undefined) m.outcomes.set(start.op, outcome);
+}
+
+/** The child is gone for good: its mailbox closes, queued requests fail, its name is freed. */
+function removeChild(m: Model): void {
+  m.life = "absent";
+  m.queue = [];
+  for (const c of m.prio) m.outcomes.set(c.op, "MAILBOX_CLOSED");
+  m.prio = [];
+  for (const op of m.request?.ops ?? []) m.outcomes.set(op, "MAILBOX_CLOSED");
+  m.request = undefined;
+  m.marker = undefined;
+  m.held = undefined;
+  m.stop = undefined;
+}
+
+/** onStart was called (the log), the script says what it does now. */
+function callOnStart(m: Model, start: ModelStart, mode: StartMode): void {
+  m.log.push(`${m.instance}:onStart@${m.incarnation}`);
+  if (mode === "hold") return; // stage "onStart", held
+  if (mode === "throw") startFailed(m, start);
+  else onStartReturned(m, start);
+}
+
+/** The start fails (onStart threw, or a stop gave up on it): CRASHED, onStop, START_FAILED. */
+function startFailed(m: Model, start: ModelStart): void {
+  transition(m, ProcessStatus.CRASHED);
+  m.log.push(`${m.instance}:onStop`);
+  endStart(m, start, "START_FAILED");
+  if (start.stops.length > 0) {
+    for (const s of start.stops) m.outcomes.set(s.op, "ok");
+    removeChild(m);
+    return;
+  }
+  if (start.op !== undefined) {
+    removeChild(m); // a failed spawn leaves nothing registered
+    return;
+  }
+  m.life = "backoff"; // a failed restart counts as another crash
+  m.dueAt = m.now + BACKOFF_MS;
+}
+
+function onStartReturned(m: Model, start: ModelStart): void {
+  const restored = m.marker;
+  transition(m, restored === undefined ? ProcessStatus.RUNNING : ProcessStatus.SUSPENDED);
+  const stops = start.stops.splice(0);
+  if (restored !== undefined && !restored.announced) {
+    m.log.push(`${m.instance}:onSuspend:${restored.reason}`);
+    start.stage = "announce";
+    start.announceAt = m.now + SHUTDOWN_MS;
+    start.holding = m.holdAnnounce;
+    if (!start.holding) announced(m, start, true);
+  } else {
+    endStart(m, start, "ok");
+  }
+  // The stops that waited take effect now.
+  for (const [i, s] of stops.entries()) {
+    if (i === 0) beginStop(m, s.op, s.drain, s.timeoutMs);
+    else if (m.life === "alive" && m.stop !== undefined) m.stop.ops.push(s.op);
+    else m.outcomes.set(s.op, "ok");
+  }
+  pump(m);
+}
+
+/** The restored pause's onSuspend is done (or past its deadline): the receipt, then the start ends. */
+function announced(m: Model, start: ModelStart, notified: boolean): void {
+  m.receipts.push("agent.suspend");
+  const mine = start.instance === m.instance && start.incarnation === m.incarnation && m.life === "alive";
+  if (mine && m.marker !== undefined) m.marker.announced = notified;
+  endStart(m, start, "ok");
+}
+
+function beginStop(m: Model, op: number, drain: "current" | "all", timeoutMs: number | undefined): void {
+  transition(m, ProcessStatus.STOPPING);
+  const suspended = m.marker !== undefined;
+  m.stop = { drainAll: drain === "all" && !suspended, remaining: m.queue.length, ops: [op], deadline: m.now + (timeoutMs ?? SHUTDOWN_MS) };
+  m.outcomes.set(op, "pending");
+}
+
+function endStop(m: Model): void {
+  const stop = m.stop!;
+  m.log.push(`${m.instance}:onStop`);
+  transition(m, ProcessStatus.STOPPED);
+  for (const op of stop.ops) m.outcomes.set(op, "ok");
+  removeChild(m);
+}
+
+function crash(m: Model): void {
+  transition(m, ProcessStatus.CRASHED);
+  m.log.push(`${m.instance}:onStop`);
+  m.life = "backoff";
+  m.dueAt = m.now + BACKOFF_MS;
+}
+
+/** Applies a suspend taken from the mailbox, at the loop's boundary. */
+function applyRequest(m: Model): void {
+  const request = m.request!;
+  m.request = undefined;
+  if (m.status === ProcessStatus.RUNNING) {
+    transition(m, ProcessStatus.SUSPENDED);
+    m.marker = { reason: request.reason, announced: true, after: request.askedBy };
+    m.log.push(`${m.instance}:onSuspend:${request.reason}`);
+    m.receipts.push("agent.suspend");
+  } else if (m.marker !== undefined && m.marker.reason !== request.reason) {
+    m.marker.reason = request.reason;
+    m.receipts.push("agent.suspend.update");
+  }
+  for (const op of request.ops) m.outcomes.set(op, "ok");
+}
+
+function control(m: Model, c: Control): void {
+  if (c.kind === "suspend") {
+    if (m.request === undefined) m.request = { reason: c.reason, ops: [c.op], askedBy: c.sent };
+    else {
+      m.request.reason = c.reason;
+      m.request.ops.push(c.op);
+    }
+    return;
+  }
+  const marker = m.marker;
+  if (m.status !== ProcessStatus.SUSPENDED || marker === undefined || (marker.after !== undefined && c.sent <= marker.after)) {
+    m.outcomes.set(c.op, "ok"); // a no-op
+    return;
+  }
+  if (!marker.announced) m.receipts.push("agent.suspend"); // the pause's missing receipt first
+  m.receipts.push("agent.resume");
+  m.marker = undefined;
+  transition(m, ProcessStatus.RUNNING);
+  m.log.push(`${m.instance}:onResume:${c.kind === "resume" ? c.approver : ""}`);
+  m.outcomes.set(c.op, "ok");
+}
+
+/** Runs the loop until it is quiet. */
+function pump(m: Model): void {
+  for (;;) {
+    if (m.life !== "alive" || m.held !== undefined) return;
+    // The loop begins once the start is done; a stop begins it at once (also while a restored pause is announced).
+    if (m.status !== ProcessStatus.STOPPING && currentStart(m) !== undefined) return;
+    if (m.status === ProcessStatus.STOPPING) {
+      const stop = m.stop!;
+      if (stop.drainAll && m.request === undefined) {
+        const c = m.prio.shift();
+        if (c !== undefined) {
+          control(m, c);
+          continue;
+        }
+        if (stop.remaining > 0) {
+          const msg = m.queue.shift()!;
+          stop.remaining--;
+          m.log.push(`${m.instance}:${msg.id}`);
+          if (msg.hold) {
+            m.held = msg;
+            return;
+          }
+          if (msg.fate === "escalate") stop.drainAll = false;
+          continue;
+        }
+      }
+      endStop(m);
+      return;
+    }
+    if (m.request !== undefined) {
+      applyRequest(m);
+      continue;
+    }
+    const c = m.prio.shift();
+    if (c !== undefined) {
+      control(m, c);
+      continue;
+    }
+    if (m.status !== ProcessStatus.RUNNING) return;
+    const msg = m.queue.shift();
+    if (msg === undefined) return;
+    m.log.push(`${m.instance}:${msg.id}`);
+    if (msg.hold) {
+      m.held = msg;
+      return;
+    }
+    if (msg.fate === "escalate") {
+      crash(m);
+      return;
+    }
+  }
+}
+
+function release(m: Model): void {
+  const msg = m.held!;
+  m.held = undefined;
+  if (msg.fate === "escalate") {
+    if (m.status === ProcessStatus.STOPPING) m.stop!.drainAll = false;
+    else crash(m);
+  }
+  pump(m);
+}
+
+function modelSpawn(m: Model, op: number, mode: StartMode, restored: boolean): void {
+  if (m.life !== "absent") {
+    m.outcomes.set(op, "DUPLICATE_NAME");
+    return;
+  }
+  m.instance++;
+  m.incarnation = 1;
+  m.status = ProcessStatus.INITIALIZING;
+  m.life = "alive";
+  m.queue = [];
+  m.prio = [];
+  m.marker = restored ? { reason: STORED_REASON, announced: false, after: undefined } : undefined;
+  m.outcomes.set(op, "pending");
+  const start: ModelStart = { op, stage: "onStart", abandonAt: undefined, stops: [], announceAt: 0, holding: false, instance: m.instance, incarnation: m.incarnation };
+  m.starts.push(start);
+  callOnStart(m, start, mode);
+}
+
+function modelStop(m: Model, op: number, drain: "current" | "all", timeoutMs: number | undefined): void {
+  if (m.life === "absent") {
+    m.outcomes.set(op, "AGENT_NOT_FOUND");
+    return;
+  }
+  if (m.life === "backoff") {
+    removeChild(m);
+    m.outcomes.set(op, "ok");
+    return;
+  }
+  const start = currentStart(m);
+  if (start !== undefined && start.stage === "onStart") {
+    // INITIALIZING: the stop waits for onStart, which gets shutdownTimeoutMs from now.
+    start.abandonAt ??= m.now + SHUTDOWN_MS;
+    start.stops.push({ op, drain, timeoutMs });
+    m.outcomes.set(op, "pending");
+    return;
+  }
+  if (m.status === ProcessStatus.STOPPING) {
+    m.stop!.ops.push(op);
+    m.outcomes.set(op, "pending");
+    return;
+  }
+  // Also while a restored pause is being announced: the stop does not wait for it (a paused agent drains nothing).
+  beginStop(m, op, drain, timeoutMs);
+  pump(m);
+}
+
+function modelTick(m: Model): void {
+  m.now += STEP_MS;
+  for (const start of [...m.starts]) {
+    if (start.stage === "announce" && start.announceAt <= m.now) {
+      m.abandoned.push(`${start.instance}:suspend`);
+      start.holding = false;
+      announced(m, start, false);
+      pump(m);
+    }
+  }
+  const start = currentStart(m);
+  if (start !== undefined && start.stage === "onStart" && start.abandonAt !== undefined && start.abandonAt <= m.now) {
+    m.abandoned.push(`${m.instance}:start@${m.incarnation}`);
+    startFailed(m, start);
+  }
+  if (m.life === "alive" && m.status === ProcessStatus.STOPPING && m.stop!.deadline <= m.now) {
+    if (m.held !== undefined) m.abandoned.push(`${m.instance}:${m.held.id}`);
+    m.held = undefined;
+    endStop(m);
+  }
+  if (m.life === "backoff" && m.dueAt <= m.now) {
+    m.life = "alive";
+    transition(m, ProcessStatus.INITIALIZING);
+    m.incarnation++;
+    const mode = m.nextStart;
+    m.nextStart = "ok";
+    const restart: ModelStart = { op: undefined, stage: "onStart", abandonAt: undefined, stops: [], announceAt: 0, holding: false, instance: m.instance, incarnation: m.incarnation };
+    m.starts.push(restart);
+    callOnStart(m, restart, mode);
+  }
+}
+
+// ---- the real side -------------------------------------------------------------
+
+interface Real {
+  readonly runtime: Runtime;
+  readonly clock: TestClock;
+  readonly dyn: DynamicSupervisor;
+  readonly store: InMemoryStateStore;
+  readonly rec: Recorder;
+  readonly instances: Starter[];
+  readonly ops: Map<number, Tracked<unknown>>;
+  readonly transitions: string[];
+  readonly illegal: string[];
+}
+
+type Cmd = fc.AsyncCommand<Model, Real>;
+
+function outcomeOf(t: Tracked<unknown>): string {
+  if (t.state === "pending") return "pending";
+  if (t.state === "resolved") return "ok";
+  return t.reason instanceof CivitasError ? t.reason.code : String(t.reason);
+}
+
+/** Keys of everything the model says holds now. */
+function heldKeys(m: Model): string[] {
+  const keys = [...m.abandoned];
+  if (m.held !== undefined) keys.push(`${m.instance}:${m.held.id}`);
+  for (const s of m.starts) {
+    if (s.stage === "onStart") keys.push(`${s.instance}:start@${s.incarnation}`);
+    else if (s.holding) keys.push(`${s.instance}:suspend`);
+  }
+  return keys.sort();
+}
+
+function mismatches(m: Model, r: Real): string[] {
+  const out: string[] = [];
+  const same = (what: string, got: unknown, want: unknown): void => {
+    if (JSON.stringify(got) !== JSON.stringify(want)) out.push(`${what}: got ${JSON.stringify(got)}, model ${JSON.stringify(want)}`);
+  };
+  same("log", r.rec.log, m.log);
+  same("receipts", r.rec.receipts, m.receipts);
+  same("held", [...r.rec.held.keys()].sort(), heldKeys(m));
+  same("transitions", r.transitions, m.transitions);
+  same("instances", r.instances.length, m.instance);
+  const agent = r.instances.at(-1);
+  if (agent !== undefined) {
+    same("status", agent.status, m.status);
+    same("incarnation", agent.incarnation, m.incarnation);
+    same("registered", r.runtime.getAgent(NAME) === agent, m.life !== "absent");
+    same("closed", agent.mailbox.closed, m.life === "absent");
+    if (m.life !== "absent") {
+      same("queued", agent.mailbox.queuedBusiness().map((q) => q.payload.id), m.queue.map((q) => q.id));
+      same("paused", agent.suspension?.reason, m.marker?.reason);
+    }
+  }
+  same("children", r.dyn.children.length, m.life === "absent" ? 0 : 1);
+  for (const [op, want] of m.outcomes) {
+    const t = r.ops.get(op);
+    same(`op ${op}`, t === undefined ? "missing" : outcomeOf(t), want);
+  }
+  same("clock", r.clock.now(), m.now);
+  if (r.rec.overlaps !== 0) out.push(`${r.rec.overlaps} overlapping calls of the agent's own code`);
+  if (r.illegal.length > 0) out.push(`illegal transitions: ${r.illegal.join(", ")}`);
+  return out;
+}
+
+async function settleAndCompare(m: Model, r: Real, extraTurns = 6): Promise<void> {
+  try {
+    await waitUntil(() => mismatches(m, r).length === 0, "the runtime to match the model", 2000);
+  } catch {
+    // reported below
+  }
+  await turns(extraTurns);
+  expect(mismatches(m, r)).toEqual([]);
+}
+
+function spawnReal(r: Real): Promise<Starter> {
+  const factory = (name: string, options?: SpawnOptions): Starter => {
+    const agent = new Starter(name, options, r.rec, r.instances.length + 1);
+    r.instances.push(agent);
+    return agent;
+  };
+  return r.dyn.spawn(factory, NAME, SPAWN_OPTIONS);
+}
+
+function storedPause(): Record<string, unknown> {
+  return { [SUSPENSION_KEY]: { reason: STORED_REASON, since: new Date(0).toISOString(), approver: null, suspensionId: STORED_ID, announced: false } };
+}
+
+// ---- commands ------------------------------------------------------------------
+
+class Spawn implements Cmd {
+  constructor(
+    readonly mode: StartMode,
+    readonly restored: boolean,
+    readonly holdAnnounce: boolean,
+    readonly stopToo: "current" | "all" | undefined,
+  ) {}
+  check(): boolean {
+    return true;
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const op = m.nextOp++;
+    if (m.life === "absent") {
+      // Only while the name is free: the store then holds no pause of a live agent.
+      await (this.restored ? r.store.set(NAME, storedPause() as never) : r.store.delete(NAME));
+      r.rec.nextStart = this.mode;
+      r.rec.holdSuspend = this.holdAnnounce;
+      m.holdAnnounce = this.holdAnnounce;
+      r.ops.set(op, track(spawnReal(r)));
+      let stopOp: number | undefined;
+      if (this.stopToo !== undefined) {
+        stopOp = m.nextOp++;
+        r.ops.set(stopOp, track(r.dyn.stop(NAME, { drain: this.stopToo })));
+      }
+      modelSpawnWithStop(m, op, this.mode, this.restored, stopOp, this.stopToo);
+    } else {
+      r.ops.set(op, track(spawnReal(r)));
+      m.outcomes.set(op, "DUPLICATE_NAME");
+    }
+    await settleAndCompare(m, r);
+  }
+  toString(): string {
+    return `spawn(onStart ${this.mode}${this.restored ? `, restored pause${this.holdAnnounce ? " (onSuspend holds)" : ""}` : ""}${this.stopToo === undefined ? "" : `; stop(drain ${this.stopToo}) in the same tick`})`;
+  }
+}
+
+/** The spawn, and a stop asked for in the same tick: the stop comes before onStart has begun. */
+function modelSpawnWithStop(m: Model, op: number, mode: StartMode, restored: boolean, stopOp: number | undefined, drain: "current" | "all" | undefined): void {
+  if (stopOp === undefined) {
+    modelSpawn(m, op, mode, restored);
+    return;
+  }
+  // Hold the start in the model until the stop is registered, then let the script play.
+  modelSpawn(m, op, "hold", restored);
+  const start = currentStart(m)!;
+  modelStop(m, stopOp, drain!, undefined);
+  if (mode === "hold") return;
+  if (mode === "throw") startFailed(m, start);
+  else onStartReturned(m, start);
+}
+
+class ReleaseStart implements Cmd {
+  constructor(readonly fail: boolean) {}
+  check(m: Readonly<Model>): boolean {
+    return m.starts.some((s) => s.stage === "onStart");
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const start = m.starts.find((s) => s.stage === "onStart")!;
+    const key = `${start.instance}:start@${start.incarnation}`;
+    const open = r.rec.held.get(key);
+    expect(open, `${key} is held`).toBeDefined();
+    r.rec.held.delete(key);
+    open!(this.fail);
+    if (this.fail) startFailed(m, start);
+    else onStartReturned(m, start);
+    await settleAndCompare(m, r);
+  }
+  toString(): string {
+    return this.fail ? "onStart throws" : "onStart returns";
+  }
+}
+
+class ReleaseAnnounce implements Cmd {
+  check(m: Readonly<Model>): boolean {
+    return m.starts.some((s) => s.stage === "announce" && s.holding);
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const start = m.starts.find((s) => s.stage === "announce" && s.holding)!;
+    const key = `${start.instance}:suspend`;
+    const open = r.rec.held.get(key);
+    expect(open, `${key} is held`).toBeDefined();
+    r.rec.held.delete(key);
+    open!(false);
+    start.holding = false;
+    announced(m, start, true);
+    pump(m);
+    await settleAndCompare(m, r);
+  }
+  toString(): string {
+    return "onSuspend returns";
+  }
+}
+
+class Send implements Cmd {
+  constructor(
+    readonly fate: Fate,
+    readonly hold: boolean,
+  ) {}
+  check(): boolean {
+    return true;
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const msg: Msg = { id: m.nextId++, fate: this.fate, hold: this.hold };
+    const op = m.nextOp++;
+    r.ops.set(op, track(r.runtime.send(NAME, { id: msg.id, fate: msg.fate, hold: msg.hold })));
+    if (m.life === "absent") m.outcomes.set(op, "AGENT_NOT_FOUND");
+    else {
+      m.queue.push(msg);
+      m.outcomes.set(op, "ok");
+      pump(m);
+    }
+    await settleAndCompare(m, r);
+  }
+  toString(): string {
+    return `send(${this.fate}${this.hold ? "+hold" : ""})`;
+  }
+}
+
+class Release implements Cmd {
+  check(m: Readonly<Model>): boolean {
+    return m.held !== undefined;
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const key = `${m.instance}:${m.held!.id}`;
+    const open = r.rec.held.get(key);
+    expect(open, `${key} is held`).toBeDefined();
+    r.rec.held.delete(key);
+    open!(false);
+    release(m);
+    await settleAndCompare(m, r);
+  }
+  toString(): string {
+    return "release handler";
+  }
+}
+
+class ReleaseAbandoned implements Cmd {
+  check(m: Readonly<Model>): boolean {
+    return m.abandoned.length > 0;
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const key = m.abandoned.shift()!;
+    const open = r.rec.held.get(key);
+    expect(open, `${key} is held`).toBeDefined();
+    r.rec.held.delete(key);
+    open!(false);
+    await settleAndCompare(m, r);
+  }
+  toString(): string {
+    return "release abandoned";
+  }
+}
+
+class Stop implements Cmd {
+  constructor(
+    readonly drain: "current" | "all",
+    readonly timeoutMs: number | undefined,
+  ) {}
+  check(): boolean {
+    return true;
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const op = m.nextOp++;
+    r.ops.set(op, track(r.dyn.stop(NAME, this.timeoutMs === undefined ? { drain: this.drain } : { drain: this.drain, timeoutMs: this.timeoutMs })));
+    modelStop(m, op, this.drain, this.timeoutMs);
+    await settleAndCompare(m, r);
+  }
+  toString(): string {
+    return `stop(drain ${this.drain}${this.timeoutMs === undefined ? "" : `, timeoutMs ${this.timeoutMs}`})`;
+  }
+}
+
+/** An escalating message, the next start's script set first (the restart after the backoff runs it). */
+class CrashRestart implements Cmd {
+  constructor(readonly mode: StartMode) {}
+  check(m: Readonly<Model>): boolean {
+    return m.life === "alive" && m.status === ProcessStatus.RUNNING && m.held === undefined && currentStart(m) === undefined;
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    r.rec.nextStart = this.mode;
+    m.nextStart = this.mode;
+    await new Send("escalate", false).run(m, r);
+  }
+  toString(): string {
+    return `crash (restart's onStart ${this.mode})`;
+  }
+}
+
+class Suspend implements Cmd {
+  constructor(readonly reason: string) {}
+  check(): boolean {
+    return true;
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const op = m.nextOp++;
+    r.ops.set(op, track(r.runtime.suspend(NAME, this.reason)));
+    if (m.life === "absent") m.outcomes.set(op, "AGENT_NOT_FOUND");
+    else {
+      m.prio.push({ kind: "suspend", op, reason: this.reason, sent: ++m.sent });
+      m.outcomes.set(op, "pending");
+      pump(m);
+    }
+    await settleAndCompare(m, r);
+  }
+  toString(): string {
+    return `suspend(${this.reason})`;
+  }
+}
+
+class Resume implements Cmd {
+  check(): boolean {
+    return true;
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const op = m.nextOp++;
+    r.ops.set(op, track(r.runtime.resume(NAME, "alice")));
+    if (m.life === "absent") m.outcomes.set(op, "AGENT_NOT_FOUND");
+    else {
+      m.prio.push({ kind: "resume", op, approver: "alice", sent: ++m.sent });
+      m.outcomes.set(op, "pending");
+      pump(m);
+    }
+    await settleAndCompare(m, r);
+  }
+  toString(): string {
+    return "resume(alice)";
+  }
+}
+
+class Advance implements Cmd {
+  check(): boolean {
+    return true;
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    await r.clock.advance(STEP_MS);
+    modelTick(m);
+    await settleAndCompare(m, r);
+  }
+  toString(): string {
+    return `advance(${STEP_MS})`;
+  }
+}
+
+const startMode = fc.constantFrom<StartMode>("ok", "hold", "hold", "throw");
+const drain = fc.constantFrom<"current" | "all">("current", "all");
+const commands = [
+  fc.tuple(startMode, fc.boolean(), fc.boolean(), fc.constantFrom<"current" | "all" | undefined>(undefined, undefined, "current", "all")).map(([mode, restored, holdAnnounce, stopToo]) => new Spawn(mode, restored, restored && holdAnnounce, stopToo)),
+  fc.boolean().map((fail) => new ReleaseStart(fail)),
+  fc.constant(new ReleaseStart(false)),
+  fc.constant(new ReleaseAnnounce()),
+  fc.tuple(fc.constantFrom<Fate>("ok", "ok", "escalate"), fc.boolean()).map(([fate, h]) => new Send(fate, h)),
+  fc.constant(new Release()),
+  fc.tuple(drain, fc.constantFrom(undefined, STOP_TIMEOUT_MS)).map(([d, t]) => new Stop(d, t)),
+  fc.constant(new ReleaseAbandoned()),
+  startMode.map((mode) => new CrashRestart(mode)),
+  fc.constantFrom("r1", "r2").map((reason) => new Suspend(reason)),
+  fc.constant(new Resume()),
+  fc.constant(new Advance()),
+  fc.constant(new Advance()),
+];
+
+async function setup(): Promise<{ model: Model; real: Real }> {
+  const clock = new TestClock();
+  const dyn = new DynamicSupervisor("dyn", { maxRestarts: 1000, restartWindowMs: 100, backoff: "CONSTANT", backoffBaseMs: BACKOFF_MS });
+  const store = new InMemoryStateStore();
+  const rec: Recorder = { log: [], receipts: [], active: new Map(), overlaps: 0, held: new Map(), nextStart: "ok", holdSuspend: false, noHold: false };
+  const auditSink = {
+    emit(event: AuditEvent): void {
+      if (event.agent === NAME && (event.event.startsWith("agent.suspend") || event.event === "agent.resume")) rec.receipts.push(event.event);
+    },
+  };
+  const runtime = new Runtime({ root: new Supervisor("root", { children: [dyn] }), clock, store, auditSink, logger: silentLogger });
+  const real: Real = { runtime, clock, dyn, store, rec, instances: [], ops: new Map(), transitions: [], illegal: [] };
+  runtime.on("agent.status", (name, from, to) => {
+    if (!isLegalTransition(from, to)) real.illegal.push(`${name}: ${from} -> ${to}`);
+    if (name === NAME) real.transitions.push(`${real.instances.length}:${from}>${to}`);
+  });
+  await runtime.start();
+  const model: Model = {
+    now: clock.now(),
+    life: "absent",
+    status: ProcessStatus.INITIALIZING,
+    instance: 0,
+    incarnation: 0,
+    queue: [],
+    prio: [],
+    held: undefined,
+    starts: [],
+    stop: undefined,
+    marker: undefined,
+    request: undefined,
+    dueAt: 0,
+    abandoned: [],
+    nextStart: "ok",
+    holdAnnounce: false,
+    log: [],
+    receipts: [],
+    transitions: [],
+    outcomes: new Map(),
+    sent: 0,
+    nextId: 0,
+    nextOp: 0,
+  };
+  return { model, real };
+}
+
+/** Stops the runtime, moving the test clock on until the stop is done. */
+async function stopRuntime(r: Real): Promise<void> {
+  let done = false;
+  const stopping = r.runtime.stop().finally(() => (done = true));
+  for (let i = 0; i < 50 && !done; i++) {
+    await r.clock.advance(STEP_MS);
+    await turns(2);
+  }
+  await stopping;
+}
+
+/**
+ * The end of a run: `runtime.stop()` with what holds still held (a start, a
+ * handler, an announcement: it is bounded by shutdownTimeoutMs), then
+ * everything is released; no call may still be pending, nothing RUNNING.
+ */
+async function finish(r: Real): Promise<void> {
+  await stopRuntime(r);
+  r.rec.noHold = true;
+  for (const open of r.rec.held.values()) open(false);
+  r.rec.held.clear();
+  await turns(6);
+  expect([...r.ops].filter(([, t]) => t.state === "pending").map(([op]) => op)).toEqual([]);
+  expect(r.instances.filter((a) => a.status === ProcessStatus.RUNNING || a.status === ProcessStatus.SUSPENDED)).toHaveLength(0);
+  expect(r.rec.overlaps).toBe(0);
+  expect(r.illegal).toEqual([]);
+}
+
+describe("agent start and stop phases under a DynamicSupervisor (model-based)", () => {
+  it("matches the model through held, throwing and abandoned starts, stops before and during them, restored announcements, restarts and suspend/resume", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.commands(commands, { maxCommands: 30, size: "max" }), async (cmds) => {
+        const { model, real } = await setup();
+        try {
+          await fc.asyncModelRun(() => ({ model, real }), cmds);
+        } finally {
+          await finish(real);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
