@@ -179,6 +179,8 @@ class Starter extends AgentProcess {
 
   override async onSuspend(reason: string): Promise<void> {
     this.rec.log.push(`${this.instance}:onSuspend:${reason}`);
+    // Told of a restored pause, it confirms it (same reason: no update): nothing may run before the announcement is done.
+    if (reason === STORED_REASON) this.suspend(reason);
     // Only the announcement of the pause a spawn restores ("stored") may hold.
     if (this.rec.holdSuspend && reason === STORED_REASON) await hold(this.rec, `${this.instance}:suspend`);
   }
@@ -328,6 +330,7 @@ function onStartReturned(m: Model, start: ModelStart): void {
   const stops = start.stops.splice(0);
   if (restored !== undefined && !restored.announced) {
     m.log.push(`${m.instance}:onSuspend:${restored.reason}`);
+    m.request ??= { reason: restored.reason, ops: [], askedBy: 0 }; // the agent confirms the pause (this.suspend)
     start.stage = "announce";
     start.announceAt = m.now + SHUTDOWN_MS;
     start.holding = m.holdAnnounce;
@@ -953,10 +956,12 @@ async function setup(): Promise<{ model: Model; real: Real }> {
 async function stopRuntime(r: Real): Promise<void> {
   let done = false;
   const stopping = r.runtime.stop().finally(() => (done = true));
-  for (let i = 0; i < 50 && !done; i++) {
+  for (let i = 0; i < 20 && !done; i++) {
     await r.clock.advance(STEP_MS);
     await turns(2);
   }
+  // Bounded: every hold is given at most shutdownTimeoutMs (two steps), onStop too.
+  expect(done, "runtime.stop() finishes within 20 clock steps").toBe(true);
   await stopping;
 }
 
