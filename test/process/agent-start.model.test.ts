@@ -261,6 +261,8 @@ interface Model {
   nextStart: StartMode;
   /** Whether the onSuspend of a restored pause holds (set per spawn). */
   holdAnnounce: boolean;
+  /** The DynamicSupervisor is being stopped by its parent (a sibling's crash), waiting for the child's stop. */
+  parentStopping: boolean;
   readonly log: string[];
   readonly receipts: string[];
   readonly transitions: string[];
@@ -268,6 +270,11 @@ interface Model {
   sent: number;
   nextId: number;
   nextOp: number;
+}
+
+/** Records what a call came to; the parent's own stop of the child (op -1) is nobody's call. */
+function settle(m: Model, op: number, outcome: string): void {
+  if (op >= 0) m.outcomes.set(op, outcome);
 }
 
 function transition(m: Model, to: ProcessStatus): void {
@@ -288,6 +295,7 @@ function endStart(m: Model, start: ModelStart, outcome: string): void {
 /** The child is gone for good: its mailbox closes, queued requests fail, its name is freed. */
 function removeChild(m: Model): void {
   m.life = "absent";
+  m.parentStopping = false; // the parent's stop of the DynamicSupervisor is done: it starts again, empty
   m.queue = [];
   for (const c of m.prio) m.outcomes.set(c.op, "MAILBOX_CLOSED");
   m.prio = [];
@@ -312,7 +320,7 @@ function startFailed(m: Model, start: ModelStart): void {
   m.log.push(`${m.instance}:onStop`);
   endStart(m, start, "START_FAILED");
   if (start.stops.length > 0) {
-    for (const s of start.stops) m.outcomes.set(s.op, "ok");
+    for (const s of start.stops) settle(m, s.op, "ok");
     removeChild(m);
     return;
   }
@@ -342,7 +350,7 @@ function onStartReturned(m: Model, start: ModelStart): void {
   for (const [i, s] of stops.entries()) {
     if (i === 0) beginStop(m, s.op, s.drain, s.timeoutMs);
     else if (m.life === "alive" && m.stop !== undefined) m.stop.ops.push(s.op);
-    else m.outcomes.set(s.op, "ok");
+    else settle(m, s.op, "ok");
   }
   pump(m);
 }
@@ -359,14 +367,14 @@ function beginStop(m: Model, op: number, drain: "current" | "all", timeoutMs: nu
   transition(m, ProcessStatus.STOPPING);
   const suspended = m.marker !== undefined;
   m.stop = { drainAll: drain === "all" && !suspended, remaining: m.queue.length, ops: [op], deadline: m.now + (timeoutMs ?? SHUTDOWN_MS) };
-  m.outcomes.set(op, "pending");
+  settle(m, op, "pending");
 }
 
 function endStop(m: Model): void {
   const stop = m.stop!;
   m.log.push(`${m.instance}:onStop`);
   transition(m, ProcessStatus.STOPPED);
-  for (const op of stop.ops) m.outcomes.set(op, "ok");
+  for (const op of stop.ops) settle(m, op, "ok");
   removeChild(m);
 }
 
@@ -503,7 +511,7 @@ function modelStop(m: Model, op: number, drain: "current" | "all", timeoutMs: nu
   }
   if (m.life === "backoff") {
     removeChild(m);
-    m.outcomes.set(op, "ok");
+    settle(m, op, "ok");
     return;
   }
   const start = currentStart(m);
@@ -511,17 +519,35 @@ function modelStop(m: Model, op: number, drain: "current" | "all", timeoutMs: nu
     // INITIALIZING: the stop waits for onStart, which gets shutdownTimeoutMs from now.
     start.abandonAt ??= m.now + SHUTDOWN_MS;
     start.stops.push({ op, drain, timeoutMs });
-    m.outcomes.set(op, "pending");
+    settle(m, op, "pending");
     return;
   }
   if (m.status === ProcessStatus.STOPPING) {
     m.stop!.ops.push(op);
-    m.outcomes.set(op, "pending");
+    settle(m, op, "pending");
     return;
   }
   // Also while a restored pause is being announced: the stop does not wait for it (a paused agent drains nothing).
   beginStop(m, op, drain, timeoutMs);
   pump(m);
+}
+
+/**
+ * A sibling of the DynamicSupervisor crashes: the ONE_FOR_ALL root stops it
+ * (its children are stopped, drain "current", each bounded by its
+ * shutdownTimeoutMs; a start in flight is abandoned after it), then starts it
+ * again, empty (docs/supervision.md "Dynamic supervisors": "When a parent
+ * supervisor restarts a DynamicSupervisor ..., it stops its children and
+ * starts again empty").
+ */
+function modelParentRestart(m: Model): void {
+  if (m.life === "absent") return;
+  if (m.life === "backoff") {
+    removeChild(m); // the pending restart is cancelled
+    return;
+  }
+  m.parentStopping = true;
+  modelStop(m, -1, "current", undefined);
 }
 
 function modelTick(m: Model): void {
@@ -658,7 +684,10 @@ class Spawn implements Cmd {
   }
   async run(m: Model, r: Real): Promise<void> {
     const op = m.nextOp++;
-    if (m.life === "absent") {
+    if (m.parentStopping) {
+      r.ops.set(op, track(spawnReal(r)));
+      m.outcomes.set(op, "RUNTIME_STOPPED"); // the DynamicSupervisor is stopping
+    } else if (m.life === "absent") {
       // Only while the name is free: the store then holds no pause of a live agent.
       await (this.restored ? r.store.set(NAME, storedPause() as never) : r.store.delete(NAME));
       r.rec.nextStart = this.mode;
@@ -875,6 +904,23 @@ class Resume implements Cmd {
   }
 }
 
+/** A crash of the DynamicSupervisor's sibling: the ONE_FOR_ALL root restarts both. */
+class ParentRestart implements Cmd {
+  check(m: Readonly<Model>): boolean {
+    return !m.parentStopping;
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const op = m.nextOp++;
+    r.ops.set(op, track(r.runtime.send("crasher", {})));
+    m.outcomes.set(op, "ok");
+    modelParentRestart(m);
+    await settleAndCompare(m, r);
+  }
+  toString(): string {
+    return "sibling crash (the root restarts the DynamicSupervisor)";
+  }
+}
+
 class Advance implements Cmd {
   check(): boolean {
     return true;
@@ -905,7 +951,14 @@ const commands = [
   fc.constant(new Resume()),
   fc.constant(new Advance()),
   fc.constant(new Advance()),
+  fc.constant(new ParentRestart()),
 ];
+
+class Crasher extends AgentProcess {
+  override async handle(): Promise<void> {
+    throw new Error("sibling crash");
+  }
+}
 
 async function setup(): Promise<{ model: Model; real: Real }> {
   const clock = new TestClock();
@@ -917,7 +970,8 @@ async function setup(): Promise<{ model: Model; real: Real }> {
       if (event.agent === NAME && (event.event.startsWith("agent.suspend") || event.event === "agent.resume")) rec.receipts.push(event.event);
     },
   };
-  const runtime = new Runtime({ root: new Supervisor("root", { children: [dyn] }), clock, store, auditSink, logger: silentLogger });
+  const root = new Supervisor("root", { strategy: "ONE_FOR_ALL", maxRestarts: 1000, restartWindowMs: 100, backoffBaseMs: 0, children: [dyn, new Crasher("crasher")] });
+  const runtime = new Runtime({ root, clock, store, auditSink, logger: silentLogger });
   const real: Real = { runtime, clock, dyn, store, rec, instances: [], ops: new Map(), transitions: [], illegal: [] };
   runtime.on("agent.status", (name, from, to) => {
     if (!isLegalTransition(from, to)) real.illegal.push(`${name}: ${from} -> ${to}`);
@@ -941,6 +995,7 @@ async function setup(): Promise<{ model: Model; real: Real }> {
     abandoned: [],
     nextStart: "ok",
     holdAnnounce: false,
+    parentStopping: false,
     log: [],
     receipts: [],
     transitions: [],
