@@ -847,7 +847,7 @@ class Stop implements Cmd {
   }
 }
 
-/** An escalating message, the next start's script set first (the restart after the backoff runs it). */
+/** An escalating message, the next start's script set first, then one clock step: the restart (after the backoff) runs it. */
 class CrashRestart implements Cmd {
   constructor(readonly mode: StartMode) {}
   check(m: Readonly<Model>): boolean {
@@ -857,9 +857,10 @@ class CrashRestart implements Cmd {
     r.rec.nextStart = this.mode;
     m.nextStart = this.mode;
     await new Send("escalate", false).run(m, r);
+    await new Advance().run(m, r); // the backoff: the restart begins
   }
   toString(): string {
-    return `crash (restart's onStart ${this.mode})`;
+    return `crash+restart (onStart ${this.mode})`;
   }
 }
 
@@ -947,10 +948,12 @@ const commands = [
   fc.tuple(drain, fc.constantFrom(undefined, STOP_TIMEOUT_MS)).map(([d, t]) => new Stop(d, t)),
   fc.constant(new ReleaseAbandoned()),
   startMode.map((mode) => new CrashRestart(mode)),
+  startMode.map((mode) => new CrashRestart(mode)),
   fc.constantFrom("r1", "r2").map((reason) => new Suspend(reason)),
   fc.constant(new Resume()),
   fc.constant(new Advance()),
   fc.constant(new Advance()),
+  fc.constant(new ParentRestart()),
   fc.constant(new ParentRestart()),
 ];
 
@@ -1048,7 +1051,7 @@ describe("agent start and stop phases under a DynamicSupervisor (model-based)", 
           await finish(real);
         }
       }),
-      { numRuns: 200 },
+      { numRuns: 300 },
     );
   });
 });
