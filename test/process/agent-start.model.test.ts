@@ -584,11 +584,23 @@ function modelTick(m: Model): void {
 
 // ---- the real side -------------------------------------------------------------
 
+/**
+ * An in-memory store whose reads take a few more turns of the microtask
+ * queue: a stop asked for in the same tick as a spawn then really comes
+ * before onStart has begun (while the start restores the state).
+ */
+class SlowReadStore extends InMemoryStateStore {
+  override async get(name: string): ReturnType<InMemoryStateStore["get"]> {
+    for (let i = 0; i < 5; i++) await Promise.resolve();
+    return super.get(name);
+  }
+}
+
 interface Real {
   readonly runtime: Runtime;
   readonly clock: TestClock;
   readonly dyn: DynamicSupervisor;
-  readonly store: InMemoryStateStore;
+  readonly store: SlowReadStore;
   readonly rec: Recorder;
   readonly instances: Starter[];
   readonly ops: Map<number, Tracked<unknown>>;
@@ -966,7 +978,7 @@ class Crasher extends AgentProcess {
 async function setup(): Promise<{ model: Model; real: Real }> {
   const clock = new TestClock();
   const dyn = new DynamicSupervisor("dyn", { maxRestarts: 1000, restartWindowMs: 100, backoff: "CONSTANT", backoffBaseMs: BACKOFF_MS });
-  const store = new InMemoryStateStore();
+  const store = new SlowReadStore();
   const rec: Recorder = { log: [], receipts: [], active: new Map(), overlaps: 0, held: new Map(), nextStart: "ok", holdSuspend: false, noHold: false };
   const auditSink = {
     emit(event: AuditEvent): void {
