@@ -306,8 +306,13 @@ function endStart(m: Model, start: ModelStart, outcome: string): void {
   if (start.op !== undefined) m.outcomes.set(start.op, outcome);
 }
 
-/** The child is gone for good: its mailbox closes, queued requests fail, its name is freed. */
-function removeChild(m: Model): void {
+/**
+ * The child is gone for good: its mailbox closes, queued requests fail, its
+ * name is freed. `cancels`: removed by its DynamicSupervisor (a stop, or a
+ * stop of a child waiting out a backoff), which cancels a pause it holds on
+ * the record; a failed spawn or the parent's stop of the supervisor does not.
+ */
+function removeChild(m: Model, cancels: boolean): void {
   m.life = "absent";
   m.parentStopping = false; // the parent's stop of the DynamicSupervisor is done: it starts again, empty
   m.queue = [];
@@ -315,6 +320,11 @@ function removeChild(m: Model): void {
   m.prio = [];
   for (const op of m.request?.ops ?? []) m.outcomes.set(op, "MAILBOX_CLOSED");
   m.request = undefined;
+  // Removed for good while paused: the pause is cancelled on the record (its missing receipt first).
+  if (cancels && m.marker !== undefined) {
+    if (!m.marker.announced) m.receipts.push("agent.suspend");
+    m.receipts.push("agent.suspend.cancelled");
+  }
   m.marker = undefined;
   m.held = undefined;
   m.stop = undefined;
@@ -335,11 +345,11 @@ function startFailed(m: Model, start: ModelStart): void {
   endStart(m, start, "START_FAILED");
   if (start.stops.length > 0) {
     for (const s of start.stops) settle(m, s.op, "ok");
-    removeChild(m);
+    removeChild(m, start.stops.some((s) => s.op >= 0));
     return;
   }
   if (start.op !== undefined) {
-    removeChild(m); // a failed spawn leaves nothing registered
+    removeChild(m, false); // a failed spawn leaves nothing registered
     return;
   }
   m.life = "backoff"; // a failed restart counts as another crash
@@ -389,7 +399,7 @@ function endStop(m: Model): void {
   m.log.push(`${m.instance}:onStop`);
   transition(m, ProcessStatus.STOPPED);
   for (const op of stop.ops) settle(m, op, "ok");
-  removeChild(m);
+  removeChild(m, stop.ops.some((op) => op >= 0));
 }
 
 function crash(m: Model): void {
@@ -524,7 +534,7 @@ function modelStop(m: Model, op: number, drain: "current" | "all", timeoutMs: nu
     return;
   }
   if (m.life === "backoff") {
-    removeChild(m);
+    removeChild(m, true);
     settle(m, op, "ok");
     return;
   }
@@ -557,7 +567,7 @@ function modelStop(m: Model, op: number, drain: "current" | "all", timeoutMs: nu
 function modelParentRestart(m: Model): void {
   if (m.life === "absent") return;
   if (m.life === "backoff") {
-    removeChild(m); // the pending restart is cancelled
+    removeChild(m, false); // the pending restart is cancelled
     return;
   }
   m.parentStopping = true;
