@@ -35,6 +35,8 @@ export interface MessageTraceContext {
 export class Telemetry {
   /** Whether spans are recorded at all. */
   readonly tracing: boolean;
+  /** Audit events handed to the sink and not yet recorded (see {@link Telemetry.flush}). */
+  private readonly inFlight = new Set<Promise<boolean>>();
   private readonly tracer: Tracer | undefined;
 
   constructor(
@@ -139,11 +141,27 @@ export class Telemetry {
     return this.auditSink !== undefined;
   }
 
-  /** Emits an audit event; resolves when the sink accepted it. Never rejects: failures are logged and reported as `false`. */
-  async audit(event: string, agent: string, details: JsonObject): Promise<boolean> {
-    if (this.auditSink === undefined) return true;
+  /**
+   * Emits an audit event; resolves when the sink accepted it. Never rejects:
+   * failures are logged and reported as `false`. Until it settles,
+   * {@link Telemetry.flush} waits for it.
+   */
+  audit(event: string, agent: string, details: JsonObject): Promise<boolean> {
+    if (this.auditSink === undefined) return AUDITED;
+    const recording = this.record(this.auditSink, event, agent, details);
+    this.inFlight.add(recording);
+    void recording.then(() => this.inFlight.delete(recording));
+    return recording;
+  }
+
+  /** Resolves once every audit event emitted so far has been recorded by the sink (or failed to be). */
+  async flush(): Promise<void> {
+    if (this.inFlight.size > 0) await Promise.all(this.inFlight);
+  }
+
+  private async record(sink: AuditSink, event: string, agent: string, details: JsonObject): Promise<boolean> {
     try {
-      await this.auditSink.emit({ event, ts: isoTime(this.clock.now()), agent, signerId: this.signerId, details });
+      await sink.emit({ event, ts: isoTime(this.clock.now()), agent, signerId: this.signerId, details });
       return true;
     } catch (err) {
       this.logger.error("audit: the sink failed to record an event", { event, agent, error: err });
@@ -151,6 +169,8 @@ export class Telemetry {
     }
   }
 }
+
+const AUDITED: Promise<boolean> = Promise.resolve(true);
 
 /** The globally registered provider, or `undefined` when only the no-op one is there. */
 function globalProvider(): TracerProvider | undefined {

@@ -20,6 +20,7 @@ import { attachChild, closeChild, startChild, stopChild, type ChildExit, type Ch
 import { DynamicSupervisor } from "../supervision/dynamic-supervisor.js";
 import { Supervisor } from "../supervision/supervisor.js";
 import { systemClock, type Clock } from "../time/clock.js";
+import { settlesWithin } from "../time/deadline.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import { Scheduler } from "./scheduler.js";
 import type { AuthorizeResume, RuntimeServices } from "./services.js";
@@ -117,6 +118,8 @@ export interface FromTopologyOptions extends Omit<RuntimeOptions, "root"> {
 }
 
 const OUTSIDE_SENDER = "_runtime";
+/** How long `start()` and `stop()` wait for the audit sink to record their receipts. */
+const RECEIPTS_TIMEOUT_MS = 30_000;
 
 /**
  * Runs a supervision tree: starts it, routes messages into it, stops it.
@@ -216,14 +219,19 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     return new Runtime({ ...rest, root: buildTopology(topology, agents) });
   }
 
-  /** Starts the tree, children in order. Idempotent: a second call returns the first call's promise. */
+  /**
+   * Starts the tree, children in order. Resolves once every agent runs and
+   * their `agent.start` audit receipts are recorded by the audit sink (for a
+   * `JsonlAuditSink`: on disk). Idempotent: a second call returns the first
+   * call's promise.
+   */
   start(): Promise<void> {
     if (this.stopping !== undefined) {
       return Promise.reject(new RuntimeStateError("RUNTIME_STOPPED", "this runtime was stopped; create a new Runtime to start again"));
     }
     if (this.starting === undefined) {
       if (this.keepAlive) this.aliveHandle = setInterval(() => undefined, 2 ** 30);
-      this.starting = this.root[startChild]().catch((error: unknown) => {
+      this.starting = this.root[startChild]().then(() => this.receiptsRecorded("start()"), (error: unknown) => {
         this.startFailed = true;
         clearInterval(this.aliveHandle);
         // Asks, suspends and resumes sent before the start would wait for agents that were stopped again.
@@ -236,8 +244,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
 
   /**
    * Stops the tree, children in reverse order; queued messages stay unhandled,
-   * pending asks reject with `RUNTIME_STOPPED`. Idempotent. Never closes the
-   * store or audit sink it was given.
+   * pending asks reject with `RUNTIME_STOPPED`. Resolves once the agents'
+   * `agent.stop` audit receipts are recorded by the audit sink. Idempotent.
+   * Never closes the store or audit sink it was given.
    */
   stop(): Promise<void> {
     this.stopping ??= this.shutdown();
@@ -386,17 +395,41 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       this.root[closeChild]();
       clearInterval(this.aliveHandle);
     }
+    await this.receiptsRecorded("stop()");
+  }
+
+  /**
+   * Waits until the audit sink has recorded every receipt emitted so far,
+   * at most {@link RECEIPTS_TIMEOUT_MS}: a sink that never answers must not
+   * hold `start()` or `stop()` forever (it is then logged).
+   */
+  private async receiptsRecorded(call: string): Promise<void> {
+    const { telemetry, clock, logger } = this.services;
+    if (!telemetry.auditing) return;
+    if (!(await settlesWithin(telemetry.flush(), clock, RECEIPTS_TIMEOUT_MS))) {
+      logger.warn(`audit: the sink did not record the receipts of runtime.${call} within ${RECEIPTS_TIMEOUT_MS} ms; ${call} resolves without waiting for them`);
+    }
   }
 
 
   /**
-   * Refuses a call from outside after a failed start (`RUNTIME_STOPPED`): the
-   * agents were stopped again, and nothing would ever act on it. Calls made
-   * before `start()`, or while it runs, wait in the mailbox until the agent runs.
+   * The one check every call from outside that messages an agent (`send`,
+   * `ask`, `suspend`, `resume`, and every control call to come) makes after
+   * checking what it was passed and before anything is queued:
+   * `RUNTIME_NOT_STARTED` when `start()` was never called (no agent runs to
+   * take it, and nothing is queued for later), `RUNTIME_STOPPED` after a
+   * failed start or once `stop()` was called. Calls made while `start()`
+   * runs are accepted: they wait in the mailbox until the agent runs.
    */
   private assertStarted(call: string): void {
     if (this.startFailed) {
       throw new RuntimeStateError("RUNTIME_STOPPED", `${call}: the runtime failed to start and stopped its agents again; fix the cause of START_FAILED and build a new Runtime`);
+    }
+    if (this.stopping !== undefined) {
+      throw new RuntimeStateError("RUNTIME_STOPPED", `${call}: the runtime was stopped, so nothing was sent; build a new Runtime and start() it`);
+    }
+    if (this.starting === undefined) {
+      throw new RuntimeStateError("RUNTIME_NOT_STARTED", `${call}: the runtime is not started, so nothing was sent; call (and await) runtime.start() first`);
     }
   }
 

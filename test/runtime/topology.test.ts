@@ -10,7 +10,7 @@ import {
   type AgentProcessOptions,
   type Message,
 } from "../../src/index.js";
-import { track, turns } from "./fixtures.js";
+import { gate, track, turns } from "./fixtures.js";
 
 const runtimes: Runtime[] = [];
 
@@ -40,7 +40,17 @@ class Worker extends AgentProcess {
   }
 }
 
-const agents = { Greeter, Worker };
+/** Holds the first message it handles until `release` opens. */
+class Holder extends AgentProcess {
+  readonly holding = gate();
+  readonly release = gate();
+  override async handle(): Promise<void> {
+    this.holding.open();
+    await this.release.promise;
+  }
+}
+
+const agents = { Greeter, Worker, Holder };
 
 const YAML = `
 supervisor:
@@ -149,16 +159,22 @@ describe("Runtime.fromTopology builds the tree", () => {
   });
 
   it("applies the mailboxSize option it passes to the agent", async () => {
-    const rt = build({ agent: { name: "small", type: "Worker", options: { mailboxSize: 2 } } });
-    const small = rt.getAgent("small") as Worker;
-    // not started: messages stay in the mailbox
+    const rt = build({ agent: { name: "small", type: "Holder", options: { mailboxSize: 2 } } });
+    const small = rt.getAgent("small") as Holder;
+    await rt.start();
+    // the first message keeps the agent busy: the next ones stay in the mailbox
+    await rt.send("small", { n: 0 });
+    await small.holding.promise;
     await rt.send("small", { n: 1 });
     await rt.send("small", { n: 2 });
     const third = track(rt.send("small", { n: 3 }));
     await turns();
     expect(small.mailbox.size).toBe(2);
     expect(third.state).toBe("pending");
-    await rt.stop();
+    const stopping = rt.stop();
+    await turns();
+    small.release.open(); // released once the stop began: the agent takes nothing more
+    await stopping;
     await turns();
     expect(third.state).toBe("rejected");
   });
