@@ -625,10 +625,9 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       return;
     }
     // Anything else ends the message: the ask waiting for it learns so now, not at its timeout.
-    this.failRequest(message, error, action);
-    if (action === ErrorAction.SKIP) return;
-    if (action === ErrorAction.STOP) {
-      this.beginSelfStop("stop");
+    if (action === ErrorAction.SKIP || action === ErrorAction.STOP) {
+      this.failRequest(message, error, action);
+      if (action === ErrorAction.STOP) this.beginSelfStop("stop");
       return;
     }
     if (action === ErrorAction.RETRY) {
@@ -637,6 +636,9 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       services.logger.error(`'${this.agent.name}'.onError returned ${describeValue(action)}, not an ErrorAction; escalating`);
     }
     this.crash(error);
+    // The crash is on record before the caller hears of it.
+    await this.crashRecorded;
+    this.failRequest(message, error, action);
   }
 
   /**
