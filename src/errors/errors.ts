@@ -208,15 +208,18 @@ export class RestartIntensityError extends CivitasError {
 /**
  * `resume` was called without a usable approver: a string naming who
  * approved, with at least one visible character and no control characters,
- * lone surrogates or bidi overrides.
+ * lone surrogates or bidi overrides, at most 1,024 characters long.
  */
 export class InvalidApproverError extends CivitasError {
   /** The agent that was to be resumed. */
   readonly agent: string;
-  constructor(agent: string, approver: unknown) {
+  /** @param problem what is wrong with an approver that is a legible string (too long), in place of showing it */
+  constructor(agent: string, approver: unknown, problem?: string) {
     super(
       "INVALID_APPROVER",
-      `resume('${agent}') needs an approver naming who approved (a string with at least one visible character and no control characters), got ${describeValue(approver)}; a pending action is never authorization by itself`,
+      problem === undefined
+        ? `resume('${agent}') needs an approver naming who approved (a string with at least one visible character and no control characters), got ${describeValue(approver)}; a pending action is never authorization by itself`
+        : `resume('${agent}') needs an approver naming who approved, but ${problem}`,
     );
     this.agent = agent;
   }

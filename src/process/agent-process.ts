@@ -1,4 +1,3 @@
-import { describeValue } from "../errors/civitas-error.js";
 import { AgentNotFoundError, AgentSuspendedError, InvalidArgumentError } from "../errors/errors.js";
 import { assertValidName } from "../bus/registry.js";
 import { uuidv7 } from "../message/ids.js";
@@ -13,7 +12,7 @@ import { composeOutgoing, composeReply } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
 import { ProcessRunner } from "./process-runner.js";
 import { ProcessStatus } from "./process-status.js";
-import type { SuspensionMarker } from "./suspension.js";
+import { assertReason, type SuspensionMarker } from "./suspension.js";
 
 /** Options of `send`, `sendCapable` and `broadcast`. */
 export interface SendOptions {
@@ -246,12 +245,10 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * loop boundary already stores the pause with the state.
    * Only `runtime.resume(name, approver)` lifts it.
    * Suspending a suspended agent keeps its `since` and `suspensionId` and updates the reason.
-   * @throws {@link InvalidArgumentError} when `reason` is not a string
+   * @throws {@link InvalidArgumentError} when `reason` is not a string, or longer than 1,024 characters
    */
   suspend(reason = ""): void {
-    if (typeof reason !== "string") {
-      throw new InvalidArgumentError("reason", `'${this.name}'.suspend(reason) needs a string reason, got ${describeValue(reason)}`);
-    }
+    assertReason(`'${this.name}'.suspend(reason)`, reason);
     this.#runner.suspension.requestSuspend(reason, undefined);
   }
 

@@ -13,7 +13,7 @@ import { Telemetry } from "../observability/telemetry.js";
 import { AgentProcess } from "../process/agent-process.js";
 import { composeControl, composeOutgoing, type EnvelopeContext } from "../process/envelope.js";
 import { ProcessStatus } from "../process/process-status.js";
-import { assertApprover } from "../process/suspension.js";
+import { assertApprover, assertReason } from "../process/suspension.js";
 import { InMemoryStateStore } from "../state/in-memory-state-store.js";
 import type { StateStore } from "../state/state-store.js";
 import { attachChild, closeChild, startChild, stopChild, type ChildExit, type ChildParent, type SupervisedChild } from "../supervision/child.js";
@@ -318,9 +318,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   suspend(name: string, reason = "", options: ControlOptions = {}): Promise<void> {
     try {
       checkOptionsObject(`suspend('${name}')`, options);
-      if (typeof reason !== "string") {
-        throw new InvalidArgumentError("reason", `suspend('${name}') needs a string reason, got ${describeValue(reason)}`);
-      }
+      assertReason(`suspend('${name}')`, reason);
       return this.control(name, "_agency.suspend", { reason }, options);
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError

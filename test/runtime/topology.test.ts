@@ -320,6 +320,41 @@ describe("Runtime.fromTopology refuses bad topologies with TOPOLOGY_INVALID", ()
     expect(error.cause).toBeInstanceOf(Error);
   });
 
+  it.each([
+    ["two documents", "agent: { name: a, type: Worker }\n---\nagent: { name: b, type: Worker }\n", 2],
+    ["a second document after an end marker", "agent: { name: a, type: Worker }\n...\n---\nagent: { name: b, type: Worker }\n", 2],
+    ["a trailing separator", "agent: { name: a, type: Worker }\n---\n", 2],
+    ["three documents", "---\nagent: { name: a, type: Worker }\n---\nagent: { name: b, type: Worker }\n---\nagent: { name: c, type: Worker }\n", 3],
+  ])("YAML text with more than one document (%s), instead of cutting it to the first", (_what, text, count) => {
+    const error = topologyError(text);
+    expect(error.path).toBe("topology");
+    expect(error.message).toContain(`holds ${count} YAML documents`);
+  });
+
+  it("accepts one document with its own start and end markers", () => {
+    const rt = build("---\nagent: { name: a, type: Worker }\n...\n");
+    expect(rt.getAgent("a")).toBeInstanceOf(Worker);
+  });
+
+  it("YAML text over 1 MB, before parsing it", () => {
+    const padding = `# ${"x".repeat(1024 * 1024)}\n`;
+    const error = topologyError(`${padding}agent: { name: a, type: Worker }\n`);
+    expect(error.path).toBe("topology");
+    expect(error.message).toContain("1048576");
+    expect(error.message).toContain("1 MB");
+    // Multi-byte characters count as the bytes they take: 400,000 three-byte characters are 1.2 MB.
+    const euros = `# ${"€".repeat(400_000)}\nagent: { name: a, type: Worker }\n`;
+    expect(euros.length).toBeLessThan(1024 * 1024);
+    expect(topologyError(euros).message).toContain(`${Buffer.byteLength(euros)} bytes`);
+  });
+
+  it("accepts YAML text of just under 1 MB", () => {
+    const text = "agent: { name: a, type: Worker }\n";
+    const comment = `#${"x".repeat(1024 * 1024 - text.length - 2)}\n`;
+    expect(Buffer.byteLength(comment + text)).toBe(1024 * 1024);
+    expect(build(comment + text).getAgent("a")).toBeInstanceOf(Worker);
+  });
+
   it("a missing agents map", () => {
     expect(() => Runtime.fromTopology(OBJECT, { agents: undefined as unknown as typeof agents, logger: silentLogger })).toThrow(TopologyError);
   });
