@@ -171,7 +171,9 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * Rejects with `ASK_TIMEOUT` after `timeoutMs` (30 s by default); its stack
    * shows the async functions that were awaiting the ask. Rejects at once with
    * `MAILBOX_CLOSED` when the recipient stops for good (a halt,
-   * `ErrorAction.STOP`, a despawn) before it takes the request. Asking an agent
+   * `ErrorAction.STOP`, a despawn) before it takes the request, and with
+   * `HANDLER_FAILED` (the error as `cause`) when its `handle` threw and its
+   * `onError` ended the message (`SKIP`, `STOP`, `ESCALATE`, `RETRY` exhausted). Asking an agent
    * that is itself waiting on an ask to this one deadlocks until the timeout.
    */
   ask(recipient: string, payload: JsonObject, options?: AskOptions): Promise<Message> {

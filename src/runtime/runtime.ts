@@ -276,7 +276,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
 
   /**
    * Sends `payload` to the agent named `name` from outside the tree, waiting while its mailbox is full.
-   * Rejects with `AGENT_NOT_FOUND`, `RESERVED_MESSAGE_TYPE`, `PAYLOAD_NOT_SERIALIZABLE` or `MAILBOX_CLOSED`.
+   * Rejects with `AGENT_NOT_FOUND`, `RESERVED_MESSAGE_TYPE`, `PAYLOAD_NOT_SERIALIZABLE` or `MAILBOX_CLOSED`;
+   * with `RUNTIME_NOT_STARTED` (nothing queued) before `start()` was called, `RUNTIME_STOPPED` after `stop()`.
    */
   send(name: string, payload: JsonObject, options?: RuntimeSendOptions): Promise<void> {
     try {
@@ -290,7 +291,12 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   /**
    * Sends a request from outside the tree and resolves with the reply message.
    * Rejects with `ASK_TIMEOUT` after `timeoutMs` (30 s by default); its stack
-   * shows the async functions that were awaiting the ask.
+   * shows the async functions that were awaiting the ask. Rejects at once with
+   * `HANDLER_FAILED` (the handler's error as `cause`) when the agent's
+   * `handle` threw and `onError` ended the message (`SKIP`, `STOP`,
+   * `ESCALATE`, `RETRY` exhausted); with `RUNTIME_NOT_STARTED` (nothing
+   * queued) before `start()` was called. While the ask waits, its timeout
+   * timer keeps the Node.js process alive, so the ask always settles.
    */
   ask(name: string, payload: JsonObject, options?: RuntimeAskOptions): Promise<Message> {
     try {
@@ -313,7 +319,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * marker's persist attempts, `onSuspend` and `agent.suspend` receipt are
    * done. Suspending a suspended agent keeps its `since` and `suspensionId`
    * and updates the reason; with the same reason it changes nothing and
-   * resolves once the pause is announced. Rejects with `AGENT_NOT_FOUND`.
+   * resolves once the pause is announced. Rejects with `AGENT_NOT_FOUND`,
+   * `INVALID_ARGUMENT` for a reason that is not a string of at most 1,024
+   * characters, `RUNTIME_NOT_STARTED` before `start()` was called.
    */
   suspend(name: string, reason = "", options: ControlOptions = {}): Promise<void> {
     try {
@@ -331,8 +339,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * it is RUNNING again, before it takes its next business message. Resuming a
    * running agent is a no-op (the approver is still checked). Rejects, before
    * anything is sent, with `INVALID_APPROVER` (not a string, nothing visible,
-   * or a control character, lone surrogate or bidi override in it) or
-   * `AGENT_NOT_FOUND`; then with `STALE_APPROVAL` (a `suspensionId` that is
+   * a control character, lone surrogate or bidi override in it, or more than
+   * 1,024 characters), `AGENT_NOT_FOUND` or `RUNTIME_NOT_STARTED`; then with `STALE_APPROVAL` (a `suspensionId` that is
    * not the current pause), `IDENTITY_CHANGED`, `RESUME_REFUSED`
    * (`authorizeResume` said no) or `AUDIT_UNAVAILABLE` (a receipt could not be
    * recorded).
