@@ -35,8 +35,8 @@ export interface MessageTraceContext {
 export class Telemetry {
   /** Whether spans are recorded at all. */
   readonly tracing: boolean;
-  /** Audit events handed to the sink and not yet recorded (see {@link Telemetry.flush}). */
-  private readonly inFlight = new Set<Promise<boolean>>();
+  /** Waits handed to {@link Telemetry.track} that have not settled yet. */
+  private readonly tracked = new Set<Promise<void>>();
   private readonly tracer: Tracer | undefined;
 
   constructor(
@@ -142,26 +142,24 @@ export class Telemetry {
   }
 
   /**
-   * Emits an audit event; resolves when the sink accepted it. Never rejects:
-   * failures are logged and reported as `false`. Until it settles,
-   * {@link Telemetry.flush} waits for it.
+   * Keeps `waiting` (a bounded wait for a receipt, which never rejects) until
+   * it settles, for {@link Telemetry.flush}.
    */
-  audit(event: string, agent: string, details: JsonObject): Promise<boolean> {
-    if (this.auditSink === undefined) return AUDITED;
-    const recording = this.record(this.auditSink, event, agent, details);
-    this.inFlight.add(recording);
-    void recording.then(() => this.inFlight.delete(recording));
-    return recording;
+  track(waiting: Promise<void>): void {
+    this.tracked.add(waiting);
+    void waiting.then(() => this.tracked.delete(waiting));
   }
 
-  /** Resolves once every audit event emitted so far has been recorded by the sink (or failed to be). */
+  /** Resolves once every wait handed to {@link Telemetry.track} so far has settled. */
   async flush(): Promise<void> {
-    if (this.inFlight.size > 0) await Promise.all(this.inFlight);
+    if (this.tracked.size > 0) await Promise.all(this.tracked);
   }
 
-  private async record(sink: AuditSink, event: string, agent: string, details: JsonObject): Promise<boolean> {
+  /** Emits an audit event; resolves when the sink accepted it. Never rejects: failures are logged and reported as `false`. */
+  async audit(event: string, agent: string, details: JsonObject): Promise<boolean> {
+    if (this.auditSink === undefined) return true;
     try {
-      await sink.emit({ event, ts: isoTime(this.clock.now()), agent, signerId: this.signerId, details });
+      await this.auditSink.emit({ event, ts: isoTime(this.clock.now()), agent, signerId: this.signerId, details });
       return true;
     } catch (err) {
       this.logger.error("audit: the sink failed to record an event", { event, agent, error: err });
@@ -169,8 +167,6 @@ export class Telemetry {
     }
   }
 }
-
-const AUDITED: Promise<boolean> = Promise.resolve(true);
 
 /** The globally registered provider, or `undefined` when only the no-op one is there. */
 function globalProvider(): TracerProvider | undefined {

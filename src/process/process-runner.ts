@@ -303,13 +303,13 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       this.finishing = this.runHook("onStop", () => this.agent.onStop(), this.options.shutdownTimeoutMs);
       await this.finishing;
       services.telemetry.endSpan(stopSpan);
-      await crashRecorded;
+      await this.receiptRecorded("agent.crash", crashRecorded);
       throw new StartFailedError(this.agent.name, { cause: error });
     }
     this.transition(this.suspension.marker === undefined ? ProcessStatus.RUNNING : ProcessStatus.SUSPENDED);
     initialized();
     services.telemetry.endSpan(span);
-    void services.telemetry.audit("agent.start", this.agent.name, {
+    const startRecorded = services.telemetry.audit("agent.start", this.agent.name, {
       incarnation: this.starts,
       ...(this.suspension.marker === undefined ? {} : { suspensionId: this.suspension.marker.suspensionId }),
     });
@@ -319,6 +319,23 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     else if (settledInStore && this.suspension.marker === undefined) await this.suspension.persistMarker("resume", undefined);
     // A stop that came meanwhile has begun, or will begin, the loop itself.
     if (this.currentStatus !== ProcessStatus.STOPPING && this.currentStatus !== ProcessStatus.STOPPED) this.mailboxReady();
+    // runtime.start() resolves once this receipt is recorded: a kill right after leaves it in the log. Not awaited
+    // here: a crash while it is being written must find this start over, so its restart can begin.
+    if (services.telemetry.auditing) services.telemetry.track(this.receiptRecorded("agent.start", startRecorded));
+  }
+
+  /**
+   * Waits until an audit receipt is recorded by the sink (for a
+   * `JsonlAuditSink`: fsync'ed), at most `shutdownTimeoutMs`: a sink that
+   * never answers is logged, not waited on forever. No wait without a sink.
+   */
+  async receiptRecorded(event: string, recording: Promise<boolean>): Promise<void> {
+    const services = this.requireServices();
+    if (!services.telemetry.auditing) return;
+    const limitMs = this.options.shutdownTimeoutMs;
+    if (!(await settlesWithin(recording, services.clock, limitMs))) {
+      services.logger.warn(`audit: the sink did not record '${event}' of '${this.agent.name}' within ${limitMs} ms (the agent's shutdownTimeoutMs); moving on without waiting for it`);
+    }
   }
 
   /**
@@ -407,7 +424,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     const exit = this.exit;
     services.telemetry.endSpan(span);
     if (exit?.kind !== "crash") {
-      void services.telemetry.audit("agent.stop", this.agent.name, { reason: exit?.reason ?? "stopped" });
+      // The stop (and so runtime.stop()) resolves once its receipt is recorded.
+      await this.receiptRecorded("agent.stop", services.telemetry.audit("agent.stop", this.agent.name, { reason: exit?.reason ?? "stopped" }));
     }
   }
 
@@ -546,7 +564,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     this.finishing = this.finish();
     await this.finishing;
     // A crash's receipt is durable before the supervisor restarts the agent.
-    if (this.exit?.kind === "crash") await this.crashRecorded;
+    if (this.exit?.kind === "crash" && this.crashRecorded !== undefined) await this.receiptRecorded("agent.crash", this.crashRecorded);
     this.parent?.childExited(this.agent, this.exit ?? { kind: "normal", reason: "stopped" }, this.starts);
   }
 
@@ -637,7 +655,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     }
     this.crash(error);
     // The crash is on record before the caller hears of it.
-    await this.crashRecorded;
+    if (this.crashRecorded !== undefined) await this.receiptRecorded("agent.crash", this.crashRecorded);
     this.failRequest(message, error, action);
   }
 

@@ -20,7 +20,6 @@ import { attachChild, closeChild, startChild, stopChild, type ChildExit, type Ch
 import { DynamicSupervisor } from "../supervision/dynamic-supervisor.js";
 import { Supervisor } from "../supervision/supervisor.js";
 import { systemClock, type Clock } from "../time/clock.js";
-import { settlesWithin } from "../time/deadline.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import { Scheduler } from "./scheduler.js";
 import type { AuthorizeResume, RuntimeServices } from "./services.js";
@@ -118,8 +117,6 @@ export interface FromTopologyOptions extends Omit<RuntimeOptions, "root"> {
 }
 
 const OUTSIDE_SENDER = "_runtime";
-/** How long `start()` and `stop()` wait for the audit sink to record their receipts. */
-const RECEIPTS_TIMEOUT_MS = 30_000;
 
 /**
  * Runs a supervision tree: starts it, routes messages into it, stops it.
@@ -222,7 +219,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   /**
    * Starts the tree, children in order. Resolves once every agent runs and
    * their `agent.start` audit receipts are recorded by the audit sink (for a
-   * `JsonlAuditSink`: on disk). Idempotent: a second call returns the first
+   * `JsonlAuditSink`: on disk; at most each agent's `shutdownTimeoutMs` is
+   * waited for its receipt). Idempotent: a second call returns the first
    * call's promise.
    */
   start(): Promise<void> {
@@ -231,7 +229,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     }
     if (this.starting === undefined) {
       if (this.keepAlive) this.aliveHandle = setInterval(() => undefined, 2 ** 30);
-      this.starting = this.root[startChild]().then(() => this.receiptsRecorded("start()"), (error: unknown) => {
+      this.starting = this.root[startChild]().then(() => this.services.telemetry.flush(), (error: unknown) => {
         this.startFailed = true;
         clearInterval(this.aliveHandle);
         // Asks, suspends and resumes sent before the start would wait for agents that were stopped again.
@@ -400,20 +398,6 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     } finally {
       this.root[closeChild]();
       clearInterval(this.aliveHandle);
-    }
-    await this.receiptsRecorded("stop()");
-  }
-
-  /**
-   * Waits until the audit sink has recorded every receipt emitted so far,
-   * at most {@link RECEIPTS_TIMEOUT_MS}: a sink that never answers must not
-   * hold `start()` or `stop()` forever (it is then logged).
-   */
-  private async receiptsRecorded(call: string): Promise<void> {
-    const { telemetry, clock, logger } = this.services;
-    if (!telemetry.auditing) return;
-    if (!(await settlesWithin(telemetry.flush(), clock, RECEIPTS_TIMEOUT_MS))) {
-      logger.warn(`audit: the sink did not record the receipts of runtime.${call} within ${RECEIPTS_TIMEOUT_MS} ms; ${call} resolves without waiting for them`);
     }
   }
 

@@ -84,10 +84,13 @@ describe("lifecycle receipts", () => {
     sink.release();
     await starting;
     const stopping = track(rt.stop());
-    await eventually(() => sink.pending === 2, "both stop receipts to be emitted");
-    await turns();
-    expect(stopping.state).toBe("pending");
-    sink.release();
+    // Children stop one after the other, each once its receipt is recorded: b, then a.
+    for (const agent of ["b", "a"]) {
+      await eventually(() => sink.pending === 1, `the stop receipt of ${agent} to be emitted`);
+      await turns();
+      expect(stopping.state).toBe("pending");
+      sink.release();
+    }
     await stopping.promise;
     expect(sink.of("agent.stop")).toEqual(["b", "a"]);
   });
@@ -114,7 +117,7 @@ describe("lifecycle receipts", () => {
     sink.release();
   });
 
-  it("a sink that never records does not hold start() forever: it resolves after 30 s, with a warning", async () => {
+  it("a sink that never records does not hold start() forever: it resolves after the agent's shutdownTimeoutMs (30 s), with a warning", async () => {
     const clock = new TestClock();
     const warnings: string[] = [];
     const logger: Logger = { ...silentLogger, warn: (message: string) => void warnings.push(message) };
@@ -128,7 +131,7 @@ describe("lifecycle receipts", () => {
     expect(starting.state).toBe("pending");
     await clock.advance(1);
     await eventually(() => starting.state === "resolved", "start() to give up waiting");
-    expect(warnings.some((w) => w.includes("did not record the receipts of runtime.start()"))).toBe(true);
+    expect(warnings.some((w) => w.includes("did not record 'agent.start' of 'a' within 30000 ms"))).toBe(true);
     sink.release();
   });
 });
