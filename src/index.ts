@@ -24,6 +24,7 @@ export {
   StateSchemaError,
   TopologyError,
 } from "./errors/errors.js";
+export { HandlerFailedError } from "./errors/handler-failed-error.js";
 
 export { createMessage, isReply } from "./message/message.js";
 export type { Message, MessageInit } from "./message/message.js";

@@ -47,3 +47,42 @@ export class AuditSinkClosedError extends CivitasError {
     this.path = path;
   }
 }
+
+/**
+ * An audit log's file cannot be opened or read: it does not exist (for a
+ * verifier or a repair), the path is a directory, or the process may not
+ * read or write it. The file-system error (`ENOENT`, `EISDIR`, `EACCES` …)
+ * is the `cause`; its code is also in {@link AuditUnreadableError.reason}.
+ */
+export class AuditUnreadableError extends CivitasError {
+  /** The path that could not be read. */
+  readonly path: string;
+  /** The file-system error's code (`ENOENT`, `EISDIR`, `EACCES` …), or `"unknown"`. */
+  readonly reason: string;
+  constructor(path: string, doing: string, cause: unknown) {
+    const reason = fsCode(cause);
+    super("AUDIT_UNREADABLE", `could not ${doing} the audit log '${path}': ${explain(reason, cause)}`, { cause });
+    this.path = path;
+    this.reason = reason;
+  }
+}
+
+function fsCode(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : "unknown";
+}
+
+/** The file-system error in words, with what to do about it. */
+function explain(code: string, error: unknown): string {
+  switch (code) {
+    case "ENOENT":
+      return "no such file; check the path";
+    case "EISDIR":
+      return "it is a directory; pass the path of the .jsonl file inside it";
+    case "EACCES":
+    case "EPERM":
+      return `permission denied (${code}); run as a user that may read (and, for a sink or a repair, write) it`;
+    default:
+      return `${error instanceof Error ? error.message : String(error)}; check the path and the file`;
+  }
+}

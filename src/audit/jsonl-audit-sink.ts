@@ -4,7 +4,7 @@ import { dirname } from "node:path";
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import type { AuditEvent, AuditSink } from "./audit-event.js";
-import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError } from "./audit-errors.js";
+import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError, AuditUnreadableError } from "./audit-errors.js";
 import {
   encodeRow,
   GENESIS_PREV,
@@ -77,6 +77,8 @@ interface LogEnd {
  * ```
  * @throws `AUDIT_KEY_MISSING` when no key is given and `CIVITAS_AUDIT_KEY` is unset or empty;
  *   `AUDIT_CORRUPT` when the existing log ends in a torn or damaged row;
+ *   `AUDIT_UNREADABLE` ({@link AuditUnreadableError}) when the path is a directory or the
+ *   file (or its directory) cannot be read or created, the file-system error as `cause`;
  *   `INVALID_ARGUMENT` for an empty path or keyId.
  */
 export class JsonlAuditSink implements AuditSink {
@@ -113,8 +115,14 @@ export class JsonlAuditSink implements AuditSink {
     this.#key = key;
     this.#keyId = keyId;
     this.#signerId = signerId;
-    mkdirSync(dirname(path), { recursive: true });
-    const end = readLogEnd(path, keyId, key);
+    let end: LogEnd;
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+      end = readLogEnd(path, keyId, key);
+    } catch (error) {
+      if (error instanceof AuditCorruptError) throw error;
+      throw new AuditUnreadableError(path, "open", error);
+    }
     this.#size = end.size;
     this.#seq = end.seq;
     this.#prev = end.prev;
@@ -123,7 +131,8 @@ export class JsonlAuditSink implements AuditSink {
   /**
    * Appends `event` as the next row and resolves once it is on disk (fsync'ed).
    * @throws (rejects) `AUDIT_SINK_CLOSED` after `close()`; `INVALID_ARGUMENT`
-   *   when `details` is not plain JSON; the I/O error when the write or fsync
+   *   when `details` is not plain JSON; `AUDIT_UNREADABLE` when the file cannot
+   *   be opened for appending; the I/O error when the write or fsync
    *   fails (the row is then not in the log, and the chain stays intact).
    */
   emit(event: AuditEvent): Promise<void> {
@@ -177,7 +186,7 @@ export class JsonlAuditSink implements AuditSink {
       handle = await this.#handle;
     } catch (error) {
       this.#handle = undefined; // try again on the next emit
-      throw error;
+      throw new AuditUnreadableError(this.path, "open for appending", error);
     }
     // Another writer (a second sink, another process) may have appended since: writing at our offset would
     // overwrite its acknowledged rows, and the chain would still verify. Refuse instead.

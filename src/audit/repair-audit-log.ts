@@ -1,5 +1,5 @@
-import { open } from "node:fs/promises";
-import { AuditCorruptError } from "./audit-errors.js";
+import { open, type FileHandle } from "node:fs/promises";
+import { AuditCorruptError, AuditUnreadableError } from "./audit-errors.js";
 import { walkAuditLog } from "./verify-audit-log.js";
 
 /** The outcome of {@link repairAuditLog}. */
@@ -28,13 +28,24 @@ export interface RepairResult {
  * const { repaired, removedBytes } = await repairAuditLog("./audit.jsonl");
  * ```
  * @throws (rejects) `AUDIT_CORRUPT` when a complete row is damaged or the
- *   final bytes are not a torn row; the I/O error when the file cannot be
- *   read or truncated.
+ *   final bytes are not a torn row; `AUDIT_UNREADABLE` ({@link AuditUnreadableError})
+ *   when the file cannot be opened or read (missing, a directory, no
+ *   permission); the I/O error when the truncation fails.
  */
 export async function repairAuditLog(path: string): Promise<RepairResult> {
-  const handle = await open(path, "r+");
+  let handle: FileHandle;
+  let bytes: Buffer;
   try {
-    const bytes = await handle.readFile();
+    handle = await open(path, "r+");
+  } catch (error) {
+    throw new AuditUnreadableError(path, "open for repair", error);
+  }
+  try {
+    try {
+      bytes = await handle.readFile();
+    } catch (error) {
+      throw new AuditUnreadableError(path, "read", error);
+    }
     const walk = walkAuditLog(bytes, null);
     if (walk.brokenAt !== undefined) {
       throw new AuditCorruptError(

@@ -1,5 +1,5 @@
-import { readFile } from "node:fs/promises";
 import { AuditKeyMissingError } from "./audit-errors.js";
+import { readAuditFile } from "./read-audit-file.js";
 import { GENESIS_PREV, hashRow, isParseFailure, isTornRow, keyBytes, macEquals, macOf, parseRowLine, type AuditRow } from "./audit-row.js";
 
 /**
@@ -127,12 +127,13 @@ export function walkAuditLog(bytes: Buffer, keyFor: KeyResolver): AuditLogWalk {
  * const result = await verifyAuditLog("./audit.jsonl", { key: process.env.CIVITAS_AUDIT_KEY! });
  * if (!result.ok) console.error(`broken at row ${result.brokenAt}: ${result.reason}`);
  * ```
- * @throws (rejects) when the file cannot be read (`ENOENT`, `EACCES` …), or
+ * @throws (rejects) `AUDIT_UNREADABLE` (`AuditUnreadableError`) when the file cannot be
+ *   read (missing, a directory, no permission; the file-system error is the `cause`), or
  *   `AUDIT_KEY_MISSING` when no key is given. A damaged log resolves with `ok: false`.
  */
 export async function verifyAuditLog(path: string, options: VerifyOptions): Promise<AuditLogVerification> {
   const keyFor = keyResolver(path, options);
-  const bytes = await readFile(path);
+  const bytes = await readAuditFile(path);
   return summarize(walkAuditLog(bytes, keyFor));
 }
 

@@ -1,5 +1,5 @@
-import { readFile } from "node:fs/promises";
 import type { AuditRow } from "./audit-row.js";
+import { readAuditFile } from "./read-audit-file.js";
 import { keyResolver, walkAuditLog, type VerifyOptions } from "./verify-audit-log.js";
 
 /**
@@ -80,11 +80,12 @@ function text(value: unknown): string | undefined {
  * const { status, suspensions } = await verifySuspension("./audit.jsonl", "payer", { key });
  * if (status === "failed") process.exitCode = 1;
  * ```
- * @throws (rejects) when the file cannot be read, or `AUDIT_KEY_MISSING` when no key is given.
+ * @throws (rejects) `AUDIT_UNREADABLE` when the file cannot be read (the file-system error is
+ *   the `cause`), or `AUDIT_KEY_MISSING` when no key is given.
  */
 export async function verifySuspension(path: string, agent: string, options: VerifyOptions): Promise<SuspensionVerification> {
   const keyFor = keyResolver(path, options);
-  const walk = walkAuditLog(await readFile(path), keyFor);
+  const walk = walkAuditLog(await readAuditFile(path), keyFor);
   const failures: string[] = [];
   const suspensions = settle(walk.rows, agent, failures);
   if (walk.brokenAt !== undefined) failures.push(`the audit chain is broken at row ${walk.brokenAt}: ${walk.reason ?? "unknown"}`);

@@ -164,10 +164,14 @@ export class MessageBus {
     return handed;
   }
 
-  /** Rejects every waiting ask with `reason` and refuses new ones. */
+  /**
+   * Rejects every waiting ask with `reason` and refuses new ones; cancels the
+   * timeout timers, so no timer keeps the stopped runtime reachable.
+   */
   close(reason: Error = new RuntimeStateError("RUNTIME_STOPPED", "the runtime stopped before a reply arrived")): void {
     this.closedReason = reason;
     for (const id of this.pending.ids()) this.fail(id, reason);
+    this.timeouts.clear();
   }
 
   /** Rejects the waiting request `correlationId` with `error` (an in-process refusal keeps its class and cause). */

@@ -21,4 +21,4 @@ export { verifySuspension } from "../audit/verify-suspension.js";
 export type { SuspensionDecision, SuspensionRecord, SuspensionStatus, SuspensionVerification } from "../audit/verify-suspension.js";
 export { repairAuditLog } from "../audit/repair-audit-log.js";
 export type { RepairResult } from "../audit/repair-audit-log.js";
-export { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError } from "../audit/audit-errors.js";
+export { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError, AuditUnreadableError } from "../audit/audit-errors.js";

@@ -208,18 +208,24 @@ export class RestartIntensityError extends CivitasError {
 /**
  * `resume` was called without a usable approver: a string naming who
  * approved, with at least one visible character and no control characters,
- * lone surrogates or bidi overrides.
+ * lone surrogates or bidi overrides, at most 1,024 characters long.
  */
 export class InvalidApproverError extends CivitasError {
   /** The agent that was to be resumed. */
   readonly agent: string;
-  /** @param call - the call refused: `resume` (an approver) or `deny` (a decider) @defaultValue "resume" */
-  constructor(agent: string, approver: unknown, call: "resume" | "deny" = "resume") {
+  /**
+   * @param call - the call refused: `resume` (an approver) or `deny` (a decider) @defaultValue "resume"
+   * @param problem - what is wrong with a legible string (too long), in place of showing it
+   */
+  constructor(agent: string, approver: unknown, call: "resume" | "deny" = "resume", problem?: string) {
+    const who = call === "deny" ? `deny('${agent}') needs a decider naming who denied` : `resume('${agent}') needs an approver naming who approved`;
     super(
       "INVALID_APPROVER",
-      call === "deny"
-        ? `deny('${agent}') needs a decider naming who denied (a string with at least one visible character and no control characters), got ${describeValue(approver)}`
-        : `resume('${agent}') needs an approver naming who approved (a string with at least one visible character and no control characters), got ${describeValue(approver)}; a pending action is never authorization by itself`,
+      problem !== undefined
+        ? `${who}, but ${problem}`
+        : call === "deny"
+          ? `${who} (a string with at least one visible character and no control characters), got ${describeValue(approver)}`
+          : `${who} (a string with at least one visible character and no control characters), got ${describeValue(approver)}; a pending action is never authorization by itself`,
     );
     this.agent = agent;
   }

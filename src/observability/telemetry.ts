@@ -35,6 +35,8 @@ export interface MessageTraceContext {
 export class Telemetry {
   /** Whether spans are recorded at all. */
   readonly tracing: boolean;
+  /** Waits handed to {@link Telemetry.track} that have not settled yet. */
+  private readonly tracked = new Set<Promise<void>>();
   private readonly tracer: Tracer | undefined;
 
   constructor(
@@ -137,6 +139,20 @@ export class Telemetry {
   /** Whether audit events go anywhere. */
   get auditing(): boolean {
     return this.auditSink !== undefined;
+  }
+
+  /**
+   * Keeps `waiting` (a bounded wait for a receipt, which never rejects) until
+   * it settles, for {@link Telemetry.flush}.
+   */
+  track(waiting: Promise<void>): void {
+    this.tracked.add(waiting);
+    void waiting.then(() => this.tracked.delete(waiting));
+  }
+
+  /** Resolves once every wait handed to {@link Telemetry.track} so far has settled. */
+  async flush(): Promise<void> {
+    if (this.tracked.size > 0) await Promise.all(this.tracked);
   }
 
   /** Emits an audit event; resolves when the sink accepted it. Never rejects: failures are logged and reported as `false`. */

@@ -13,7 +13,7 @@ import { composeOutgoing, composeReply } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
 import { ProcessRunner } from "./process-runner.js";
 import { ProcessStatus } from "./process-status.js";
-import type { SuspensionMarker } from "./suspension.js";
+import { assertReason, type SuspensionMarker } from "./suspension.js";
 import { checkExpiresInMs } from "./pause-deadline.js";
 import type { CancelCause } from "./pause-settlement.js";
 
@@ -219,7 +219,9 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * Rejects with `ASK_TIMEOUT` after `timeoutMs` (30 s by default); its stack
    * shows the async functions that were awaiting the ask. Rejects at once with
    * `MAILBOX_CLOSED` when the recipient stops for good (a halt,
-   * `ErrorAction.STOP`, a despawn) before it takes the request. Asking an agent
+   * `ErrorAction.STOP`, a despawn) before it takes the request, and with
+   * `HANDLER_FAILED` (the error as `cause`) when its `handle` threw and its
+   * `onError` ended the message (`SKIP`, `STOP`, `ESCALATE`, `RETRY` exhausted). Asking an agent
    * that is itself waiting on an ask to this one deadlocks until the timeout.
    * @typeParam Req - the request payload's type (inferred); it must be JSON ({@link JsonPayload}).
    * @typeParam Res - the reply payload's type you expect; the reply is not checked against it at run time.
@@ -302,16 +304,14 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * With `expiresInMs` the pause has a deadline (from this call; a repeated
    * suspend with one replaces it): once it passes, also while the process
    * is down, the pause is denied by decider `"expiry"` (`onDeny` runs).
-   * @throws {@link InvalidArgumentError} when `reason` is not a string or `expiresInMs` not a non-negative number
+   * @throws {@link InvalidArgumentError} when `reason` is not a string of at most 1,024 characters, or `expiresInMs` not a non-negative number
    * @example
    * ```ts
    * this.suspend("payment over limit", { expiresInMs: 24 * 3600_000 });
    * ```
    */
   suspend(reason = "", options: PauseOptions = {}): void {
-    if (typeof reason !== "string") {
-      throw new InvalidArgumentError("reason", `'${this.name}'.suspend(reason) needs a string reason, got ${describeValue(reason)}`);
-    }
+    assertReason(`'${this.name}'.suspend(reason)`, reason);
     if (typeof options !== "object" || (options as unknown) === null) {
       throw new InvalidArgumentError("options", `'${this.name}'.suspend(reason, options): options must be an object (or left out), got ${describeValue(options)}`);
     }

@@ -12,6 +12,7 @@ import {
   RuntimeStateError,
   StartFailedError,
 } from "../errors/errors.js";
+import { HandlerFailedError } from "../errors/handler-failed-error.js";
 import { NOT_PENDING } from "../bus/message-bus.js";
 import { assertJsonObject, findNonJson, isJsonObject, type JsonObject } from "../message/json.js";
 import { checkNonNegative, envelopeProblem, isReply, nextAttempt, type Message } from "../message/message.js";
@@ -103,6 +104,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   private abandonOnStart: (() => void) | undefined;
   /** Hooks (`onStop`, `onSuspend`, `onResume`, `onChildTerminated`) running now, including ones past their deadline. */
   hooksRunning = 0;
+  /** Settles once the last crash's `agent.crash` receipt is recorded (or failed to be): the restart waits for it. */
+  crashRecorded: Promise<boolean> | undefined;
   /** Why this incarnation's state could not be restored: persists are refused with it, so the stored record survives. */
   unrestored: unknown;
 
@@ -293,7 +296,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       this.suspension.deadline.cancel();
       initialized();
       services.telemetry.endSpan(span, error);
-      void services.telemetry.audit("agent.crash", this.agent.name, { phase: "start", error: errorText(error) });
+      // The crash's receipt is durable before the supervisor hears of the failure (and restarts).
+      const crashRecorded = services.telemetry.audit("agent.crash", this.agent.name, { phase: "start", error: errorText(error) });
       // onStop still runs, but a checkpoint from it must not overwrite the record that could not be read
       // (STATE_SCHEMA) with the initial state: persists fail with the restore's error until the next start.
       if (!restored) this.unrestored = error;
@@ -301,12 +305,13 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       this.finishing = this.runHook("onStop", () => this.agent.onStop(), this.options.shutdownTimeoutMs);
       await this.finishing;
       services.telemetry.endSpan(stopSpan);
+      await this.receiptRecorded("agent.crash", crashRecorded);
       throw new StartFailedError(this.agent.name, { cause: error });
     }
     this.transition(this.suspension.marker === undefined ? ProcessStatus.RUNNING : ProcessStatus.SUSPENDED);
     initialized();
     services.telemetry.endSpan(span);
-    void services.telemetry.audit("agent.start", this.agent.name, {
+    const startRecorded = services.telemetry.audit("agent.start", this.agent.name, {
       incarnation: this.starts,
       ...(this.suspension.marker === undefined ? {} : { suspensionId: this.suspension.marker.suspensionId }),
     });
@@ -316,6 +321,23 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     else if (settledInStore && this.suspension.marker === undefined) await this.suspension.persistMarker("resume", undefined);
     // A stop that came meanwhile has begun, or will begin, the loop itself.
     if (this.currentStatus !== ProcessStatus.STOPPING && this.currentStatus !== ProcessStatus.STOPPED) this.mailboxReady();
+    // runtime.start() resolves once this receipt is recorded: a kill right after leaves it in the log. Not awaited
+    // here: a crash while it is being written must find this start over, so its restart can begin.
+    if (services.telemetry.auditing) services.telemetry.track(this.receiptRecorded("agent.start", startRecorded));
+  }
+
+  /**
+   * Waits until an audit receipt is recorded by the sink (for a
+   * `JsonlAuditSink`: fsync'ed), at most `shutdownTimeoutMs`: a sink that
+   * never answers is logged, not waited on forever. No wait without a sink.
+   */
+  async receiptRecorded(event: string, recording: Promise<boolean>): Promise<void> {
+    const services = this.requireServices();
+    if (!services.telemetry.auditing) return;
+    const limitMs = this.options.shutdownTimeoutMs;
+    if (!(await settlesWithin(recording, services.clock, limitMs))) {
+      services.logger.warn(`audit: the sink did not record '${event}' of '${this.agent.name}' within ${limitMs} ms (the agent's shutdownTimeoutMs); moving on without waiting for it`);
+    }
   }
 
   /**
@@ -405,7 +427,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     const exit = this.exit;
     services.telemetry.endSpan(span);
     if (exit?.kind !== "crash") {
-      void services.telemetry.audit("agent.stop", this.agent.name, { reason: exit?.reason ?? "stopped" });
+      // The stop (and so runtime.stop()) resolves once its receipt is recorded.
+      await this.receiptRecorded("agent.stop", services.telemetry.audit("agent.stop", this.agent.name, { reason: exit?.reason ?? "stopped" }));
     }
   }
 
@@ -543,6 +566,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (this.exit?.kind === "normal") this.close();
     this.finishing = this.finish();
     await this.finishing;
+    // A crash's receipt is durable before the supervisor restarts the agent.
+    if (this.exit?.kind === "crash" && this.crashRecorded !== undefined) await this.receiptRecorded("agent.crash", this.crashRecorded);
     this.parent?.childExited(this.agent, this.exit ?? { kind: "normal", reason: "stopped" }, this.starts);
   }
 
@@ -578,6 +603,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     // A failure while stopping (in a drain, or in the message a stop came during) still goes through onError.
     if (this.currentStatus !== ProcessStatus.RUNNING && this.currentStatus !== ProcessStatus.STOPPING) {
       services.logger.error(`'${this.agent.name}' failed a message while ${this.currentStatus}`, { error, message: message.id });
+      this.failRequest(message, error, "none (onError was not asked)");
       return;
     }
     let action: ErrorAction;
@@ -590,6 +616,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (generation !== this.generation) {
       // A stop gave up on this incarnation while onError ran: its answer must not act on the next one.
       services.logger.warn(`'${this.agent.name}'.onError answered after a stop gave up on it; its answer (${describeValue(action)}) is dropped`, { error });
+      this.failRequest(message, error, action);
       return;
     }
     if (this.currentStatus === ProcessStatus.STOPPING) {
@@ -598,7 +625,9 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       if (action === ErrorAction.RETRY && message.attempt < this.options.maxRetries && !this.mailbox.closed) {
         if (this.drainAll) this.mailbox.requeue(nextAttempt(message));
         else this.mailbox.force(nextAttempt(message));
-      } else if (action !== ErrorAction.SKIP) {
+      } else {
+        this.failRequest(message, error, action);
+        if (action === ErrorAction.SKIP) return;
         const drainEnds = this.drainAll ? "; the drain ends, what is still queued is left unhandled" : "";
         this.drainAll = false;
         services.logger.error(
@@ -608,7 +637,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       }
       return;
     }
-    if (this.currentStatus !== ProcessStatus.RUNNING) return;
+    if (this.currentStatus !== ProcessStatus.RUNNING) {
+      this.failRequest(message, error, action);
+      return;
+    }
     if (action === ErrorAction.RETRY && message.attempt < this.options.maxRetries) {
       // A child of the failed handle span, in the message's own trace: never in whatever context woke the loop.
       const span = services.telemetry.startChildSpan("civitas.agent.retry", { "civitas.agent.name": this.agent.name, "civitas.message.id": message.id, "civitas.message.attempt": message.attempt + 1 }, handleSpan, message);
@@ -616,9 +648,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       services.telemetry.endSpan(span);
       return;
     }
-    if (action === ErrorAction.SKIP) return;
-    if (action === ErrorAction.STOP) {
-      this.beginSelfStop("stop");
+    // Anything else ends the message: the ask waiting for it learns so now, not at its timeout.
+    if (action === ErrorAction.SKIP || action === ErrorAction.STOP) {
+      this.failRequest(message, error, action);
+      if (action === ErrorAction.STOP) this.beginSelfStop("stop");
       return;
     }
     if (action === ErrorAction.RETRY) {
@@ -627,6 +660,20 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       services.logger.error(`'${this.agent.name}'.onError returned ${describeValue(action)}, not an ErrorAction; escalating`);
     }
     this.crash(error);
+    // The crash is on record before the caller hears of it.
+    if (this.crashRecorded !== undefined) await this.receiptRecorded("agent.crash", this.crashRecorded);
+    this.failRequest(message, error, action);
+  }
+
+  /**
+   * Rejects the ask waiting for `message`, if it is a request and one still
+   * waits, with `HANDLER_FAILED` carrying `error`: its handler failed for
+   * good (`action` ended it), so no reply will come.
+   */
+  failRequest(message: Message, error: unknown, action: unknown): void {
+    if (message.replyTo === undefined || message.correlationId === undefined) return;
+    const answered = typeof action === "string" ? action : describeValue(action);
+    this.refuse(message, new HandlerFailedError(this.agent.name, message.id, answered, message.attempt, error));
   }
 
   crash(error: unknown): void {
@@ -634,7 +681,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     this.transition(ProcessStatus.CRASHED);
     this.exit = { kind: "crash", error };
     services.logger.error(`'${this.agent.name}' crashed`, { error });
-    void services.telemetry.audit("agent.crash", this.agent.name, { error: errorText(error) });
+    this.crashRecorded = services.telemetry.audit("agent.crash", this.agent.name, { error: errorText(error) });
   }
 
   beginSelfStop(reason: string): void {

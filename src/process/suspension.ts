@@ -1,5 +1,5 @@
 import { describeValue } from "../errors/civitas-error.js";
-import { InvalidApproverError, StateSchemaError } from "../errors/errors.js";
+import { InvalidApproverError, InvalidArgumentError, StateSchemaError } from "../errors/errors.js";
 import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
 
 /** The key under which an agent's suspension marker lives inside its checkpointed `state`. */
@@ -148,16 +148,54 @@ const VISIBLE = /(?![\u115F\u1160\u3164\uFFA0\u2800])[\p{L}\p{N}\p{P}\p{S}]/u;
 const UNPRINTABLE = /[\p{Cc}\p{Cs}\u202A-\u202E\u2066-\u2069]/u;
 
 /**
- * Checks an approver: a string with at least one visible character (not
- * only whitespace, invisible format characters or blank-rendering fillers)
- * and no control characters, lone surrogates or bidi overrides, so that a
- * resume (or a deny: `call`) always names someone, legibly.
+ * The most characters (Unicode code points) an approver, a decider or a
+ * reason may have: they are written into markers, receipts and spans, which
+ * must stay bounded whatever a caller passes.
+ */
+const MAX_DECISION_TEXT_LENGTH = 1024;
+
+/** How many characters (code points) `text` has, when that is more than {@link MAX_DECISION_TEXT_LENGTH}; else `undefined`. */
+function overLength(text: string): number | undefined {
+  if (text.length <= MAX_DECISION_TEXT_LENGTH) return undefined; // a code point is one or two UTF-16 units
+  let characters = 0;
+  for (const _ of text) characters++;
+  return characters > MAX_DECISION_TEXT_LENGTH ? characters : undefined;
+}
+
+/**
+ * Checks an approver (or a decider): a string with at least one visible
+ * character (not only whitespace, invisible format characters or
+ * blank-rendering fillers), no control characters, lone surrogates or bidi
+ * overrides, and at most {@link MAX_DECISION_TEXT_LENGTH} characters, so that
+ * a resume (or a deny: `call`) always names someone, legibly and in
+ * bounded space.
  * @throws {@link InvalidApproverError}
  * @internal
  */
 export function assertApprover(agent: string, approver: unknown, call: "resume" | "deny" = "resume"): asserts approver is string {
   if (typeof approver !== "string" || !(isPrintableAscii(approver) || (VISIBLE.test(approver) && !UNPRINTABLE.test(approver)))) {
     throw new InvalidApproverError(agent, approver, call);
+  }
+  const length = overLength(approver);
+  if (length !== undefined) {
+    throw new InvalidApproverError(agent, approver, call, `got one of ${length} characters, more than the ${MAX_DECISION_TEXT_LENGTH} allowed; pass a name or an id, and keep longer text out of it`);
+  }
+}
+
+/**
+ * Checks a reason (of a suspend, or a denial): a string of at most
+ * {@link MAX_DECISION_TEXT_LENGTH} characters. `call` names the call in the
+ * error, e.g. `suspend('payer')`.
+ * @throws {@link InvalidArgumentError} (`INVALID_ARGUMENT`, argument `reason`)
+ * @internal
+ */
+export function assertReason(call: string, reason: unknown): asserts reason is string {
+  if (typeof reason !== "string") {
+    throw new InvalidArgumentError("reason", `${call} needs a string reason, got ${describeValue(reason)}`);
+  }
+  const length = overLength(reason);
+  if (length !== undefined) {
+    throw new InvalidArgumentError("reason", `${call} needs a reason of at most ${MAX_DECISION_TEXT_LENGTH} characters, got one of ${length}; keep the reason short and put the details in the agent's state`);
   }
 }
 

@@ -13,7 +13,7 @@ import { Telemetry } from "../observability/telemetry.js";
 import { AgentProcess } from "../process/agent-process.js";
 import { composeControl, composeOutgoing, type EnvelopeContext } from "../process/envelope.js";
 import { ProcessStatus } from "../process/process-status.js";
-import { assertApprover } from "../process/suspension.js";
+import { assertApprover, assertReason } from "../process/suspension.js";
 import { checkExpiresInMs } from "../process/pause-deadline.js";
 import { InMemoryStateStore } from "../state/in-memory-state-store.js";
 import type { StateStore } from "../state/state-store.js";
@@ -241,14 +241,20 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     return new Runtime({ ...rest, root: buildTopology(topology, agents) });
   }
 
-  /** Starts the tree, children in order. Idempotent: a second call returns the first call's promise. */
+  /**
+   * Starts the tree, children in order. Resolves once every agent runs and
+   * their `agent.start` audit receipts are recorded by the audit sink (for a
+   * `JsonlAuditSink`: on disk; at most each agent's `shutdownTimeoutMs` is
+   * waited for its receipt). Idempotent: a second call returns the first
+   * call's promise.
+   */
   start(): Promise<void> {
     if (this.stopping !== undefined) {
       return Promise.reject(new RuntimeStateError("RUNTIME_STOPPED", "this runtime was stopped; create a new Runtime to start again"));
     }
     if (this.starting === undefined) {
       if (this.keepAlive) this.aliveHandle = setInterval(() => undefined, 2 ** 30);
-      this.starting = this.root[startChild]().catch((error: unknown) => {
+      this.starting = this.root[startChild]().then(() => this.services.telemetry.flush(), (error: unknown) => {
         this.startFailed = true;
         clearInterval(this.aliveHandle);
         // Asks, suspends and resumes sent before the start would wait for agents that were stopped again.
@@ -261,8 +267,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
 
   /**
    * Stops the tree, children in reverse order; queued messages stay unhandled,
-   * pending asks reject with `RUNTIME_STOPPED`. Idempotent. Never closes the
-   * store or audit sink it was given.
+   * pending asks reject with `RUNTIME_STOPPED`. Resolves once the agents'
+   * `agent.stop` audit receipts are recorded by the audit sink. Idempotent.
+   * Never closes the store or audit sink it was given.
    */
   stop(): Promise<void> {
     this.stopping ??= this.shutdown();
@@ -292,7 +299,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
 
   /**
    * Sends `payload` to the agent named `name` from outside the tree, waiting while its mailbox is full.
-   * Rejects with `AGENT_NOT_FOUND`, `RESERVED_MESSAGE_TYPE`, `PAYLOAD_NOT_SERIALIZABLE` or `MAILBOX_CLOSED`.
+   * Rejects with `AGENT_NOT_FOUND`, `RESERVED_MESSAGE_TYPE`, `PAYLOAD_NOT_SERIALIZABLE` or `MAILBOX_CLOSED`;
+   * with `RUNTIME_NOT_STARTED` (nothing queued) before `start()` was called, `RUNTIME_STOPPED` after `stop()`.
    * @typeParam T - the payload's type (inferred); it must be JSON ({@link JsonPayload}).
    */
   send<T extends JsonPayload<T> = JsonObject>(name: string, payload: T, options?: RuntimeSendOptions): Promise<void> {
@@ -307,7 +315,12 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   /**
    * Sends a request from outside the tree and resolves with the reply message.
    * Rejects with `ASK_TIMEOUT` after `timeoutMs` (30 s by default); its stack
-   * shows the async functions that were awaiting the ask.
+   * shows the async functions that were awaiting the ask. Rejects at once with
+   * `HANDLER_FAILED` (the handler's error as `cause`) when the agent's
+   * `handle` threw and `onError` ended the message (`SKIP`, `STOP`,
+   * `ESCALATE`, `RETRY` exhausted); with `RUNTIME_NOT_STARTED` (nothing
+   * queued) before `start()` was called. While the ask waits, its timeout
+   * timer keeps the Node.js process alive, so the ask always settles.
    * @typeParam Req - the request payload's type (inferred); it must be JSON ({@link JsonPayload}).
    * @typeParam Res - the reply payload's type you expect; the reply is not checked against it at run time.
    * @example
@@ -341,7 +354,9 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * and updates the reason; with the same reason it changes nothing and
    * resolves once the pause is announced. With `expiresInMs` the pause has a
    * deadline, stored in its marker: once it passes it is denied by decider
-   * `"expiry"`. Rejects with `AGENT_NOT_FOUND`.
+   * `"expiry"`. Rejects with `AGENT_NOT_FOUND`, `INVALID_ARGUMENT` for a
+   * reason that is not a string of at most 1,024 characters,
+   * `RUNTIME_NOT_STARTED` before `start()` was called.
    * @example
    * ```ts
    * await runtime.suspend("payer", "large payment", { expiresInMs: 3_600_000 });
@@ -350,9 +365,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   suspend(name: string, reason = "", options: SuspendOptions = {}): Promise<void> {
     try {
       checkOptionsObject(`suspend('${name}')`, options);
-      if (typeof reason !== "string") {
-        throw new InvalidArgumentError("reason", `suspend('${name}') needs a string reason, got ${describeValue(reason)}`);
-      }
+      assertReason(`suspend('${name}')`, reason);
       const expiresInMs = checkExpiresInMs(`suspend('${name}')`, options.expiresInMs);
       return this.control(name, "_agency.suspend", expiresInMs === undefined ? { reason } : { reason, expiresInMs }, options);
     } catch (error) {
@@ -366,8 +379,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * it is RUNNING again, before it takes its next business message. Resuming a
    * running agent is a no-op (the approver is still checked). Rejects, before
    * anything is sent, with `INVALID_APPROVER` (not a string, nothing visible,
-   * or a control character, lone surrogate or bidi override in it) or
-   * `AGENT_NOT_FOUND`; then with `STALE_APPROVAL` (a `suspensionId` that is
+   * a control character, lone surrogate or bidi override in it, or more than
+   * 1,024 characters), `AGENT_NOT_FOUND` or `RUNTIME_NOT_STARTED`; then with `STALE_APPROVAL` (a `suspensionId` that is
    * not the current pause), `IDENTITY_CHANGED`, `RESUME_REFUSED`
    * (`authorizeResume` said no) or `AUDIT_UNAVAILABLE` (a receipt could not be
    * recorded).
@@ -415,9 +428,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
         throw new InvalidArgumentError("suspensionId", `deny('${name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
       }
-      if (reason !== undefined && typeof reason !== "string") {
-        throw new InvalidArgumentError("reason", `deny('${name}'): reason must be a string, got ${describeValue(reason)}`);
-      }
+      if (reason !== undefined) assertReason(`deny('${name}')`, reason);
       // A denial travels as a resume request with decision "deny": the same path, checks and ordering.
       const payload: JsonObject = { approver: decider, decision: "deny" };
       if (suspensionId !== undefined) payload.suspensionId = suspensionId;
@@ -477,13 +488,23 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
 
 
   /**
-   * Refuses a call from outside after a failed start (`RUNTIME_STOPPED`): the
-   * agents were stopped again, and nothing would ever act on it. Calls made
-   * before `start()`, or while it runs, wait in the mailbox until the agent runs.
+   * The one check every call from outside that messages an agent (`send`,
+   * `ask`, `suspend`, `resume`, and every control call to come) makes after
+   * checking what it was passed and before anything is queued:
+   * `RUNTIME_NOT_STARTED` when `start()` was never called (no agent runs to
+   * take it, and nothing is queued for later), `RUNTIME_STOPPED` after a
+   * failed start or once `stop()` was called. Calls made while `start()`
+   * runs are accepted: they wait in the mailbox until the agent runs.
    */
   private assertStarted(call: string): void {
     if (this.startFailed) {
       throw new RuntimeStateError("RUNTIME_STOPPED", `${call}: the runtime failed to start and stopped its agents again; fix the cause of START_FAILED and build a new Runtime`);
+    }
+    if (this.stopping !== undefined) {
+      throw new RuntimeStateError("RUNTIME_STOPPED", `${call}: the runtime was stopped, so nothing was sent; build a new Runtime and start() it`);
+    }
+    if (this.starting === undefined) {
+      throw new RuntimeStateError("RUNTIME_NOT_STARTED", `${call}: the runtime is not started, so nothing was sent; call (and await) runtime.start() first`);
     }
   }
 

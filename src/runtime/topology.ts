@@ -1,4 +1,4 @@
-import { parseDocument } from "yaml";
+import { parseAllDocuments } from "yaml";
 import { CivitasError, describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, TopologyError } from "../errors/errors.js";
 import type { AgentProcessOptions } from "../process/agent-options.js";
@@ -17,6 +17,8 @@ const AGENT_KEYS = ["name", "type", "options"];
 const NODE_KINDS = ["supervisor", "dynamicSupervisor", "agent"];
 /** How deeply supervisors may nest in a topology: far beyond any real tree, far below the stack limit. */
 const MAX_TOPOLOGY_DEPTH = 100;
+/** The most bytes (UTF-8) of topology text parsed: 1 MB, far beyond any real tree, far below what would stall a process. */
+const MAX_TOPOLOGY_BYTES = 1024 * 1024;
 
 /**
  * Builds a supervision tree from a topology: YAML text or the equivalent
@@ -49,11 +51,28 @@ export function buildTopology(topology: string | object, classes: AgentClasses):
 /**
  * Parses topology YAML, refusing what the yaml library would only warn
  * about (an unknown tag such as `!Agent`, silently dropped otherwise) and
- * keeping its warnings off stderr: what is wrong is in the error.
+ * keeping its warnings off stderr: what is wrong is in the error. Text over
+ * {@link MAX_TOPOLOGY_BYTES} is refused before it is parsed, and so is text
+ * holding more than one YAML document (a `---` separator), which would
+ * otherwise be cut silently to its first document.
  */
 function parseTopologyText(text: string): unknown {
+  const bytes = text.length > MAX_TOPOLOGY_BYTES ? text.length : Buffer.byteLength(text, "utf8"); // UTF-8 has at least one byte per UTF-16 unit
+  if (bytes > MAX_TOPOLOGY_BYTES) {
+    throw new TopologyError("topology", `is ${text.length > MAX_TOPOLOGY_BYTES ? "at least " : ""}${bytes} bytes of text, more than the ${MAX_TOPOLOGY_BYTES} (1 MB) a topology may have; describe the tree, not its data, and spawn large numbers of agents at run time under a dynamicSupervisor`);
+  }
+  let documents: ReturnType<typeof parseAllDocuments>;
   try {
-    const document = parseDocument(text, { logLevel: "silent" });
+    documents = parseAllDocuments(text, { logLevel: "silent" });
+  } catch (error) {
+    throw new TopologyError("topology", `is not valid YAML: ${(error as Error).message}`, { cause: error });
+  }
+  if (documents.length > 1) {
+    throw new TopologyError("topology", `holds ${documents.length} YAML documents (separated by '---'); a topology is one document with one root — remove the separators, or build one runtime per document`);
+  }
+  try {
+    const document = documents[0];
+    if (document === undefined) return null; // empty text
     const problem = document.errors[0] ?? document.warnings[0];
     if (problem !== undefined) throw problem;
     return document.toJS();

@@ -5,6 +5,15 @@ import { InvalidArgumentError } from "../errors/errors.js";
 export interface TimerHandle {
   /** Disarms the timer; a no-op if it already fired. */
   cancel(): void;
+  /**
+   * Makes the timer keep the Node.js process alive until it fires or is
+   * cancelled (as Node's `timeout.ref()`). The runtime calls it while an ask
+   * waits on the timer, so the ask's timeout always fires. Optional: a clock
+   * whose timers hold no process (a test clock) leaves it out.
+   */
+  ref?(): void;
+  /** Undoes {@link TimerHandle.ref}: the timer no longer keeps the process alive. */
+  unref?(): void;
 }
 
 /**
@@ -15,23 +24,34 @@ export interface TimerHandle {
 export interface Clock {
   /** Milliseconds since the epoch. */
   now(): number;
-  /** Calls `fn` once after `delayMs`. Timers must not keep the process alive. */
+  /** Calls `fn` once after `delayMs`. Timers must not keep the process alive unless their {@link TimerHandle.ref} is called. */
   setTimeout(fn: () => void, delayMs: number): TimerHandle;
 }
 
-/** The wall clock: `Date.now()` and `unref()`ed Node timers. */
+/** The wall clock: `Date.now()` and Node timers, `unref()`ed until their handle's `ref()` is called. */
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimeout(fn, delayMs) {
     // Node fires a timer of more than 2^31 - 1 ms after 1 ms: arm long delays in steps.
     const dueMs = Date.now() + delayMs;
     let timer: NodeJS.Timeout;
+    let held = false;
     const arm = (remainingMs: number): void => {
       timer = setTimeout(remainingMs > MAX_TIMER_MS ? () => arm(dueMs - Date.now()) : fn, Math.min(Math.max(remainingMs, 0), MAX_TIMER_MS));
-      timer.unref();
+      if (!held) timer.unref();
     };
     arm(delayMs);
-    return { cancel: () => clearTimeout(timer) };
+    return {
+      cancel: () => clearTimeout(timer),
+      ref: () => {
+        held = true;
+        timer.ref();
+      },
+      unref: () => {
+        held = false;
+        timer.unref();
+      },
+    };
   },
 };
 

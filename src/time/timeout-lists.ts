@@ -20,6 +20,8 @@ export interface TimeoutList<T> {
   head: T | undefined;
   tail: T | undefined;
   timer: TimerHandle | undefined;
+  /** Whether `timer` keeps the process alive: exactly while entries wait. */
+  held: boolean;
 }
 
 /**
@@ -33,6 +35,11 @@ export interface TimeoutList<T> {
  * Deadlines come from the clock's `now()` (the caller passes the start time
  * it already read): a wall clock set back delays timeouts by as much, never
  * fires them early.
+ *
+ * A list's timer keeps the process alive (`ref`) while entries wait in it,
+ * so a waiting ask's timeout always fires, and lets go of it (`unref`) once
+ * the last entry left: an answered ask holds no process. {@link TimeoutLists.clear}
+ * cancels every timer, so nothing of the owner stays reachable from a timer.
  * @internal
  */
 export class TimeoutLists<T extends Expiring<T>> {
@@ -47,7 +54,7 @@ export class TimeoutLists<T extends Expiring<T>> {
   add(entry: T, timeoutMs: number, startMs: number): void {
     let list = this.lists.get(timeoutMs);
     if (list === undefined) {
-      list = { timeoutMs, head: undefined, tail: undefined, timer: undefined };
+      list = { timeoutMs, head: undefined, tail: undefined, timer: undefined, held: false };
       this.lists.set(timeoutMs, list);
     }
     entry.deadlineMs = startMs + timeoutMs;
@@ -58,6 +65,7 @@ export class TimeoutLists<T extends Expiring<T>> {
     else list.tail.next = entry;
     list.tail = entry;
     if (list.timer === undefined) this.arm(list, timeoutMs);
+    else if (!list.held) this.hold(list, true);
   }
 
   /** Stops `entry`'s timeout; a no-op when it is not waiting. */
@@ -71,6 +79,18 @@ export class TimeoutLists<T extends Expiring<T>> {
     entry.list = undefined;
     entry.prev = undefined;
     entry.next = undefined;
+    // The timer stays armed for the next entry (re-arming one per ask costs more than the ask), but holds no process.
+    if (list.head === undefined && list.held) this.hold(list, false);
+  }
+
+  /** Cancels every timer and forgets every list; entries still waiting never time out. */
+  clear(): void {
+    for (const list of this.lists.values()) {
+      list.timer?.cancel();
+      list.timer = undefined;
+      for (let entry = list.head; entry !== undefined; entry = list.head) this.remove(entry);
+    }
+    this.lists.clear();
   }
 
   /** Entries still waiting (for tests and diagnostics). */
@@ -82,6 +102,14 @@ export class TimeoutLists<T extends Expiring<T>> {
 
   private arm(list: TimeoutList<T>, delayMs: number): void {
     list.timer = this.clock.setTimeout(() => this.fire(list), Math.max(0, delayMs));
+    list.held = false;
+    this.hold(list, true);
+  }
+
+  private hold(list: TimeoutList<T>, held: boolean): void {
+    list.held = held;
+    if (held) list.timer?.ref?.();
+    else list.timer?.unref?.();
   }
 
   private fire(list: TimeoutList<T>): void {

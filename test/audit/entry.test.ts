@@ -8,6 +8,7 @@ describe("civitas-ts/audit entry", () => {
       "AuditCorruptError",
       "AuditKeyMissingError",
       "AuditSinkClosedError",
+      "AuditUnreadableError",
       "JsonlAuditSink",
       "repairAuditLog",
       "verifyAuditLog",
@@ -20,6 +21,7 @@ describe("civitas-ts/audit entry", () => {
       [new audit.AuditKeyMissingError("a.jsonl"), "AuditKeyMissingError", "AUDIT_KEY_MISSING"],
       [new audit.AuditCorruptError("a.jsonl", "the audit log 'a.jsonl' is broken", { index: 3 }), "AuditCorruptError", "AUDIT_CORRUPT"],
       [new audit.AuditSinkClosedError("a.jsonl"), "AuditSinkClosedError", "AUDIT_SINK_CLOSED"],
+      [new audit.AuditUnreadableError("a.jsonl", "read", Object.assign(new Error("EISDIR: illegal operation"), { code: "EISDIR" })), "AuditUnreadableError", "AUDIT_UNREADABLE"],
     ];
     for (const [error, name, code] of cases) {
       expect(error).toBeInstanceOf(CivitasError);

@@ -186,7 +186,7 @@ describe("JsonlAuditSink", () => {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     const sink = new JsonlAuditSink(file, { key: KEY });
     fs.mkdirSync(file); // a directory where the file should be: open fails
-    await expect(sink.emit(event("a", "x"))).rejects.toMatchObject({ code: "EISDIR" });
+    await expect(sink.emit(event("a", "x"))).rejects.toMatchObject({ code: "AUDIT_UNREADABLE", reason: "EISDIR", cause: { code: "EISDIR" } });
     fs.rmdirSync(file);
     await sink.emit(event("b", "x"));
     await sink.close();

@@ -87,6 +87,6 @@ describe("torn tails and repairAuditLog", () => {
   });
 
   it("rejects when the file does not exist", async () => {
-    await expect(repairAuditLog(path.join(dir, "nope.jsonl"))).rejects.toMatchObject({ code: "ENOENT" });
+    await expect(repairAuditLog(path.join(dir, "nope.jsonl"))).rejects.toMatchObject({ name: "AuditUnreadableError", code: "AUDIT_UNREADABLE", cause: { code: "ENOENT" } });
   });
 });

@@ -177,7 +177,7 @@ describe("verifyAuditLog detects tampering at the right row", () => {
   });
 
   it("rejects only when the file cannot be read", async () => {
-    await expect(verifyAuditLog(path.join(dir, "missing.jsonl"), { key: KEY })).rejects.toMatchObject({ code: "ENOENT" });
+    await expect(verifyAuditLog(path.join(dir, "missing.jsonl"), { key: KEY })).rejects.toMatchObject({ name: "AuditUnreadableError", code: "AUDIT_UNREADABLE", cause: { code: "ENOENT" } });
     fs.writeFileSync(file, "");
     expect(await verifyAuditLog(file, { key: KEY })).toEqual({ ok: true, rows: 0, tornTail: false });
   });

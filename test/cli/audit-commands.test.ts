@@ -123,13 +123,17 @@ describe("civitas audit", { timeout: 60_000 }, () => {
       expect(wrongKey.json).toMatchObject({ ok: false, brokenAt: 0 });
     });
 
-    it("exits 3 for an unreadable file and 2 without a key", async () => {
-      const [missing, noKey] = await Promise.all([
+    it("exits 3 for an unreadable file (AUDIT_UNREADABLE: missing, or a directory) and 2 without a key", async () => {
+      const [missing, directory, noKey] = await Promise.all([
         civitasJson(["audit", "verify", path.join(dir, "missing.jsonl"), "--key", KEY]),
+        civitasJson(["audit", "verify", dir, "--key", KEY]),
         civitas(["audit", "verify", log]),
       ]);
       expect(missing.code).toBe(3);
-      expect(missing.json).toMatchObject({ ok: false, exitCode: 3 });
+      expect(missing.json).toMatchObject({ ok: false, exitCode: 3, error: { code: "AUDIT_UNREADABLE" } });
+      expect(directory.code).toBe(3);
+      expect(directory.json).toMatchObject({ ok: false, exitCode: 3, error: { code: "AUDIT_UNREADABLE" } });
+      expect((directory.json.error as { message: string }).message).toContain("is a directory");
       expect(noKey.code).toBe(2);
       expect(noKey.stderr).toContain("CIVITAS_AUDIT_KEY");
     });

@@ -132,10 +132,11 @@ describe("a this.suspend() during a restored announcement starts a loop while st
     const audit = new MemoryAuditSink();
     const agent = new Confirming("a");
     const rt = runtime([agent], { store, auditSink: audit });
-    // Sent before the runtime starts: they wait in the mailbox (a resume sent while it starts lifts a stored pause).
+    // Sent while the runtime starts: they wait in the mailbox (a resume sent while it starts lifts a stored pause).
+    const starting = rt.start();
     const resumed = rt.resume("a", "alice");
     for (let i = 0; i < 6; i++) void rt.send("a", { i });
-    await rt.start();
+    await starting;
     await resumed;
     await sleep(200);
     const events = audit.events.filter((e: AuditEvent) => e.agent === "a").map((e: AuditEvent) => e.event);

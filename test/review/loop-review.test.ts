@@ -144,15 +144,24 @@ describe("message loop deadlocks and hangs", () => {
   it("a throwing 'message.expired' listener does not crash the agent whose mailbox expired the message", async () => {
     const { TestClock } = await import("civitas-ts/testing");
     const clock = new TestClock();
-    const sink = new Sink("sink");
+    let open!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    class SlowSink extends Sink {
+      override async onStart(): Promise<void> {
+        await opened;
+      }
+    }
+    const sink = new SlowSink("sink");
     const rt = runtime([sink], { clock });
     rt.on("message.expired", () => {
       throw new Error("listener bug");
     });
+    const starting = rt.start(); // sent while it starts, the messages wait in the mailbox
     await rt.send("sink", { n: 1 }, { ttlMs: 10 });
     await rt.send("sink", { n: 2 });
     await clock.advance(11);
-    await rt.start();
+    open();
+    await starting;
     await until(() => sink.seen.length === 1);
     expect(sink.seen.map((m) => m.payload.n)).toEqual([2]);
     expect(sink.incarnation).toBe(1);

@@ -61,9 +61,10 @@ describe("an agent messaging itself from a hook its own loop runs", () => {
     }
     const agent = new Init("init", { mailboxSize: 1, shutdownTimeoutMs: 100 });
     const rt = runtime(new Supervisor("root", { children: [agent] }));
-    // "Calls made before start() wait in the mailbox until the agent runs": it is full before onStart runs.
+    // Calls made while start() runs wait in the mailbox until the agent runs: sent at once, it is full before onStart runs.
+    const starting = rt.start();
     await rt.send("init", { id: "early" });
-    const started = await outcome(rt.start(), 1000);
+    const started = await outcome(starting, 1000);
     expect(started).not.toBe("pending");
   });
 });

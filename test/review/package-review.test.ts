@@ -65,13 +65,14 @@ describe("calls from outside after a failed start", () => {
     }
   }
 
-  it("an ask and a resume sent before a start that fails reject with RUNTIME_STOPPED instead of waiting forever", async () => {
+  it("an ask and a resume sent during a start that fails reject with RUNTIME_STOPPED instead of waiting forever", async () => {
     const rt = new Runtime({ root: [new Fine("fine"), new Broken("broken")], logger: silentLogger, keepAlive: false });
     runtimes.push(rt);
     // to the agent that never starts, with no timeoutMs: only the failed start can end them
+    const starting = rt.start();
     const asking = rt.ask("broken", {});
     const resuming = rt.resume("broken", "alice");
-    await expect(rt.start()).rejects.toMatchObject({ code: "START_FAILED" });
+    await expect(starting).rejects.toMatchObject({ code: "START_FAILED" });
     await expect(asking).rejects.toMatchObject({ code: "RUNTIME_STOPPED" });
     await expect(resuming).rejects.toMatchObject({ code: "RUNTIME_STOPPED" });
   });

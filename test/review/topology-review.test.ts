@@ -146,7 +146,7 @@ describe("Runtime stop paths", () => {
       (e: unknown) => (e as CivitasError).code,
     );
     expect(restart).toBe("RUNTIME_STOPPED");
-    expect(await rt.send("c", {}).then(() => "delivered", (e: unknown) => (e as CivitasError).code)).toBe("MAILBOX_CLOSED");
+    expect(await rt.send("c", {}).then(() => "delivered", (e: unknown) => (e as CivitasError).code)).toBe("RUNTIME_STOPPED");
   });
 
   it("runtime.stop() awaited inside handle() waits for that handler (as documented), and a stop started without awaiting finishes at once", async () => {

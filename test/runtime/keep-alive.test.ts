@@ -14,9 +14,12 @@ describe("Runtime keepAlive", () => {
     expect(run()).toEqual({ status: 0, stdout: "ASK_TIMEOUT\nstopped\n" });
   });
 
-  it("with keepAlive: false the process may exit while only runtime timers are pending", () => {
-    const result = run("no-keep-alive");
-    expect(result.stdout).toBe("");
-    expect(result.status).toBe(13); // Node: unsettled top-level await
+  it("with keepAlive: false a pending ask's timeout still fires: the caller sees ASK_TIMEOUT, never an unsettled promise (exit code 13)", () => {
+    expect(run("no-keep-alive")).toEqual({ status: 0, stdout: "ASK_TIMEOUT\nstopped\n" });
+  });
+
+  it("with keepAlive: false an answered ask holds the process no longer: it ends without stop() long before the ask's 60 s timeout", () => {
+    // spawnSync's 15 s timeout would kill a process held by the answered ask's timer (status null).
+    expect(run("answered-no-stop")).toEqual({ status: 0, stdout: 'answered {"n":1}\n' });
   });
 });

@@ -10,7 +10,7 @@ import {
   type AgentProcessOptions,
   type Message,
 } from "../../src/index.js";
-import { track, turns } from "./fixtures.js";
+import { gate, track, turns } from "./fixtures.js";
 
 const runtimes: Runtime[] = [];
 
@@ -40,7 +40,17 @@ class Worker extends AgentProcess {
   }
 }
 
-const agents = { Greeter, Worker };
+/** Holds the first message it handles until `release` opens. */
+class Holder extends AgentProcess {
+  readonly holding = gate();
+  readonly release = gate();
+  override async handle(): Promise<void> {
+    this.holding.open();
+    await this.release.promise;
+  }
+}
+
+const agents = { Greeter, Worker, Holder };
 
 const YAML = `
 supervisor:
@@ -149,16 +159,22 @@ describe("Runtime.fromTopology builds the tree", () => {
   });
 
   it("applies the mailboxSize option it passes to the agent", async () => {
-    const rt = build({ agent: { name: "small", type: "Worker", options: { mailboxSize: 2 } } });
-    const small = rt.getAgent("small") as Worker;
-    // not started: messages stay in the mailbox
+    const rt = build({ agent: { name: "small", type: "Holder", options: { mailboxSize: 2 } } });
+    const small = rt.getAgent("small") as Holder;
+    await rt.start();
+    // the first message keeps the agent busy: the next ones stay in the mailbox
+    await rt.send("small", { n: 0 });
+    await small.holding.promise;
     await rt.send("small", { n: 1 });
     await rt.send("small", { n: 2 });
     const third = track(rt.send("small", { n: 3 }));
     await turns();
     expect(small.mailbox.size).toBe(2);
     expect(third.state).toBe("pending");
-    await rt.stop();
+    const stopping = rt.stop();
+    await turns();
+    small.release.open(); // released once the stop began: the agent takes nothing more
+    await stopping;
     await turns();
     expect(third.state).toBe("rejected");
   });
@@ -331,6 +347,41 @@ describe("Runtime.fromTopology refuses bad topologies with TOPOLOGY_INVALID", ()
     expect(error.path).toBe("topology");
     expect(error.message).toContain("YAML");
     expect(error.cause).toBeInstanceOf(Error);
+  });
+
+  it.each([
+    ["two documents", "agent: { name: a, type: Worker }\n---\nagent: { name: b, type: Worker }\n", 2],
+    ["a second document after an end marker", "agent: { name: a, type: Worker }\n...\n---\nagent: { name: b, type: Worker }\n", 2],
+    ["a trailing separator", "agent: { name: a, type: Worker }\n---\n", 2],
+    ["three documents", "---\nagent: { name: a, type: Worker }\n---\nagent: { name: b, type: Worker }\n---\nagent: { name: c, type: Worker }\n", 3],
+  ])("YAML text with more than one document (%s), instead of cutting it to the first", (_what, text, count) => {
+    const error = topologyError(text);
+    expect(error.path).toBe("topology");
+    expect(error.message).toContain(`holds ${count} YAML documents`);
+  });
+
+  it("accepts one document with its own start and end markers", () => {
+    const rt = build("---\nagent: { name: a, type: Worker }\n...\n");
+    expect(rt.getAgent("a")).toBeInstanceOf(Worker);
+  });
+
+  it("YAML text over 1 MB, before parsing it", () => {
+    const padding = `# ${"x".repeat(1024 * 1024)}\n`;
+    const error = topologyError(`${padding}agent: { name: a, type: Worker }\n`);
+    expect(error.path).toBe("topology");
+    expect(error.message).toContain("1048576");
+    expect(error.message).toContain("1 MB");
+    // Multi-byte characters count as the bytes they take: 400,000 three-byte characters are 1.2 MB.
+    const euros = `# ${"€".repeat(400_000)}\nagent: { name: a, type: Worker }\n`;
+    expect(euros.length).toBeLessThan(1024 * 1024);
+    expect(topologyError(euros).message).toContain(`${Buffer.byteLength(euros)} bytes`);
+  });
+
+  it("accepts YAML text of just under 1 MB", () => {
+    const text = "agent: { name: a, type: Worker }\n";
+    const comment = `#${"x".repeat(1024 * 1024 - text.length - 2)}\n`;
+    expect(Buffer.byteLength(comment + text)).toBe(1024 * 1024);
+    expect(build(comment + text).getAgent("a")).toBeInstanceOf(Worker);
   });
 
   it("a missing agents map", () => {

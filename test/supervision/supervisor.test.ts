@@ -235,8 +235,8 @@ describe("Supervisor start failures", () => {
     const [a, b] = probes(2) as [Probe, Probe];
     b.startGate = gate();
     const { runtime } = harness(new Supervisor("root", { children: [a, b], backoffBaseMs: 0 }));
-    await runtime.send("p0", { op: "crash" }); // queued before the start: p0 crashes as soon as it runs
     const starting = runtime.start();
+    await runtime.send("p0", { op: "crash" }); // queued as the start begins: p0 crashes as soon as it runs
     await waitUntil(() => a.status === ProcessStatus.CRASHED, "p0 to crash while p1 starts");
     b.startGate.open();
     await starting;

@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { TestClock } from "../../src/testing/test-clock.js";
+import type { Clock } from "../../src/time/clock.js";
 import { TimeoutLists, type Expiring } from "../../src/time/timeout-lists.js";
 
 interface Entry extends Expiring<Entry> {
@@ -135,5 +136,56 @@ describe("TimeoutLists", () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+/** A clock whose timers report whether they hold the process (see TimerHandle.ref). */
+function holdingClock(): { clock: Clock; timers: { held: boolean; cancelled: boolean; fire: () => void }[] } {
+  const timers: { held: boolean; cancelled: boolean; fire: () => void }[] = [];
+  const clock: Clock = {
+    now: () => 1_000,
+    setTimeout(fn) {
+      const timer = { held: false, cancelled: false, fire: fn };
+      timers.push(timer);
+      return {
+        cancel: () => void (timer.cancelled = true),
+        ref: () => void (timer.held = true),
+        unref: () => void (timer.held = false),
+      };
+    },
+  };
+  return { clock, timers };
+}
+
+describe("TimeoutLists and the process", () => {
+  it("a timer holds the process exactly while an entry waits on it: a waiting ask's timeout always fires, an answered one holds nothing", () => {
+    const { clock, timers } = holdingClock();
+    const timeouts = new TimeoutLists<Entry>(clock, () => undefined);
+    const a = entry("a");
+    const b = entry("b");
+    timeouts.add(a, 100, clock.now());
+    expect(timers.map((t) => t.held)).toEqual([true]);
+    timeouts.add(b, 100, clock.now());
+    timeouts.remove(a);
+    expect(timers.map((t) => t.held)).toEqual([true]); // b still waits
+    timeouts.remove(b);
+    expect(timers.map((t) => t.held)).toEqual([false]); // answered: armed for the next ask, holding nothing
+    timeouts.add(entry("c"), 100, clock.now());
+    expect(timers.map((t) => t.held)).toEqual([true]); // the same timer, held again: no timer armed per ask
+  });
+
+  it("clear() cancels every timer, so nothing of the owner stays reachable from one", () => {
+    const { clock, timers } = holdingClock();
+    const fired: string[] = [];
+    const timeouts = new TimeoutLists<Entry>(clock, (e) => fired.push(e.name));
+    timeouts.add(entry("waiting"), 100, clock.now());
+    const answered = entry("answered");
+    timeouts.add(answered, 200, clock.now());
+    timeouts.remove(answered);
+    timeouts.clear();
+    expect(timers.map((t) => t.cancelled)).toEqual([true, true]);
+    expect(timeouts.size).toBe(0);
+    for (const timer of timers) timer.fire(); // a timer that raced the cancel finds nothing to time out
+    expect(fired).toEqual([]);
   });
 });
