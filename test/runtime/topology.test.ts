@@ -213,14 +213,14 @@ describe("Runtime.fromTopology refuses bad topologies with TOPOLOGY_INVALID", ()
   ])("an unknown class close to a registered one suggests it: '%s' -> did you mean %s? (%s)", (type, suggestion) => {
     const error = topologyError({ supervisor: { name: "root", children: [agentNode("w", type)] } });
     expect(error.path).toBe("topology.supervisor.children[0].agent.type");
-    expect(error.message).toContain(`unknown agent class '${type}'; did you mean ${suggestion}? known: Greeter, Worker`);
+    expect(error.message).toContain(`unknown agent class '${type}'; did you mean ${suggestion}? known: Greeter, Worker, Holder`);
   });
 
   it("an unknown class far from every registered one suggests none, and the closest of several wins", () => {
     for (const type of ["Mailer", "toString", "W"]) {
       const error = topologyError({ agent: { name: "w", type } });
       expect(error.message).not.toContain("did you mean");
-      expect(error.message).toContain(`unknown agent class '${type}'; known: Greeter, Worker — add it to { agents: { ${type} } }`);
+      expect(error.message).toContain(`unknown agent class '${type}'; known: Greeter, Worker, Holder — add it to { agents: { ${type} } }`);
     }
     class Greeting extends Greeter {}
     let caught: unknown;

@@ -157,7 +157,11 @@ describe("runtime.deny: the checks, in resume's order", () => {
   it("INVALID_ARGUMENT for a reason that is not a string, a blank suspensionId, or options that are not an object", async () => {
     const { agent, runtime } = await suspended();
     const reason = await rejectsWithCode(runtime.deny("a", "bob", { reason: 42 as unknown as string }), "INVALID_ARGUMENT");
-    expect(reason.message).toContain("deny('a'): reason must be a string");
+    expect(reason.message).toContain("deny('a') needs a string reason");
+    const long = await rejectsWithCode(runtime.deny("a", "bob", { reason: "x".repeat(1025) }), "INVALID_ARGUMENT");
+    expect(long.message).toContain("at most 1024 characters");
+    const decider = await rejectsWithCode(runtime.deny("a", "b".repeat(1025)), "INVALID_APPROVER");
+    expect(decider.message).toContain("deny('a') needs a decider");
     await rejectsWithCode(runtime.deny("a", "bob", { suspensionId: "" }), "INVALID_ARGUMENT");
     await rejectsWithCode(runtime.deny("a", "bob", null as never), "INVALID_ARGUMENT");
     const timeout = await rejectsWithCode(runtime.deny("a", "bob", { timeoutMs: -1 }), "INVALID_ARGUMENT");
