@@ -85,13 +85,15 @@ export class Supervisor implements SupervisedChild, ChildParent {
       throw new InvalidArgumentError("children", `supervisor '${name}': children must be an array of agents and supervisors, got ${describeValue(options.children)}`);
     }
     const kids = [...(options.children as readonly unknown[])];
+    const listed = new Set<unknown>();
     kids.forEach((child, index) => {
       if (!isSupervisedChild(child)) {
         throw new InvalidArgumentError("children", `supervisor '${name}': children[${index}] must be an AgentProcess, Supervisor or DynamicSupervisor, got ${describeValue(child)}`);
       }
-      if (kids.indexOf(child) !== index) {
+      if (listed.has(child)) {
         throw new InvalidArgumentError("children", `supervisor '${name}': children[${index}] ('${child.name}') is listed twice; create one instance per child`);
       }
+      listed.add(child);
     });
     this.kids = Object.freeze(kids as SupervisedChild[]);
     this.restart = resolveRestartOptions(name, options);
