@@ -549,11 +549,12 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
    * Acts on a runtime control message (and `civitas.eval.halt`); unknown
    * reserved types are ignored. `type` is the message's type as the loop read
    * it, once. An `_agency.*` message acts only if the runtime minted it
-   * (control-authority.ts); any other is dropped and reported. The halt is
-   * the kill switch, anyone's to send.
+   * (control-authority.ts) for this very agent (a minted message taken out
+   * of one mailbox cannot act in another); any other is dropped and
+   * reported. The halt is the kill switch, anyone's to send.
    */
   control(message: Message, type: string): Promise<void> | undefined {
-    if (type !== "civitas.eval.halt" && !isMintedControl(message)) {
+    if (type !== "civitas.eval.halt" && !(isMintedControl(message) && message.recipient === this.agent.name)) {
       this.reportForgedControl(message, type);
       return undefined;
     }
