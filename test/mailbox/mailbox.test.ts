@@ -623,3 +623,47 @@ describe("Mailbox TTL", () => {
     expect(waiting.value).toStrictEqual(live);
   });
 });
+
+describe("Mailbox snapshots", () => {
+  it("put and offer enqueue a frozen copy: changing the object afterwards changes nothing queued", async () => {
+    const box = new Mailbox();
+    const put = { ...msg(0) } as { -readonly [K in keyof Message]: Message[K] };
+    const offered = { ...msg(1) } as { -readonly [K in keyof Message]: Message[K] };
+    await box.put(put);
+    expect(box.offer(offered)).toBe(true);
+    const [putId, offeredId] = [put.id, offered.id];
+    put.type = "_agency.resume";
+    put.priority = 1;
+    (put.payload as Record<string, unknown>).n = "changed";
+    offered.recipient = "elsewhere";
+    const first = box.pollPriority()!;
+    const second = box.poll()!;
+    expect([first.id, first.recipient, first.priority]).toEqual([offeredId, "box", 1]);
+    expect([second.id, second.type, second.priority, typeof second.payload.n]).toEqual([putId, "message", 0, "number"]);
+    expect(Object.isFrozen(first) && Object.isFrozen(second)).toBe(true);
+    expect(second).not.toBe(put);
+  });
+
+  it("reads a getter once: the lane and the reserved-type check see the same value as the taker", async () => {
+    const box = new Mailbox();
+    let reads = 0;
+    const tricky = { ...msg(0) };
+    Object.defineProperty(tricky, "type", { get: () => (reads++ === 0 ? "message" : "_agency.resume"), enumerable: true });
+    Object.defineProperty(tricky, "priority", { get: () => (reads > 1 ? 1 : 0), enumerable: true });
+    await box.put(tricky);
+    expect(box.prioritySize).toBe(0);
+    const taken = box.poll()!;
+    expect([taken.type, taken.type, taken.priority]).toEqual(["message", "message", 0]);
+    expect(reads).toBe(1);
+  });
+
+  it("a getter that throws rejects the put (never a synchronous throw) and enqueues nothing", async () => {
+    const box = new Mailbox();
+    const boom = new Error("getter");
+    const broken = { ...msg(0) };
+    Object.defineProperty(broken, "type", { get: () => { throw boom; }, enumerable: true });
+    await expect(box.put(broken)).rejects.toBe(boom);
+    expect(() => box.offer(broken)).toThrow(boom);
+    expect(box.size + box.prioritySize).toBe(0);
+  });
+});
