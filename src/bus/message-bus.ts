@@ -1,9 +1,8 @@
 import type { EventEmitter } from "eventemitter3";
 import { AgentNotFoundError, AskTimeoutError, RuntimeStateError } from "../errors/errors.js";
 import { checkSignal } from "../errors/check-signal.js";
-import { RESOLVED } from "../mailbox/mailbox.js";
+import { enqueueTrusted, RESOLVED } from "../mailbox/mailbox.js";
 import { isReply, type Message } from "../message/message.js";
-import { isReservedType } from "../message/system-types.js";
 import type { RuntimeEvents } from "../runtime/runtime-events.js";
 import type { Clock } from "../time/clock.js";
 import { TimeoutLists, type Expiring } from "../time/timeout-lists.js";
@@ -49,6 +48,14 @@ export const NOT_PENDING: unique symbol = Symbol("not pending");
  */
 export class MessageBus {
   private readonly pending = new PendingRequests<PendingAsk>();
+  /**
+   * Runtime control requests waiting for the agent to act, apart from the
+   * asks: only {@link MessageBus.acknowledge} (the runtime's own path)
+   * settles them, never a reply message, so no handler can answer
+   * `runtime.suspend`/`resume` in the agent's stead by returning a reply
+   * that names a control request's correlation id.
+   */
+  private readonly controls = new PendingRequests<PendingAsk>();
   private readonly timeouts: TimeoutLists<PendingAsk>;
   private late = 0;
   private closedReason: Error | undefined;
@@ -68,7 +75,7 @@ export class MessageBus {
 
   /** Asks waiting for their reply. */
   get pendingAsks(): number {
-    return this.pending.size;
+    return this.pending.size + this.controls.size;
   }
 
   /**
@@ -85,9 +92,9 @@ export class MessageBus {
     }
     const agent = this.registry.get(message.recipient);
     if (agent === undefined) return Promise.reject(notFound(message.recipient));
-    const options = signal === undefined ? undefined : { signal };
-    // Application code cannot reach here with an _agency.* type (composing refuses it): these are the runtime's own.
-    return isReservedType(message.type) ? agent.mailbox.putControl(message, options) : agent.mailbox.put(message, options);
+    // Only messages the runtime composed come here (never an object application code still holds): no copy needed.
+    // An _agency.* type among them acts as control only if the runtime minted it (see control-authority.ts).
+    return enqueueTrusted(agent.mailbox, message, signal === undefined ? undefined : { signal });
   }
 
   /**
@@ -98,7 +105,7 @@ export class MessageBus {
    * async functions awaiting the request.
    */
   request(message: Message, timeoutMs: number | undefined, signal?: AbortSignal): Promise<Message> {
-    return this.await<Message>(message, timeoutMs, signal);
+    return this.await<Message>(message, timeoutMs, signal, this.pending);
   }
 
   /**
@@ -108,7 +115,7 @@ export class MessageBus {
    * has been told. Fails like {@link MessageBus.request}.
    */
   control(message: Message, timeoutMs: number | undefined, signal?: AbortSignal): Promise<void> {
-    return this.await<void>(message, timeoutMs, signal);
+    return this.await<void>(message, timeoutMs, signal, this.controls);
   }
 
   /**
@@ -118,13 +125,13 @@ export class MessageBus {
    * the bus closed).
    */
   acknowledge(correlationId: string): Promise<unknown> | typeof NOT_PENDING {
-    const entry = this.detach(correlationId);
+    const entry = this.detach(correlationId, this.controls);
     if (entry === undefined) return NOT_PENDING;
     entry.resolve(undefined);
     return entry.handedOut ?? RESOLVED;
   }
 
-  private await<T>(message: Message, timeoutMs: number | undefined, signal: AbortSignal | undefined): Promise<T> {
+  private await<T>(message: Message, timeoutMs: number | undefined, signal: AbortSignal | undefined, pending: PendingRequests<PendingAsk>): Promise<T> {
     try {
       checkSignal(signal, `ask('${message.recipient}')`);
     } catch (err) {
@@ -156,7 +163,7 @@ export class MessageBus {
       signal.addEventListener("abort", onAbort, { once: true });
       entry.release = () => signal.removeEventListener("abort", onAbort);
     }
-    this.pending.add(entry);
+    pending.add(entry);
     const handed = timeoutMs === undefined ? waiting : waiting.then(undefined, asTimeoutError);
     entry.handedOut = handed;
     const delivery = this.deliver(message, signal);
@@ -170,7 +177,7 @@ export class MessageBus {
    */
   close(reason: Error = new RuntimeStateError("RUNTIME_STOPPED", "the runtime stopped before a reply arrived")): void {
     this.closedReason = reason;
-    for (const id of this.pending.ids()) this.fail(id, reason);
+    for (const id of [...this.pending.ids(), ...this.controls.ids()]) this.fail(id, reason);
     this.timeouts.clear();
   }
 
@@ -181,7 +188,7 @@ export class MessageBus {
 
   /** Settles the ask `reply` answers; a reply no ask waits for is dropped and counted (a throwing "reply.late" listener throws here). */
   settleReply(reply: Message): void {
-    const entry = this.detach(reply.correlationId as string);
+    const entry = this.detach(reply.correlationId as string, this.pending);
     if (entry === undefined) {
       this.late++;
       this.events.emit("reply.late", reply);
@@ -191,12 +198,12 @@ export class MessageBus {
   }
 
   private fail(correlationId: string, error: unknown): void {
-    this.detach(correlationId)?.reject(error);
+    (this.detach(correlationId, this.pending) ?? this.detach(correlationId, this.controls))?.reject(error);
   }
 
   /** Stops waiting under `correlationId`: no longer pending, no timeout, no abort listener. Returns the request, to be settled. */
-  private detach(correlationId: string): PendingAsk | undefined {
-    const entry = this.pending.take(correlationId);
+  private detach(correlationId: string, pending: PendingRequests<PendingAsk>): PendingAsk | undefined {
+    const entry = pending.take(correlationId);
     if (entry === undefined) return undefined;
     this.timeouts.remove(entry);
     entry.release?.();

@@ -3,6 +3,7 @@ import { checkSignal } from "../errors/check-signal.js";
 import { InvalidArgumentError, MailboxClosedError, ReservedMessageTypeError } from "../errors/errors.js";
 import { isReservedType } from "../message/system-types.js";
 import { isExpired, type Message } from "../message/message.js";
+import { snapshotMessage } from "../message/snapshot.js";
 import { checkClock, systemClock, type Clock } from "../time/clock.js";
 import { Deque } from "./deque.js";
 
@@ -87,12 +88,32 @@ class Lane extends Deque<Message> {
 }
 
 /**
+ * The runtime's own ways into a mailbox, which skip the checks and the copy
+ * of `put`/`offer`: set by the class's static block, reached only through the
+ * functions below (not exported from the package).
+ */
+interface MailboxInternals {
+  enqueue(mailbox: Mailbox, message: Message, options: MailboxWaitOptions | undefined): Promise<void>;
+  offer(mailbox: Mailbox, message: Message): boolean;
+  force(mailbox: Mailbox, message: Message): void;
+  requeue(mailbox: Mailbox, message: Message): void;
+  queuedBusiness(mailbox: Mailbox): Message[];
+}
+
+let internals!: MailboxInternals;
+
+/**
  * A bounded two-lane mailbox. `put` waits while its lane is full
  * (backpressure). `get` takes the oldest priority message, else the oldest
  * business message; `getPriority` takes only priority messages and is never
  * woken by business puts. Waiters are served first come, first served. A
  * closed mailbox rejects waiters and puts with `MAILBOX_CLOSED`; what it
  * still holds can be taken until it is empty.
+ *
+ * What `put` and `offer` enqueue is a frozen copy of the message (its
+ * payload copied too), read once: the caller keeps its object, and changing
+ * that object afterwards changes nothing queued. A message never gains the
+ * runtime's control authority by its fields (see docs/durable-suspension.md).
  *
  * @example
  * ```ts
@@ -113,6 +134,24 @@ export class Mailbox {
   private isClosed = false;
   private consumer: MailboxConsumer | undefined;
   private consumerPriorityOnly = false;
+
+  static {
+    internals = {
+      enqueue: (mailbox, message, options) => mailbox.enqueue(message, options, true),
+      offer: (mailbox, message) => mailbox.tryOffer(message, mailbox.laneOf(message), true),
+      force: (mailbox, message) => {
+        if (mailbox.isClosed) throw new MailboxClosedError();
+        mailbox.deliver(message, mailbox.laneOf(message));
+      },
+      requeue: (mailbox, message) => {
+        if (mailbox.isClosed) throw new MailboxClosedError();
+        const lane = mailbox.laneOf(message);
+        lane.unshift(message);
+        if (lane === mailbox.business) mailbox.businessTaken--;
+      },
+      queuedBusiness: (mailbox) => mailbox.business.toArray(),
+    };
+  }
 
   /**
    * @param options - capacities, clock and expiry callback; every field is optional.
@@ -153,27 +192,25 @@ export class Mailbox {
   }
 
   /**
-   * Enqueues `message` on its lane, waiting while the lane is full.
-   * Rejects with `MAILBOX_CLOSED` once closed, with `INVALID_ARGUMENT` for
-   * something that is not a message (not an object with a numeric
-   * `priority`), with `RESERVED_MESSAGE_TYPE` for an `_agency.*` type (only
-   * the runtime sends control messages), or with `signal.reason` when
-   * aborted (then nothing is enqueued).
+   * Enqueues a frozen copy of `message` on its lane, waiting while the lane
+   * is full. Rejects with `MAILBOX_CLOSED` once closed, with
+   * `INVALID_ARGUMENT` for something that is not a message (not an object
+   * with a numeric `priority`), with `RESERVED_MESSAGE_TYPE` for an
+   * `_agency.*` type (only the runtime sends control messages), or with
+   * `signal.reason` when aborted (then nothing is enqueued).
    */
   put(message: Message, options?: MailboxWaitOptions): Promise<void> {
-    return this.enqueue(message, options, false);
+    let copy: Message;
+    try {
+      copy = snapshotMessage(message);
+    } catch (err) {
+      // a getter that throws must not turn put() into a synchronous throw
+      return rejection(err);
+    }
+    return this.enqueue(copy, options, false);
   }
 
-  /**
-   * {@link Mailbox.put} for the runtime's own `_agency.*` control messages,
-   * which `put` and `offer` refuse.
-   * @internal
-   */
-  putControl(message: Message, options?: MailboxWaitOptions): Promise<void> {
-    return this.enqueue(message, options, true);
-  }
-
-  private enqueue(message: Message, options: MailboxWaitOptions | undefined, control: boolean): Promise<void> {
+  private enqueue(message: Message, options: MailboxWaitOptions | undefined, trusted: boolean): Promise<void> {
     const signal = options?.signal;
     if (signal !== undefined) {
       try {
@@ -184,13 +221,14 @@ export class Mailbox {
     }
     if (this.isClosed) return Promise.reject(new MailboxClosedError());
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    let lane: Lane;
     try {
-      if (this.tryOffer(message, control)) return RESOLVED;
+      lane = this.laneOf(message);
+      if (this.tryOffer(message, lane, trusted)) return RESOLVED;
     } catch (err) {
       // an onExpired callback that throws must not turn put() into a synchronous throw
       return rejection(err);
     }
-    const lane = this.laneOf(message);
     return new Promise<void>((resolve, reject) => {
       const putter: Putter = { message, resolve, reject, settled: false };
       const putters = (lane.putters ??= new Deque<Putter>());
@@ -200,19 +238,20 @@ export class Mailbox {
   }
 
   /**
-   * Enqueues `message` if its lane has room; returns `false` (and enqueues nothing) otherwise.
+   * Enqueues a frozen copy of `message` if its lane has room; returns `false` (and enqueues nothing) otherwise.
    * @throws {@link MailboxClosedError} once closed.
    * @throws {@link ReservedMessageTypeError} for an `_agency.*` type: only the runtime sends control messages.
    * @throws {@link InvalidArgumentError} for something that is not a message (not an object with a numeric `priority`).
    */
   offer(message: Message): boolean {
-    return this.tryOffer(message, false);
+    if (this.isClosed) throw new MailboxClosedError();
+    const copy = snapshotMessage(message);
+    return this.tryOffer(copy, this.laneOf(copy), false);
   }
 
-  private tryOffer(message: Message, control: boolean): boolean {
+  private tryOffer(message: Message, lane: Lane, trusted: boolean): boolean {
     if (this.isClosed) throw new MailboxClosedError();
-    const lane = this.laneOf(message);
-    if (!control && isReservedType(message.type)) throw new ReservedMessageTypeError(message.type);
+    if (!trusted && isReservedType(message.type)) throw new ReservedMessageTypeError(message.type);
     if (lane.length >= lane.capacity || lane.waitingPuts > 0) {
       this.admitWaitingPutters(lane);
       if (lane.length >= lane.capacity || lane.waitingPuts > 0) return false;
@@ -229,35 +268,6 @@ export class Mailbox {
    */
   get businessTakenCount(): number {
     return this.businessTaken;
-  }
-
-  /** The business messages queued now, oldest first, left where they are. @internal */
-  queuedBusiness(): Message[] {
-    return this.business.toArray();
-  }
-
-  /**
-   * Puts a message just taken back at the front of its lane, even past its
-   * capacity, as if it had not been taken: a retry during a drain, which
-   * must come before what was queued after it.
-   * @internal
-   */
-  requeue(message: Message): void {
-    if (this.isClosed) throw new MailboxClosedError();
-    const lane = this.laneOf(message);
-    lane.unshift(message);
-    if (lane === this.business) this.businessTaken--;
-  }
-
-  /**
-   * Enqueues `message` even past its lane's capacity. Reserved for the
-   * runtime's own control messages and retries, which must never wait on the
-   * mailbox their own agent drains.
-   * @internal
-   */
-  force(message: Message): void {
-    if (this.isClosed) throw new MailboxClosedError();
-    this.deliver(message, this.laneOf(message));
   }
 
   /** Takes the oldest priority message, else the oldest business message, waiting while both are empty. */
@@ -413,6 +423,49 @@ export class Mailbox {
       queue.push(getter);
     });
   }
+}
+
+/**
+ * Enqueues a message the runtime made itself (composed by it, never handed
+ * to application code before), as `put` does but without the copy and
+ * without refusing a reserved type: whether a reserved type acts as control
+ * is decided by its brand (see `mintControl`), not by how it was enqueued.
+ * @internal
+ */
+export function enqueueTrusted(mailbox: Mailbox, message: Message, options?: MailboxWaitOptions): Promise<void> {
+  return internals.enqueue(mailbox, message, options);
+}
+
+/** `offer` for a message the runtime made itself (see {@link enqueueTrusted}). @internal */
+export function offerTrusted(mailbox: Mailbox, message: Message): boolean {
+  return internals.offer(mailbox, message);
+}
+
+/**
+ * Enqueues a message the runtime made itself even past its lane's capacity:
+ * its own notices, retries, and what an agent's handler sends itself, which
+ * must never wait on the mailbox that agent's loop drains.
+ * @throws {@link MailboxClosedError} once closed.
+ * @internal
+ */
+export function forceMessage(mailbox: Mailbox, message: Message): void {
+  internals.force(mailbox, message);
+}
+
+/**
+ * Puts a message just taken back at the front of its lane, even past its
+ * capacity, as if it had not been taken: a retry during a drain, which
+ * must come before what was queued after it.
+ * @throws {@link MailboxClosedError} once closed.
+ * @internal
+ */
+export function requeueMessage(mailbox: Mailbox, message: Message): void {
+  internals.requeue(mailbox, message);
+}
+
+/** The business messages queued now, oldest first, left where they are. @internal */
+export function queuedBusiness(mailbox: Mailbox): Message[] {
+  return internals.queuedBusiness(mailbox);
 }
 
 /** A promise rejected with `reason` as it is (used for an error thrown by an `onExpired` callback). */

@@ -13,7 +13,7 @@ import { composeOutgoing, composeReply } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
 import { ProcessRunner } from "./process-runner.js";
 import { ProcessStatus } from "./process-status.js";
-import { assertReason, type SuspensionMarker } from "./suspension.js";
+import { assertReason, frozenMarker, type SuspensionMarker } from "./suspension.js";
 import { checkExpiresInMs } from "./pause-deadline.js";
 import type { CancelCause } from "./pause-settlement.js";
 
@@ -114,10 +114,13 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
 
   /**
    * The marker of the pause the agent is in, or `undefined` when it is in
-   * none. Already set in `onStart` when the start restored a pause.
+   * none. Already set in `onStart` when the start restored a pause. A frozen
+   * copy: the pause is the runtime's, and changing what this returns (then
+   * calling `checkpoint()`) cannot change it.
    */
   get suspension(): SuspensionMarker | undefined {
-    return this.#runner.suspension.marker;
+    const marker = this.#runner.suspension.marker;
+    return marker === undefined ? undefined : frozenMarker(marker);
   }
 
   /** How many times this agent has been started (1 after the first start, 2 after a restart …). */

@@ -5,6 +5,7 @@ import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json
 import { newSpanId, newTraceId, uuidv7 } from "../message/ids.js";
 import { checkNonNegative, type Message } from "../message/message.js";
 import type { Clock } from "../time/clock.js";
+import { mintControl } from "./control-authority.js";
 import { DEFAULT_MESSAGE_TYPE, isReservedType, priorityOf, REPLY_MESSAGE_TYPE } from "../message/system-types.js";
 
 /**
@@ -89,15 +90,17 @@ function checkOutgoing(ctx: EnvelopeContext, recipient: string, payload: JsonObj
 
 /**
  * A runtime control request (`_agency.*`, priority lane) from `ctx` to
- * `recipient`: its own correlation id, replies to the sender. Only the
- * runtime composes these; application code cannot (see {@link composeOutgoing}).
+ * `recipient`: its own correlation id, replies to the sender; minted (frozen,
+ * payload included, and branded), so the agent acts on it. Only the runtime
+ * composes these; application code cannot (see {@link composeOutgoing}), and
+ * a message it builds with a reserved type is never acted on.
  * @internal
  */
 export function composeControl(ctx: EnvelopeContext, recipient: string, type: string, payload: JsonObject): Message {
   const message = envelope(ctx, recipient, type, payload, newTraceId(), newSpanId());
   message.correlationId = message.id;
   message.replyTo = ctx.sender;
-  return message;
+  return mintControl(message);
 }
 
 /**

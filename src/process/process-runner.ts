@@ -17,7 +17,8 @@ import { NOT_PENDING } from "../bus/message-bus.js";
 import { assertJsonObject, findNonJson, isJsonObject, type JsonObject } from "../message/json.js";
 import { checkNonNegative, envelopeProblem, isReply, nextAttempt, type Message } from "../message/message.js";
 import { DEFAULT_MESSAGE_TYPE, isReservedType, priorityOf } from "../message/system-types.js";
-import { Mailbox, RESOLVED, type MailboxConsumer } from "../mailbox/mailbox.js";
+import { forceMessage, Mailbox, offerTrusted, queuedBusiness, requeueMessage, RESOLVED, type MailboxConsumer } from "../mailbox/mailbox.js";
+import { snapshotMessage } from "../message/snapshot.js";
 import type { RuntimeServices } from "../runtime/services.js";
 import type { ChildExit, ChildParent, StopOptions } from "../supervision/child.js";
 import { isDynamicHost, type ChildTerminationReason, type DynamicHost } from "../supervision/dynamic-host.js";
@@ -32,6 +33,7 @@ import { isLegalTransition, ProcessStatus } from "./process-status.js";
 import type { AgentProcess, SendOptions } from "./agent-process.js";
 import { SuspensionControl } from "./suspension-control.js";
 import { cancelOnHalt } from "./pause-settlement.js";
+import { isMintedControl } from "./control-authority.js";
 
 
 /**
@@ -170,7 +172,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     const pending = [...(this.suspension.request?.waiting ?? [])];
     const control: Message[] = [];
     for (let m = box.pollPriority(); m !== undefined; m = box.pollPriority()) control.push(m);
-    for (const m of [...control, ...box.queuedBusiness()]) {
+    for (const m of [...control, ...queuedBusiness(box)]) {
       if (m.replyTo !== undefined && m.correlationId !== undefined) pending.push(m);
     }
     this.suspension.request = undefined;
@@ -494,7 +496,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
               // A business type on the priority lane (a hand-built message put into the mailbox) is business:
               // it waits with the rest of the business for the resume.
               services.logger.warn(`'${this.agent.name}' is SUSPENDED: message ${message.id} of type '${message.type}' came on the priority lane and waits with the business messages`);
-              if (!mailbox.closed) mailbox.force({ ...message, priority: 0 });
+              if (!mailbox.closed) forceMessage(mailbox, { ...message, priority: 0 });
               continue;
             }
             break;
@@ -515,7 +517,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
         }
         const type = message.type;
         if (isReservedType(type) || type === "civitas.eval.halt") {
-          const acting = this.control(message); // most control messages act at once: no promise to wait for
+          const acting = this.control(message, type); // most control messages act at once: no promise to wait for
           if (acting !== undefined) await acting;
           continue;
         }
@@ -571,9 +573,20 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     this.parent?.childExited(this.agent, this.exit ?? { kind: "normal", reason: "stopped" }, this.starts);
   }
 
-  /** Acts on a runtime control message (and `civitas.eval.halt`); unknown reserved types are ignored. */
-  control(message: Message): Promise<void> | undefined {
-    switch (message.type) {
+  /**
+   * Acts on a runtime control message (and `civitas.eval.halt`); unknown
+   * reserved types are ignored. `type` is the message's type as the loop read
+   * it, once. An `_agency.*` message acts only if the runtime minted it
+   * (control-authority.ts) for this very agent (a minted message taken out
+   * of one mailbox cannot act in another); any other is dropped and
+   * reported. The halt is the kill switch, anyone's to send.
+   */
+  control(message: Message, type: string): Promise<void> | undefined {
+    if (type !== "civitas.eval.halt" && !(isMintedControl(message) && message.recipient === this.agent.name)) {
+      this.reportForgedControl(message, type);
+      return undefined;
+    }
+    switch (type) {
       case "_agency.shutdown":
         this.beginSelfStop("shutdown");
         return undefined;
@@ -623,8 +636,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       // On its way out, it cannot crash or stop again. A retry goes back to the mailbox: next in a drain-all,
       // otherwise queued with the rest for the next incarnation (a restart keeps the mailbox).
       if (action === ErrorAction.RETRY && message.attempt < this.options.maxRetries && !this.mailbox.closed) {
-        if (this.drainAll) this.mailbox.requeue(nextAttempt(message));
-        else this.mailbox.force(nextAttempt(message));
+        if (this.drainAll) requeueMessage(this.mailbox, nextAttempt(message));
+        else forceMessage(this.mailbox, nextAttempt(message));
       } else {
         this.failRequest(message, error, action);
         if (action === ErrorAction.SKIP) return;
@@ -644,7 +657,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (action === ErrorAction.RETRY && message.attempt < this.options.maxRetries) {
       // A child of the failed handle span, in the message's own trace: never in whatever context woke the loop.
       const span = services.telemetry.startChildSpan("civitas.agent.retry", { "civitas.agent.name": this.agent.name, "civitas.message.id": message.id, "civitas.message.attempt": message.attempt + 1 }, handleSpan, message);
-      this.mailbox.force(nextAttempt(message));
+      forceMessage(this.mailbox, nextAttempt(message));
       services.telemetry.endSpan(span);
       return;
     }
@@ -784,7 +797,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     // Only the loop (busy with this very code, or one a stop gave up on) could make room: waiting would wait for itself.
     if (!this.busyWithOwnCode() || mailbox.closed) return services.bus.deliver(message, signal);
     try {
-      if (mailbox.offer(message)) return RESOLVED;
+      if (offerTrusted(mailbox, message)) return RESOLVED;
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what offer threw, a CivitasError
       return Promise.reject(error);
@@ -794,8 +807,11 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   /**
    * Routes what `handle` returned: a reply settles its ask at once, another
-   * message is delivered. Anything that is not a well-formed message is
-   * logged and dropped: it never reaches another agent.
+   * message is delivered. What is routed is a frozen copy read once (see
+   * `snapshotMessage`), never the object the handler still holds: editing it
+   * afterwards, or a getter that answers differently on each read, changes
+   * nothing. Anything that is not a well-formed message is logged and
+   * dropped: it never reaches another agent.
    */
   routeResult(result: unknown): Promise<void> | undefined {
     const logger = this.requireServices().logger;
@@ -803,22 +819,31 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       logger.warn(`'${this.agent.name}'.handle returned ${describeValue(result)}; return this.reply(...) or nothing`);
       return undefined;
     }
-    const problem = isComposedReply(result) ? undefined : malformation(result);
+    const composed = isComposedReply(result);
+    let message: Message;
+    try {
+      message = snapshotMessage(result);
+    } catch (error) {
+      logger.error(`'${this.agent.name}'.handle returned a message that could not be read (a getter threw); it is dropped`, { error });
+      return undefined;
+    }
+    // A reply this.reply() built, still a reply, had its payload checked then; anything else is checked in full.
+    const problem = composed && isReply(message) ? undefined : malformation(message);
     if (problem !== undefined) {
-      logger.error(`'${this.agent.name}'.handle returned a message to '${result.recipient}' that is not well formed (${problem}); it is dropped. Build messages with this.reply(), or createMessage()`);
+      logger.error(`'${this.agent.name}'.handle returned a message to '${message.recipient}' that is not well formed (${problem}); it is dropped. Build messages with this.reply(), or createMessage()`);
       return undefined;
     }
-    if (isReply(result)) {
-      this.settleReply(result);
+    if (isReply(message)) {
+      this.settleReply(message);
       return undefined;
     }
-    if (result.recipient === this.agent.name && !this.mailbox.closed && !isReservedType(result.type)) {
+    if (message.recipient === this.agent.name && !this.mailbox.closed && !isReservedType(message.type)) {
       // The loop awaiting this delivery is the only one that could make room: enqueue past a full lane
       // (at most one message per message handled) rather than wait forever.
-      this.mailbox.force(result);
+      forceMessage(this.mailbox, message);
       return undefined;
     }
-    return this.deliverQuietly(result);
+    return this.deliverQuietly(message);
   }
 
   /** Delivers a message the agent produced as a result; a failure is logged, not a crash. */
@@ -833,6 +858,24 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       await services.bus.deliver(message, (this.results ??= new AbortController()).signal);
     } catch (error) {
       services.logger.warn(`'${this.agent.name}' could not deliver its result to '${message.recipient}'`, { error });
+    }
+  }
+
+  /**
+   * Reports an `_agency.*` message the runtime did not mint (a forgery: put
+   * into the mailbox, returned from a handler, retried): logged as an error
+   * and emitted as `control.forged`; it is never acted on.
+   */
+  reportForgedControl(message: Message, type: string): void {
+    const services = this.requireServices();
+    services.logger.error(
+      `'${this.agent.name}' dropped a '${type}' message (${describeValue(message.id)} from ${describeValue(message.sender)}) that the runtime did not make: only runtime.suspend/resume and the runtime's supervisors send control, whatever a message's fields say`,
+      { error: new ReservedMessageTypeError(type) },
+    );
+    try {
+      services.events.emit("control.forged", this.agent.name, message);
+    } catch (error) {
+      services.logger.error(`a 'control.forged' listener threw for '${this.agent.name}'`, { error });
     }
   }
 

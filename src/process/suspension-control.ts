@@ -11,6 +11,7 @@ import {
 } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
 import { uuidv7 } from "../message/ids.js";
+import { forceMessage } from "../mailbox/mailbox.js";
 import type { Message } from "../message/message.js";
 import { checkStoredState } from "../state/state-record.js";
 import { isoTime } from "../time/clock.js";
@@ -23,6 +24,7 @@ import {
   announcedMarker,
   assertApprover,
   describeIdentity,
+  frozenMarker,
   markerJson,
   persistableState,
   sameIdentity,
@@ -345,7 +347,7 @@ export class SuspensionControl {
       // a stop for good answers it with MAILBOX_CLOSED when the mailbox closes).
       if (this.runner.currentStatus !== ProcessStatus.SUSPENDED) {
         if (this.runner.mailbox.closed) throw new MailboxClosedError(`'${this.runner.agent.name}' stopped before the resume took effect; it stays paused (its marker is kept)`);
-        this.runner.mailbox.force(request);
+        forceMessage(this.runner.mailbox, request);
         return;
       }
       if (denial === undefined) await this.leaveSuspended(approver, marker, identityChange);
@@ -488,8 +490,9 @@ export class SuspensionControl {
   }
 
   setMarker(marker: SuspensionMarker | undefined): void {
-    this.marker = marker;
-    this.deadline.follow(marker, this.runner.services?.clock);
+    // Frozen: agent.suspension and the hooks get this very object (or copies sharing its identity), and must not change it.
+    this.marker = marker === undefined ? undefined : frozenMarker(marker);
+    this.deadline.follow(this.marker, this.runner.services?.clock);
     if (marker === undefined) this.announcementOwed = false;
     const state = this.runner.agent.state;
     if (marker === undefined) delete state[SUSPENSION_KEY];

@@ -210,6 +210,22 @@ function isPrintableAscii(text: string): boolean {
   return visible;
 }
 
+/**
+ * A deeply frozen copy of `marker` (its identity and capabilities too), or
+ * `marker` itself when it is one already: what the runtime keeps as an
+ * agent's current pause and what `agent.suspension` and the hooks are given,
+ * so that no code handed a marker can change the pause the runtime persists.
+ * @internal
+ */
+export function frozenMarker(marker: SuspensionMarker): SuspensionMarker {
+  if (Object.isFrozen(marker) && (marker.identity === undefined || Object.isFrozen(marker.identity))) return marker;
+  const copy: { -readonly [K in keyof SuspensionMarker]: SuspensionMarker[K] } = { reason: marker.reason, since: marker.since, approver: null, suspensionId: marker.suspensionId };
+  const identity = marker.identity;
+  if (identity !== undefined) copy.identity = Object.freeze({ version: identity.version, capabilities: Object.freeze([...identity.capabilities]) });
+  if (marker.announced === false) copy.announced = false;
+  return Object.freeze(copy);
+}
+
 /** The marker as a plain JSON object (what is stored and shown in `state`). @internal */
 export function markerJson(marker: SuspensionMarker): JsonObject {
   const json: JsonObject = { reason: marker.reason, since: marker.since, approver: null, suspensionId: marker.suspensionId };

@@ -10,6 +10,11 @@ export interface RuntimeEvents {
   "message.expired": (message: Message) => void;
   /** A reply arrived after its `ask` had timed out (or for no known ask) and was dropped. */
   "reply.late": (message: Message) => void;
+  /**
+   * An agent dropped an `_agency.*` message the runtime did not make (a
+   * forged control message): it was not acted on. Also logged as an error.
+   */
+  "control.forged": (agent: string, message: Message) => void;
   /** An agent changed status. */
   "agent.status": (agent: string, from: ProcessStatus, to: ProcessStatus) => void;
   /** The root supervisor exceeded its restart intensity: the tree has been stopped. */

@@ -9,6 +9,8 @@ import {
 import { notFound } from "../bus/message-bus.js";
 import { assertValidName } from "../bus/registry.js";
 import { buildMessage } from "../message/message.js";
+import { forceMessage } from "../mailbox/mailbox.js";
+import { mintControl } from "../process/control-authority.js";
 import { AgentProcess, clearSuspension } from "../process/agent-process.js";
 import { ProcessStatus } from "../process/process-status.js";
 import type { RuntimeServices } from "../runtime/services.js";
@@ -361,15 +363,16 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     const services = this.requireServices();
     // Only to that spawner, while it is still registered: never to a new agent that took its name.
     if (services.registry.get(spawner.name) !== spawner || spawner.mailbox.closed) return;
-    spawner.mailbox.force(
-      buildMessage({
+    forceMessage(
+      spawner.mailbox,
+      mintControl(buildMessage({
         sender: this.name,
         recipient: spawner.name,
         type: "_agency.deregister",
         priority: 0,
         payload: { name: child.agent.name, reason },
         timestamp: services.clock.now(),
-      }),
+      })),
     );
   }
 

@@ -10,7 +10,7 @@ import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { MailboxClosedError } from "../../src/errors/errors.js";
-import { Mailbox } from "../../src/mailbox/mailbox.js";
+import { forceMessage, Mailbox } from "../../src/mailbox/mailbox.js";
 import { buildMessage, type Message } from "../../src/message/message.js";
 
 type Lane = "business" | "priority";
@@ -236,12 +236,12 @@ class OfferCommand implements Cmd {
     await step(m, r, () => {
       const message = makeMessage(id, this.lane, seq);
       if (m.closed) {
-        expect(() => (this.force ? r.mailbox.force(message) : r.mailbox.offer(message))).toThrow(MailboxClosedError);
+        expect(() => (this.force ? forceMessage(r.mailbox, message) : r.mailbox.offer(message))).toThrow(MailboxClosedError);
         return;
       }
       if (this.force) {
         modelDeliver(m, this.lane, id);
-        r.mailbox.force(message);
+        forceMessage(r.mailbox, message);
         r.accepted.add(id);
         r.forced.add(id);
         return;

@@ -2,7 +2,7 @@ import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { CivitasError } from "../../src/errors/civitas-error.js";
 import { InvalidArgumentError, MailboxClosedError } from "../../src/errors/errors.js";
-import { Mailbox } from "../../src/mailbox/mailbox.js";
+import { forceMessage, Mailbox } from "../../src/mailbox/mailbox.js";
 import { buildMessage, type Message } from "../../src/message/message.js";
 import type { Clock, TimerHandle } from "../../src/time/clock.js";
 import { track } from "../runtime/fixtures.js";
@@ -22,6 +22,9 @@ function msg(priority = 0, extra: { ttlMs?: number; timestamp?: number } = {}): 
   });
 }
 
+
+// put and offer enqueue a frozen copy of the message (see "Mailbox snapshots"): what comes out equals, but is not,
+// what went in. Every message here has its own id and payload, so toStrictEqual tells them apart as toBe would.
 
 /** Lets every queued microtask (promise callback) run. */
 const flush = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -100,16 +103,16 @@ describe("Mailbox capacities", () => {
       const notAMessage = bad as unknown as Message;
       await expect(box.put(notAMessage)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", argument: "message" });
       expect(() => box.offer(notAMessage)).toThrow(InvalidArgumentError);
-      expect(() => box.force(notAMessage)).toThrow(InvalidArgumentError);
+      expect(() => forceMessage(box, notAMessage)).toThrow(InvalidArgumentError);
     }
     expect(box.size + box.prioritySize).toBe(0);
   });
 
   it("routes by priority: 0 to the business lane, >= 1 to the priority lane", () => {
     const box = new Mailbox();
-    box.force(msg(0));
-    box.force(msg(1));
-    box.force(msg(2));
+    forceMessage(box, msg(0));
+    forceMessage(box, msg(1));
+    forceMessage(box, msg(2));
     expect(box.size).toBe(1);
     expect(box.prioritySize).toBe(2);
   });
@@ -135,12 +138,12 @@ describe("Mailbox ordering", () => {
     expect(box.pollPriority()).toBeUndefined();
     const b = msg(0);
     const p = msg(1);
-    box.force(b);
+    forceMessage(box, b);
     expect(box.pollPriority()).toBeUndefined();
-    box.force(p);
-    expect(box.pollPriority()).toBe(p);
+    forceMessage(box, p);
+    expect(box.pollPriority()).toStrictEqual(p);
     expect(box.pollPriority()).toBeUndefined();
-    expect(box.poll()).toBe(b);
+    expect(box.poll()).toStrictEqual(b);
     expect(box.poll()).toBeUndefined();
   });
 
@@ -170,11 +173,11 @@ describe("Mailbox backpressure", () => {
     await flush();
     expect(second.state).toBe("pending");
     expect(box.size).toBe(1);
-    expect(await box.get()).toBe(a);
+    expect(await box.get()).toStrictEqual(a);
     await flush();
     expect(second.state).toBe("resolved");
     expect(box.size).toBe(1);
-    expect(await box.get()).toBe(b);
+    expect(await box.get()).toStrictEqual(b);
   });
 
   it("serves waiting puts first come, first served", async () => {
@@ -202,7 +205,7 @@ describe("Mailbox backpressure", () => {
     await flush();
     expect(blockedBusiness.state).toBe("pending");
     expect(blockedPriority.state).toBe("pending");
-    expect(box.pollPriority()).toBe(p);
+    expect(box.pollPriority()).toStrictEqual(p);
     await flush();
     expect(blockedPriority.state).toBe("resolved");
     expect(blockedBusiness.state).toBe("pending");
@@ -215,7 +218,7 @@ describe("Mailbox backpressure", () => {
     const forced = msg(0);
     await box.put(a);
     const put = track(box.put(waiting));
-    box.force(forced);
+    forceMessage(box, forced);
     expect(box.size).toBe(2);
     expect(box.offer(msg(0))).toBe(false);
     expect(box.drain()).toEqual([a, forced, waiting]);
@@ -227,9 +230,9 @@ describe("Mailbox backpressure", () => {
     const box = new Mailbox({ capacity: 1 });
     const getter = track(box.get());
     const m = msg(0);
-    box.force(m);
+    forceMessage(box, m);
     await flush();
-    expect(getter.value).toBe(m);
+    expect(getter.value).toStrictEqual(m);
     expect(box.size).toBe(0);
   });
 });
@@ -289,7 +292,7 @@ describe("Mailbox cancellation", () => {
     const getController = new AbortController();
     const get = track(box.get({ signal: getController.signal }));
     expect(abortListeners(getController.signal)).toBe(1);
-    box.force(msg(0));
+    forceMessage(box, msg(0));
     await flush();
     expect(get.state).toBe("resolved");
     expect(abortListeners(getController.signal)).toBe(0);
@@ -318,7 +321,7 @@ describe("Mailbox cancellation", () => {
     await flush();
     expect(first.state).toBe("rejected");
     expect(first.reason).toBe(reason);
-    expect(second.value).toBe(m);
+    expect(second.value).toStrictEqual(m);
     expect(box.size).toBe(0);
   });
 
@@ -332,7 +335,7 @@ describe("Mailbox cancellation", () => {
     await box.put(p);
     await flush();
     expect(first.state).toBe("rejected");
-    expect(second.value).toBe(p);
+    expect(second.value).toStrictEqual(p);
   });
 
   it("does not pile up aborted getters on an idle mailbox", async () => {
@@ -360,8 +363,8 @@ describe("Mailbox waiters", () => {
     await box.put(a);
     await box.put(b);
     await flush();
-    expect(g1.value).toBe(a);
-    expect(g2.value).toBe(b);
+    expect(g1.value).toStrictEqual(a);
+    expect(g2.value).toStrictEqual(b);
     expect(box.size).toBe(0);
   });
 
@@ -381,7 +384,7 @@ describe("Mailbox waiters", () => {
     await box.put(p);
     await flush();
     expect(pending.state).toBe("resolved");
-    expect(pending.value).toBe(p);
+    expect(pending.value).toStrictEqual(p);
     expect(box.size).toBe(200);
     expect(box.prioritySize).toBe(0);
     expect(box.drain()).toEqual(business);
@@ -394,7 +397,7 @@ describe("Mailbox waiters", () => {
     const b = msg(0);
     await box.put(b);
     await flush();
-    expect(any.value).toBe(b);
+    expect(any.value).toStrictEqual(b);
     expect(prioOnly.state).toBe("pending");
   });
 
@@ -406,11 +409,11 @@ describe("Mailbox waiters", () => {
     const p2 = msg(1);
     await box.put(p1);
     await flush();
-    expect(any.value).toBe(p1);
+    expect(any.value).toStrictEqual(p1);
     expect(prioOnly.state).toBe("pending");
     await box.put(p2);
     await flush();
-    expect(prioOnly.value).toBe(p2);
+    expect(prioOnly.value).toStrictEqual(p2);
   });
 
   it("getPriority() takes a queued priority message and leaves business messages queued", async () => {
@@ -419,7 +422,7 @@ describe("Mailbox waiters", () => {
     const p = msg(1);
     await box.put(b);
     await box.put(p);
-    expect(await box.getPriority()).toBe(p);
+    expect(await box.getPriority()).toStrictEqual(p);
     expect(box.size).toBe(1);
   });
 });
@@ -476,7 +479,7 @@ describe("Mailbox close", () => {
     }).not.toThrow();
     await expect(put).rejects.toBeInstanceOf(MailboxClosedError);
     expect(() => box.offer(msg(0))).toThrow(MailboxClosedError);
-    expect(() => box.force(msg(1))).toThrow(MailboxClosedError);
+    expect(() => forceMessage(box, msg(1))).toThrow(MailboxClosedError);
     expect(box.size).toBe(0);
     expect(box.prioritySize).toBe(0);
   });
@@ -495,11 +498,11 @@ describe("Mailbox close", () => {
     await flush();
     expect(waiting.state).toBe("rejected");
     expectClosed(waiting.reason);
-    expect(await box.get()).toBe(p1);
+    expect(await box.get()).toStrictEqual(p1);
     // getPriority finds no priority message and must not wait forever on a closed mailbox
     await expect(box.getPriority()).rejects.toBeInstanceOf(MailboxClosedError);
-    expect(box.poll()).toBe(b1);
-    expect(await box.get()).toBe(b2);
+    expect(box.poll()).toStrictEqual(b1);
+    expect(await box.get()).toStrictEqual(b2);
     expect(box.poll()).toBeUndefined();
     const last = box.get();
     await expect(last).rejects.toBeInstanceOf(MailboxClosedError);
@@ -531,11 +534,11 @@ describe("Mailbox TTL", () => {
     await box.put(fresh);
     await box.put(forever);
     clock.t = 1_101; // stale is 101 ms old (> 100), fresh 51 ms
-    expect(await box.get()).toBe(fresh);
+    expect(await box.get()).toStrictEqual(fresh);
     expect(box.expiredCount).toBe(1);
     expect(expired).toEqual([stale]);
     clock.t = 1_000_000;
-    expect(await box.get()).toBe(forever); // no ttlMs: never expires
+    expect(await box.get()).toStrictEqual(forever); // no ttlMs: never expires
     expect(box.expiredCount).toBe(1);
   });
 
@@ -544,7 +547,7 @@ describe("Mailbox TTL", () => {
     const box = new Mailbox({ clock });
     const m = msg(1, { ttlMs: 100, timestamp: 4_900 });
     await box.put(m);
-    expect(box.pollPriority()).toBe(m);
+    expect(box.pollPriority()).toStrictEqual(m);
     expect(box.expiredCount).toBe(0);
   });
 
@@ -557,7 +560,7 @@ describe("Mailbox TTL", () => {
     await box.put(stale);
     const waiting = track(box.put(next));
     clock.t = 11;
-    expect(await box.getPriority()).toBe(next);
+    expect(await box.getPriority()).toStrictEqual(next);
     await flush();
     expect(waiting.state).toBe("resolved");
     expect(expired).toEqual([stale.id]);
@@ -584,8 +587,8 @@ describe("Mailbox TTL", () => {
     await box.put(live);
     await box.put(livePriority);
     await flush();
-    expect(get.value).toBe(live);
-    expect(prio.value).toBe(livePriority);
+    expect(get.value).toStrictEqual(live);
+    expect(prio.value).toStrictEqual(livePriority);
     expect(box.size).toBe(0);
   });
 
@@ -598,7 +601,7 @@ describe("Mailbox TTL", () => {
         throw boom;
       },
     });
-    box.force(msg(0, { ttlMs: 1, timestamp: 0 }));
+    forceMessage(box, msg(0, { ttlMs: 1, timestamp: 0 }));
     let get: Promise<Message> | undefined;
     expect(() => {
       get = box.get();
@@ -617,6 +620,50 @@ describe("Mailbox TTL", () => {
     const live = msg(0);
     await box.put(live);
     await flush();
-    expect(waiting.value).toBe(live);
+    expect(waiting.value).toStrictEqual(live);
+  });
+});
+
+describe("Mailbox snapshots", () => {
+  it("put and offer enqueue a frozen copy: changing the object afterwards changes nothing queued", async () => {
+    const box = new Mailbox();
+    const put = { ...msg(0) } as { -readonly [K in keyof Message]: Message[K] };
+    const offered = { ...msg(1) } as { -readonly [K in keyof Message]: Message[K] };
+    await box.put(put);
+    expect(box.offer(offered)).toBe(true);
+    const [putId, offeredId] = [put.id, offered.id];
+    put.type = "_agency.resume";
+    put.priority = 1;
+    (put.payload as Record<string, unknown>).n = "changed";
+    offered.recipient = "elsewhere";
+    const first = box.pollPriority()!;
+    const second = box.poll()!;
+    expect([first.id, first.recipient, first.priority]).toEqual([offeredId, "box", 1]);
+    expect([second.id, second.type, second.priority, typeof second.payload.n]).toEqual([putId, "message", 0, "number"]);
+    expect(Object.isFrozen(first) && Object.isFrozen(second)).toBe(true);
+    expect(second).not.toBe(put);
+  });
+
+  it("reads a getter once: the lane and the reserved-type check see the same value as the taker", async () => {
+    const box = new Mailbox();
+    let reads = 0;
+    const tricky = { ...msg(0) };
+    Object.defineProperty(tricky, "type", { get: () => (reads++ === 0 ? "message" : "_agency.resume"), enumerable: true });
+    Object.defineProperty(tricky, "priority", { get: () => (reads > 1 ? 1 : 0), enumerable: true });
+    await box.put(tricky);
+    expect(box.prioritySize).toBe(0);
+    const taken = box.poll()!;
+    expect([taken.type, taken.type, taken.priority]).toEqual(["message", "message", 0]);
+    expect(reads).toBe(1);
+  });
+
+  it("a getter that throws rejects the put (never a synchronous throw) and enqueues nothing", async () => {
+    const box = new Mailbox();
+    const boom = new Error("getter");
+    const broken = { ...msg(0) };
+    Object.defineProperty(broken, "type", { get: () => { throw boom; }, enumerable: true });
+    await expect(box.put(broken)).rejects.toBe(boom);
+    expect(() => box.offer(broken)).toThrow(boom);
+    expect(box.size + box.prioritySize).toBe(0);
   });
 });

@@ -67,6 +67,7 @@ import {
   type SpawnOptions,
 } from "../../src/index.js";
 import { TestClock } from "../../src/entries/testing.js";
+import { queuedBusiness } from "../../src/mailbox/mailbox.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { track, type Tracked } from "../runtime/fixtures.js";
 
@@ -475,7 +476,7 @@ function mismatches(m: Model, r: Real): string[] {
     if (m.life !== "absent") {
       same(
         "queued",
-        agent.mailbox.queuedBusiness().map((q) => `${String(q.payload.id)}@${q.attempt}`),
+        queuedBusiness(agent.mailbox).map((q) => `${String(q.payload.id)}@${q.attempt}`),
         m.queue.map(textOf),
       );
     }

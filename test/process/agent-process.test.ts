@@ -479,9 +479,11 @@ describe("AgentProcess messaging from inside handle", () => {
     const rt = runtime([agent]);
     await rt.start();
     const { buildMessage } = await import("../../src/message/message.js");
+    const { mintControl } = await import("../../src/process/control-authority.js");
     const reply = new Promise<Message>((resolve) => {
       const bus = (rt as unknown as { services: { bus: { request: (m: Message, timeoutMs: number) => Promise<Message> } } }).services.bus;
-      void bus.request(buildMessage({ sender: "_runtime", recipient: "hb", type: "_agency.heartbeat", payload: {}, correlationId: "c1", replyTo: "_runtime" }), 1000).then(resolve);
+      // As the runtime's transport sends it: minted, since only runtime-made control messages are acted on.
+      void bus.request(mintControl(buildMessage({ sender: "_runtime", recipient: "hb", type: "_agency.heartbeat", payload: {}, correlationId: "c1", replyTo: "_runtime" })), 1000).then(resolve);
     });
     expect((await reply).type).toBe("_agency.heartbeat_ack");
     expect(agent.state.handled).toEqual([]);

@@ -76,6 +76,7 @@
  * pins a deviation from the docs, see checkStartedThenStopped.
  */
 import fc from "fast-check";
+import { queuedBusiness } from "../../src/mailbox/mailbox.js";
 import { describe, expect, it } from "vitest";
 import { CivitasError } from "../../src/errors/civitas-error.js";
 import {
@@ -668,7 +669,7 @@ function mismatches(m: Model, r: Real): string[] {
     same("registered", r.runtime.getAgent(NAME) === agent, m.life !== "absent");
     same("closed", agent.mailbox.closed, m.life === "absent");
     if (m.life !== "absent") {
-      same("queued", agent.mailbox.queuedBusiness().map((q) => q.payload.id), m.queue.map((q) => q.id));
+      same("queued", queuedBusiness(agent.mailbox).map((q) => q.payload.id), m.queue.map((q) => q.id));
       same("paused", agent.suspension?.reason, m.marker?.reason);
     }
   }

@@ -131,16 +131,19 @@ describe("runtime.deny: the checks, in resume's order", () => {
     ["a bidi override", "\u202Eecila"],
   ])("INVALID_APPROVER for a decider that is %s, before anything is sent", async (_what, decider) => {
     const { agent, runtime, audit, store } = await suspended();
-    const put = vi.spyOn(agent.mailbox, "put");
-    const force = vi.spyOn(agent.mailbox, "force");
+    // The agent is parked on its priority lane: anything sent to it would wake its loop to poll that lane.
+    const pollPriority = vi.spyOn(agent.mailbox, "pollPriority");
+    const poll = vi.spyOn(agent.mailbox, "poll");
+    const prioBefore = agent.mailbox.prioritySize;
     const eventsBefore = audit.events.length;
     const setsBefore = store.sets.length;
     const error = await rejectsWithCode(runtime.deny("a", decider as string), "INVALID_APPROVER");
     expect(error.name).toBe("InvalidApproverError");
     expect(error.message).toMatch(/^deny\('a'\) needs a decider/);
     await turns(5);
-    expect(put).not.toHaveBeenCalled();
-    expect(force).not.toHaveBeenCalled();
+    expect(pollPriority).not.toHaveBeenCalled();
+    expect(poll).not.toHaveBeenCalled();
+    expect(agent.mailbox.prioritySize).toBe(prioBefore);
     expect(audit.events.length).toBe(eventsBefore);
     expect(store.sets.length).toBe(setsBefore);
     expect(agent.status).toBe(S.SUSPENDED);

@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createMessage, ProcessStatus, SUSPENSION_KEY, type Message } from "../../src/index.js";
+import { forceMessage } from "../../src/mailbox/mailbox.js";
+import { mintControl } from "../../src/process/control-authority.js";
 import { Pausable, rig, teardown, track, turns, waitUntil } from "./helpers.js";
 import { ProcessRunner } from "../../src/process/process-runner.js";
 
@@ -60,8 +62,10 @@ describe("priority-only drain while SUSPENDED", () => {
     await runtime.send("a", { seq: 1 });
     const acks: Message[] = [];
     runtime.on("reply.late", (m) => acks.push(m));
-    agent.mailbox.force(
-      createMessage({ sender: "_runtime", recipient: "a", type: "_agency.heartbeat", payload: {}, correlationId: "hb-1", replyTo: "_runtime" }),
+    // As the runtime's transport would deliver it: minted by the runtime, forced past the lane's capacity.
+    forceMessage(
+      agent.mailbox,
+      mintControl(createMessage({ sender: "_runtime", recipient: "a", type: "_agency.heartbeat", payload: {}, correlationId: "hb-1", replyTo: "_runtime" })),
     );
     await waitUntil(() => acks.length === 1, "heartbeat ack");
     expect(acks[0]!.type).toBe("_agency.heartbeat_ack");

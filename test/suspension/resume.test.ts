@@ -42,16 +42,17 @@ describe("approver validation (S6)", () => {
   it.each(BAD)("INVALID_APPROVER for %s, rejected before anything is sent", async (_what, approver) => {
     const { agent, runtime, audit, store } = await suspended();
     await runtime.send("a", { seq: 1 });
-    const put = vi.spyOn(agent.mailbox, "put");
-    const force = vi.spyOn(agent.mailbox, "force");
+    // The agent is parked on its priority lane: anything sent to it would wake its loop to poll that lane.
+    const pollPriority = vi.spyOn(agent.mailbox, "pollPriority");
+    const poll = vi.spyOn(agent.mailbox, "poll");
     const eventsBefore = audit.events.length;
     const setsBefore = store.sets.length;
     const prioBefore = agent.mailbox.prioritySize;
     await rejectsWithCode(runtime.resume("a", approver as string), "INVALID_APPROVER");
     await rejectsWithCode(runtime.resume("a", approver as string, { suspensionId: agent.suspension!.suspensionId }), "INVALID_APPROVER");
     await turns(10);
-    expect(put).not.toHaveBeenCalled();
-    expect(force).not.toHaveBeenCalled();
+    expect(pollPriority).not.toHaveBeenCalled();
+    expect(poll).not.toHaveBeenCalled();
     expect(agent.mailbox.prioritySize).toBe(prioBefore);
     expect(audit.events.length).toBe(eventsBefore);
     expect(store.sets.length).toBe(setsBefore);
