@@ -222,6 +222,7 @@ export function frozenMarker(marker: SuspensionMarker): SuspensionMarker {
   const copy: { -readonly [K in keyof SuspensionMarker]: SuspensionMarker[K] } = { reason: marker.reason, since: marker.since, approver: null, suspensionId: marker.suspensionId };
   const identity = marker.identity;
   if (identity !== undefined) copy.identity = Object.freeze({ version: identity.version, capabilities: Object.freeze([...identity.capabilities]) });
+  if (marker.expiresAt !== undefined) copy.expiresAt = marker.expiresAt;
   if (marker.announced === false) copy.announced = false;
   return Object.freeze(copy);
 }
