@@ -93,8 +93,8 @@ export class PayloadNotSerializableError extends CivitasError {
 
 /** A wire-form message could not be decoded (malformed, or an unknown `schema_version`). */
 export class InvalidWireMessageError extends CivitasError {
-  constructor(message: string) {
-    super("INVALID_WIRE_MESSAGE", message);
+  constructor(message: string, options?: ErrorOptions) {
+    super("INVALID_WIRE_MESSAGE", message, options);
   }
 }
 
