@@ -283,3 +283,14 @@ export class IdentityChangedError extends CivitasError {
     this.agent = agent;
   }
 }
+
+/**
+ * The message bus between processes (the NATS server) could not be used: the
+ * transport could not connect, its connection was down for longer than the
+ * send was willing to wait, or it is closed.
+ */
+export class TransportUnavailableError extends CivitasError {
+  constructor(message: string, options?: ErrorOptions) {
+    super("TRANSPORT_UNAVAILABLE", message, options);
+  }
+}

@@ -196,11 +196,13 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    */
   async sendCapable(capability: string, payload: JsonObject, options?: SendOptions): Promise<void> {
     this.#runner.checkOutgoing(payload, options);
-    const target = this.#runner.requireServices().registry.withCapability(capability);
+    const services = this.#runner.requireServices();
+    // An agent of this runtime first; else one another runtime on the bus hosts.
+    const target = services.registry.withCapability(capability)?.name ?? services.bus.transport?.capable(capability);
     if (target === undefined) {
       throw new AgentNotFoundError(capability, `no agent declares capability '${capability}'; add it to an agent's options.capabilities`);
     }
-    await this.send(target.name, payload, options);
+    await this.send(target, payload, options);
   }
 
   /**
@@ -209,8 +211,11 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    */
   async broadcast(pattern: string, payload: JsonObject, options?: SendOptions): Promise<number> {
     this.#runner.checkOutgoing(payload, options);
-    const targets = this.#runner.requireServices().registry.match(pattern).filter((agent) => agent !== this as AgentProcess);
-    await Promise.all(targets.map((agent) => this.send(agent.name, payload, options)));
+    const services = this.#runner.requireServices();
+    const targets = services.registry.match(pattern).filter((agent) => agent !== this as AgentProcess).map((agent) => agent.name);
+    // Agents other runtimes host on the bus match too (a name hosted here is not sent twice).
+    for (const name of services.bus.transport?.match(pattern) ?? []) if (services.registry.get(name) === undefined) targets.push(name);
+    await Promise.all(targets.map((name) => this.send(name, payload, options)));
     return targets.length;
   }
 

@@ -3,6 +3,7 @@ import { EventEmitter } from "eventemitter3";
 import type { AuditSink } from "../audit/audit-event.js";
 import { MessageBus, notFound } from "../bus/message-bus.js";
 import { assertValidName, Registry } from "../bus/registry.js";
+import type { Transport, TransportHost } from "../bus/transport.js";
 import { describeValue } from "../errors/civitas-error.js";
 import { AgentSuspendedError, DuplicateNameError, InvalidArgumentError, ReservedMessageTypeError, RuntimeStateError, TopologyError } from "../errors/errors.js";
 import { stderrLogger, type Logger } from "../logging/logger.js";
@@ -25,6 +26,7 @@ import { Scheduler } from "./scheduler.js";
 import type { AuthorizeResume, RuntimeServices } from "./services.js";
 import { checkRuntimeOptions } from "./check-runtime-options.js";
 import { buildTopology, type AgentClasses } from "./topology.js";
+import { attachTransport } from "./transport-host.js";
 
 /** Options of a {@link Runtime}. */
 export interface RuntimeOptions {
@@ -50,6 +52,13 @@ export interface RuntimeOptions {
   keepAlive?: boolean;
   /** Lets a governance layer refuse a resume (`RESUME_REFUSED`); called only while the agent is SUSPENDED. */
   authorizeResume?: AuthorizeResume;
+  /**
+   * Connects this runtime to runtimes in other processes (`NatsTransport`
+   * from `civitas-ts/nats`): agents are then addressed by name wherever
+   * they run. `start()` connects it before the tree starts; `stop()` lets go
+   * of it after the tree stopped. @defaultValue none: in process only
+   */
+  transport?: Transport;
 }
 
 /** Options of {@link Runtime.suspend} and {@link Runtime.resume}: how long to wait for the agent to act. */
@@ -149,6 +158,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   private readonly stopSignal = new AbortController();
   private readonly keepAlive: boolean;
   private aliveHandle: NodeJS.Timeout | undefined;
+  /** The transport's way into this runtime, when it has one. */
+  private readonly transportHost: TransportHost | undefined;
 
   /**
    * Builds the runtime and registers every name in the tree. The whole tree
@@ -193,6 +204,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       controlSent: { count: 0 },
     };
     this.outside = { sender: OUTSIDE_SENDER, clock, current: undefined, span: undefined };
+    this.transportHost = options.transport === undefined ? undefined : attachTransport(options.transport, this.services);
     this.root[attachChild](this, this.services);
   }
 
@@ -223,7 +235,11 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     }
     if (this.starting === undefined) {
       if (this.keepAlive) this.aliveHandle = setInterval(() => undefined, 2 ** 30);
-      this.starting = this.root[startChild]().catch((error: unknown) => {
+      const transport = this.services.bus.transport;
+      const host = this.transportHost;
+      // The transport connects and learns the other runtimes' agents before any agent starts and sends.
+      const started = transport === undefined || host === undefined ? this.root[startChild]() : transport.start(host).then(() => this.root[startChild]());
+      this.starting = started.catch((error: unknown) => {
         this.startFailed = true;
         clearInterval(this.aliveHandle);
         // Asks, suspends and resumes sent before the start would wait for agents that were stopped again.
@@ -385,6 +401,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     } finally {
       this.root[closeChild]();
       clearInterval(this.aliveHandle);
+      await this.services.bus.transport?.stop();
     }
   }
 
@@ -419,7 +436,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   private outgoing(name: string, payload: JsonObject, options: RuntimeSendOptions | undefined, request: boolean): Message {
     const type = options?.type === undefined ? DEFAULT_MESSAGE_TYPE : options.type;
     if (isReservedType(type)) throw new ReservedMessageTypeError(type);
-    if (this.services.registry.get(name) === undefined) throw notFound(name);
+    if (this.services.registry.get(name) === undefined && this.services.bus.transport?.hosts(name) !== true) throw notFound(name);
     // A send from inside the caller's own span (an HTTP request, say) continues its trace.
     this.outside.span = this.services.telemetry.tracing ? trace.getSpan(context.active()) : undefined;
     const message = composeOutgoing(this.outside, name, payload, type, options?.ttlMs, request ? OUTSIDE_SENDER : undefined);
