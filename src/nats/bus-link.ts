@@ -2,6 +2,23 @@ import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { TransportUnavailableError } from "../errors/errors.js";
 import type { Logger } from "../logging/logger.js";
 
+/** How long a stop waits for the server to confirm a drain or flush. */
+const DRAIN_DEADLINE_MS = 5000;
+
+/** Resolves when `work` settles or `ms` passed, whichever comes first (a rejection of `work` is passed on). */
+async function withDeadline(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  try {
+    await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A send waiting for the connection to come back. */
 interface Waiter {
   resolve: () => void;
@@ -16,7 +33,8 @@ interface Waiter {
  * @internal
  */
 export class BusLink {
-  private connected = true;
+  /** Whether the connection is up, as its last status event said. */
+  connected = true;
   private readonly waiters = new Set<Waiter>();
   private readonly subs = new Set<Subscription>();
   private readonly loops = new Set<Promise<void>>();
@@ -156,10 +174,12 @@ export class BusLink {
     for (const waiter of this.waiters) waiter.reject(new TransportUnavailableError("the transport stopped while a send waited for the NATS connection"));
     try {
       if (this.owned) {
-        if (!this.nc.isClosed()) await (this.connected ? this.nc.drain() : this.nc.close());
+        // A drain waits for the server; with the connection down it could wait forever: it gets a deadline, then the connection is closed.
+        if (!this.nc.isClosed()) await (this.connected ? withDeadline(this.nc.drain(), DRAIN_DEADLINE_MS) : Promise.resolve());
+        if (!this.nc.isClosed()) await this.nc.close();
       } else {
         for (const sub of this.subs) if (!sub.isClosed()) sub.unsubscribe();
-        if (!this.nc.isClosed() && this.connected) await this.nc.flush();
+        if (!this.nc.isClosed() && this.connected) await withDeadline(this.nc.flush(), DRAIN_DEADLINE_MS);
       }
     } catch (error) {
       this.logger.warn("closing the NATS connection failed", { error });

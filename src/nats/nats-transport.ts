@@ -94,6 +94,11 @@ export class NatsTransport implements Transport {
     this.serializer = options.serializer ?? "msgpack";
   }
 
+  /** Whether the NATS connection is up (false before `start`, while reconnecting and after `stop`). */
+  get connected(): boolean {
+    return this.phase !== "stopped" && this.link?.connected === true;
+  }
+
   /** Messages from the bus that were dropped: control types (never taken from the bus). */
   get dropped(): number {
     return this.droppedCount;
