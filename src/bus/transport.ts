@@ -1,4 +1,5 @@
 import type { Logger } from "../logging/logger.js";
+import type { JsonObject } from "../message/json.js";
 import type { Message } from "../message/message.js";
 
 /** An agent a runtime hosts, as its transport announces it. */
@@ -8,6 +9,9 @@ export interface HostedAgent {
   /** The capability tags it declares (`sendCapable` finds it by them). */
   readonly capabilities: readonly string[];
 }
+
+/** A control request a runtime carries out for another runtime: what `runtime.suspend`, `resume` and a status query send. */
+export type ControlOperation = "suspend" | "resume" | "status";
 
 /**
  * What a runtime lends its {@link Transport} when it starts: the way into its
@@ -22,6 +26,13 @@ export interface TransportHost {
   deliver(message: Message): Promise<void>;
   /** Hands a reply that arrived from the bus to the local ask waiting for it; one nobody waits for is dropped and counted as late. */
   settleReply(reply: Message): void;
+  /**
+   * Carries out a control request for an agent of this runtime that arrived
+   * from another runtime, checked and decided here as if it were made here
+   * (the approver is validated, `authorizeResume` asked, the receipt written by this runtime's sink).
+   * Resolves with the answer (`{ status }` for a status query); rejects with the refusal.
+   */
+  control(name: string, operation: ControlOperation, args: JsonObject, timeoutMs: number): Promise<JsonObject>;
   /** The agents this runtime hosts now. */
   agents(): readonly HostedAgent[];
   /** Where the transport reports what nobody else can observe (a malformed or forbidden message from the bus). */
@@ -54,6 +65,13 @@ export interface Transport {
    * for the bus (the runtime then counts it as late).
    */
   forwardReply(reply: Message): boolean;
+  /**
+   * Sends a control request to the runtime that hosts `name` and resolves
+   * with its answer. Rejects with that runtime's refusal (by its code),
+   * `AGENT_UNREACHABLE` when no owner answered before the deadline, or
+   * `CONTROL_TIMEOUT` when the request was taken and no answer came.
+   */
+  control(name: string, operation: ControlOperation, args: JsonObject, timeoutMs: number, signal?: AbortSignal): Promise<JsonObject>;
   /** The next agent on the bus (round-robin) that declares `capability`, or `undefined`. */
   capable(capability: string): string | undefined;
   /** The agents on the bus whose names match the glob `pattern`. */

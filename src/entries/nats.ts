@@ -17,3 +17,4 @@ export { NatsTransport } from "../nats/nats-transport.js";
 export type { NatsTransportOptions } from "../nats/nats-transport.js";
 export { TransportUnavailableError } from "../errors/errors.js";
 export type { HostedAgent, Transport, TransportHost } from "../bus/transport.js";
+export { AgentUnreachableError, ControlTimeoutError, RemoteControlError } from "../errors/errors.js";

@@ -87,6 +87,26 @@ export class BusLink {
     return sub;
   }
 
+  /** The connection itself, for request/reply. */
+  get connection(): NatsConnection {
+    return this.nc;
+  }
+
+  /** Answers each request on `subject`, concurrently, with what `answer` resolves with. */
+  listenAsync(subject: string, answer: (data: Uint8Array) => Promise<Uint8Array>): Subscription {
+    const sub = this.nc.subscribe(subject, {
+      callback: (error, msg) => {
+        if (error !== null) return;
+        answer(msg.data).then(
+          (reply) => void msg.respond(reply),
+          (failure: unknown) => this.logger.error(`answering a request on '${subject}' failed`, { error: failure }),
+        );
+      },
+    });
+    this.subs.add(sub);
+    return sub;
+  }
+
   /** Answers each request on `subject` with what `answer` returns (nothing when it returns `undefined`). */
   listenRequests(subject: string, answer: (data: Uint8Array) => Uint8Array | undefined): void {
     const sub = this.nc.subscribe(subject, {

@@ -1,5 +1,5 @@
 import { connect, type NatsConnection, type NodeConnectionOptions, type Subscription } from "@nats-io/transport-node";
-import type { HostedAgent, Transport, TransportHost } from "../bus/transport.js";
+import type { ControlOperation, HostedAgent, Transport, TransportHost } from "../bus/transport.js";
 import { notFound } from "../bus/message-bus.js";
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, TransportUnavailableError } from "../errors/errors.js";
@@ -9,6 +9,7 @@ import type { Message } from "../message/message.js";
 import { checkSerializer, decodeMessage, encodeMessage, type WireSerializer } from "./codec.js";
 import { admitInbound, readAnnouncement } from "./inbound.js";
 import { BusLink } from "./bus-link.js";
+import { ControlServer, controlSubject, requestControl } from "./remote-control.js";
 import { RemoteDirectory } from "./remote-directory.js";
 import { ANNOUNCE_SUBJECT, assertSubjectName, DEREGISTER_SUBJECT, REGISTER_SUBJECT, REPLY_PREFIX, subjectOf } from "./subjects.js";
 
@@ -64,6 +65,8 @@ export class NatsTransport implements Transport {
   private readonly options: NatsTransportOptions;
   private readonly directory = new RemoteDirectory();
   private readonly agentSubs = new Map<string, Subscription>();
+  private readonly controlSubs = new Map<string, Subscription>();
+  private controlServer: ControlServer | undefined;
   private link: BusLink | undefined;
   private host: TransportHost | undefined;
   private phase: "new" | "starting" | "running" | "stopped" = "new";
@@ -136,6 +139,7 @@ export class NatsTransport implements Transport {
         throw new TransportUnavailableError(`NatsTransport could not connect to ${describeValue(servers)}: ${(error as Error).message}; check that nats-server runs there and the options (auth, TLS) match`, { cause: error });
       }
     }
+    this.controlServer = new ControlServer(host, this.serializer);
     this.link = new BusLink(nc, connection === undefined, this.options.sendTimeoutMs ?? 30_000, host.logger, () => this.onReconnect());
     const link = this.link;
     link.listen(REGISTER_SUBJECT, (bytes) => this.onAnnouncement(bytes, true));
@@ -184,6 +188,12 @@ export class NatsTransport implements Transport {
     await link.publish(subjectOf(message.recipient), encodeMessage(outgoing, this.serializer), signal);
   }
 
+  /** Sends a control request to `civitas.ctl.<name>`, where only the agent's owner listens (see {@link Transport.control}). */
+  async control(name: string, operation: ControlOperation, args: JsonObject, timeoutMs: number, signal?: AbortSignal): Promise<JsonObject> {
+    if (!this.directory.has(name)) throw notFound(name);
+    return requestControl(this.requireLink(`control '${name}'`).connection, this.serializer, name, operation, args, timeoutMs, signal);
+  }
+
   forwardReply(reply: Message): boolean {
     const to = reply.recipient;
     if (to === this.replyAddress || this.link === undefined || this.phase === "stopped") return false;
@@ -216,6 +226,9 @@ export class NatsTransport implements Transport {
     this.agentSubs.delete(name);
     this.announce({ name, capabilities: [] }, false);
     this.link?.unsubscribe(sub);
+    const control = this.controlSubs.get(name);
+    this.controlSubs.delete(name);
+    if (control !== undefined) this.link?.unsubscribe(control);
   }
 
   private subscribeAgent(agent: HostedAgent): void {
@@ -223,6 +236,8 @@ export class NatsTransport implements Transport {
     const name = agent.name;
     // One message at a time per agent, in arrival order: the mailbox's backpressure reaches the subscription.
     this.agentSubs.set(name, link.listen(subjectOf(name), (bytes) => this.onAgentMessage(bytes, name)));
+    const server = this.controlServer;
+    if (server !== undefined) this.controlSubs.set(name, link.listenAsync(controlSubject(name), (bytes) => server.answer(bytes, name)));
   }
 
   private async onAgentMessage(bytes: Uint8Array, name: string): Promise<void> {

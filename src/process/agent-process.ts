@@ -183,6 +183,14 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
         throw new AgentSuspendedError(recipient);
       }
       const request = composeOutgoing(this.#runner, recipient, payload, options?.type, options?.ttlMs, this.name);
+      const transport = services.bus.transport;
+      if (options?.failIfSuspended === true && services.registry.get(recipient) === undefined && transport?.hosts(recipient) === true) {
+        // An agent in another process: its owner says whether it is suspended (the query counts toward the timeout).
+        return transport.control(recipient, "status", {}, timeoutMs, options.signal).then((answer) => {
+          if (answer.status === ProcessStatus.SUSPENDED) throw new AgentSuspendedError(recipient);
+          return services.bus.request(request, timeoutMs, options.signal);
+        });
+      }
       return services.bus.request(request, timeoutMs, options?.signal);
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checking and composing threw, a CivitasError
@@ -191,8 +199,9 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   }
 
   /**
-   * Sends to one agent that declares `capability` (round-robin among them).
-   * Rejects with `AGENT_NOT_FOUND` when none does.
+   * Sends to one agent that declares `capability` (round-robin among them);
+   * with a transport, an agent of this runtime first, else one another
+   * runtime on the bus announced. Rejects with `AGENT_NOT_FOUND` when none does.
    */
   async sendCapable(capability: string, payload: JsonObject, options?: SendOptions): Promise<void> {
     this.#runner.checkOutgoing(payload, options);
@@ -207,7 +216,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
 
   /**
    * Sends `payload` to every other agent whose name matches the glob `pattern`
-   * (`*`, `?`, `[abc]`). Resolves with how many agents it was sent to.
+   * (`*`, `?`, `[abc]`), with a transport also those other runtimes on the bus
+   * announced. Resolves with how many agents it was sent to.
    */
   async broadcast(pattern: string, payload: JsonObject, options?: SendOptions): Promise<number> {
     this.#runner.checkOutgoing(payload, options);

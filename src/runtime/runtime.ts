@@ -127,6 +127,9 @@ export interface FromTopologyOptions extends Omit<RuntimeOptions, "root"> {
 
 const OUTSIDE_SENDER = "_runtime";
 
+/** How long a suspend or resume of an agent in another process waits for its owner's answer when no `timeoutMs` is given. */
+const REMOTE_CONTROL_TIMEOUT_MS = 30_000;
+
 /**
  * Runs a supervision tree: starts it, routes messages into it, stops it.
  * It is an `EventEmitter` of {@link RuntimeEvents}.
@@ -204,7 +207,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       controlSent: { count: 0 },
     };
     this.outside = { sender: OUTSIDE_SENDER, clock, current: undefined, span: undefined };
-    this.transportHost = options.transport === undefined ? undefined : attachTransport(options.transport, this.services);
+    this.transportHost = options.transport === undefined ? undefined : attachTransport(options.transport, this.services, this);
     this.root[attachChild](this, this.services);
   }
 
@@ -307,6 +310,14 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       }
       const message = this.outgoing(name, payload, options, true);
       if (options?.failIfSuspended === true && this.getAgent(name)?.status === ProcessStatus.SUSPENDED) throw new AgentSuspendedError(name);
+      const transport = this.services.bus.transport;
+      if (options?.failIfSuspended === true && this.getAgent(name) === undefined && transport !== undefined) {
+        // An agent in another process: its owner says whether it is suspended (the query counts toward the timeout).
+        return transport.control(name, "status", {}, timeoutMs, options.signal).then((answer) => {
+          if (answer.status === ProcessStatus.SUSPENDED) throw new AgentSuspendedError(name);
+          return this.services.bus.request(message, timeoutMs, options.signal);
+        });
+      }
       return this.services.bus.request(message, timeoutMs, options?.signal);
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checking and composing threw, a CivitasError
@@ -315,7 +326,10 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   }
 
   /**
-   * Pauses the agent `name` for approval. Resolves once it is SUSPENDED (after
+   * Pauses the agent `name` for approval. An agent another runtime hosts (with
+   * a transport) is paused by that runtime, which answers; then `timeoutMs`
+   * defaults to 30 s and the call can also reject with `AGENT_UNREACHABLE` or
+   * `CONTROL_TIMEOUT` (see docs/nats.md). Resolves once it is SUSPENDED (after
    * the message it is handling, if any) and the pause is announced: its
    * marker's persist attempts, `onSuspend` and `agent.suspend` receipt are
    * done. Suspending a suspended agent keeps its `since` and `suspensionId`
@@ -427,7 +441,13 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     if (timeoutMs !== undefined && (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
       throw new InvalidArgumentError("timeoutMs", `${type.slice(8)}('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
     }
-    if (this.services.registry.get(name) === undefined) throw notFound(name);
+    if (this.services.registry.get(name) === undefined) {
+      const transport = this.services.bus.transport;
+      if (transport?.hosts(name) !== true) throw notFound(name);
+      this.assertStarted(`${type.slice(8)}('${name}')`);
+      // The runtime that hosts the agent decides, receipts and answers (see docs/nats.md).
+      return transport.control(name, type === "_agency.suspend" ? "suspend" : "resume", payload, timeoutMs ?? REMOTE_CONTROL_TIMEOUT_MS, options.signal).then(() => undefined);
+    }
     this.assertStarted(`${type.slice(8)}('${name}')`);
     payload.sent = ++this.services.controlSent.count;
     return this.services.bus.control(composeControl(this.outside, name, type, payload), timeoutMs, options.signal);
