@@ -39,6 +39,20 @@ export interface NatsTransportOptions extends Omit<NodeConnectionOptions, "serve
   sendTimeoutMs?: number;
 }
 
+/** An agent's status, as its owner reports it to {@link NatsTransport.status}. */
+export interface RemoteAgentStatus {
+  /** The agent's name. */
+  readonly name: string;
+  /** Its `ProcessStatus` (`"RUNNING"`, `"SUSPENDED"` …). */
+  readonly status: string;
+  /** The pause's id while SUSPENDED (pass it to `resume`), else `null`. */
+  readonly suspensionId: string | null;
+  /** Why it was suspended, else `null`. */
+  readonly reason: string | null;
+  /** When the pause began (ISO-8601), else `null`. */
+  readonly since: string | null;
+}
+
 /** The type of discovery requests and answers (on their own subject, which Python Civitas does not use). */
 const DISCOVERY_TYPE = "_agency.register";
 
@@ -192,6 +206,18 @@ export class NatsTransport implements Transport {
   async control(name: string, operation: ControlOperation, args: JsonObject, timeoutMs: number, signal?: AbortSignal): Promise<JsonObject> {
     if (!this.directory.has(name)) throw notFound(name);
     return requestControl(this.requireLink(`control '${name}'`).connection, this.serializer, name, operation, args, timeoutMs, signal);
+  }
+
+  /**
+   * Asks the runtime that hosts `name` for its status: `{ status, suspensionId,
+   * reason, since }` (the last three `null` unless SUSPENDED). A status query
+   * across the cluster: combine it with {@link NatsTransport.remoteAgents}.
+   * @throws {@link AgentUnreachableError} when no owner answers within `timeoutMs` (default 5000).
+   */
+  async status(name: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<RemoteAgentStatus> {
+    const answer = await this.control(name, "status", {}, options.timeoutMs ?? 5000, options.signal);
+    const text = (value: unknown): string | null => (typeof value === "string" ? value : null);
+    return { name, status: text(answer.status) ?? "UNKNOWN", suspensionId: text(answer.suspensionId), reason: text(answer.reason), since: text(answer.since) };
   }
 
   forwardReply(reply: Message): boolean {
