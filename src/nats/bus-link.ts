@@ -37,7 +37,6 @@ export class BusLink {
   connected = true;
   private readonly waiters = new Set<Waiter>();
   private readonly subs = new Set<Subscription>();
-  private readonly loops = new Set<Promise<void>>();
 
   constructor(
     private readonly nc: NatsConnection,
@@ -69,21 +68,26 @@ export class BusLink {
     }
   }
 
-  /** Handles each message on `subject` in turn: the next is taken once `handler` has settled. */
-  listen(subject: string, handler: (data: Uint8Array) => void | Promise<void>): Subscription {
-    const sub = this.nc.subscribe(subject);
-    this.subs.add(sub);
-    const loop = (async () => {
-      for await (const msg of sub) {
-        try {
-          await handler(msg.data);
-        } catch (error) {
-          this.logger.error(`handling a message on '${subject}' failed`, { error });
+  /**
+   * Hands each message on `subject` to `handler` as it arrives, in order
+   * (a callback subscription: no promise per message; a handler that must
+   * wait, such as a delivery into a full mailbox, keeps order by itself).
+   */
+  listen(subject: string, handler: (data: Uint8Array) => void): Subscription {
+    const sub = this.nc.subscribe(subject, {
+      callback: (error, msg) => {
+        if (error !== null) {
+          this.logger.warn(`the subscription to '${subject}' failed`, { error });
+          return;
         }
-      }
-    })();
-    this.loops.add(loop);
-    void loop.finally(() => this.loops.delete(loop));
+        try {
+          handler(msg.data);
+        } catch (failure) {
+          this.logger.error(`handling a message on '${subject}' failed`, { error: failure });
+        }
+      },
+    });
+    this.subs.add(sub);
     return sub;
   }
 
@@ -205,6 +209,5 @@ export class BusLink {
       this.logger.warn("closing the NATS connection failed", { error });
     }
     this.subs.clear();
-    await Promise.allSettled([...this.loops]);
   }
 }

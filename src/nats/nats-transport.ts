@@ -260,13 +260,13 @@ export class NatsTransport implements Transport {
   private subscribeAgent(agent: HostedAgent): void {
     const link = this.requireLink("subscribe");
     const name = agent.name;
-    // One message at a time per agent, in arrival order: the mailbox's backpressure reaches the subscription.
+    // In arrival order; a delivery into a full mailbox waits, and later ones queue behind it in order.
     this.agentSubs.set(name, link.listen(subjectOf(name), (bytes) => this.onAgentMessage(bytes, name)));
     const server = this.controlServer;
     if (server !== undefined) this.controlSubs.set(name, link.listenAsync(controlSubject(name), (bytes) => server.answer(bytes, name)));
   }
 
-  private async onAgentMessage(bytes: Uint8Array, name: string): Promise<void> {
+  private onAgentMessage(bytes: Uint8Array, name: string): void {
     const host = this.host;
     const decoded = this.decode(bytes, `civitas.agent.${name}`);
     if (host === undefined || decoded === undefined) return;
@@ -276,11 +276,10 @@ export class NatsTransport implements Transport {
       host.logger.warn(admitted.dropped, { messageId: decoded.id });
       return;
     }
-    try {
-      await host.deliver(admitted.message);
-    } catch (error) {
+    // Called in arrival order without waiting: the mailbox keeps waiting puts in FIFO order (SPEC 3).
+    host.deliver(admitted.message).catch((error: unknown) => {
       host.logger.warn(`a message from the bus for '${name}' could not be delivered`, { error, messageId: decoded.id });
-    }
+    });
   }
 
   private onReply(bytes: Uint8Array): void {
