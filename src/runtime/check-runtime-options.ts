@@ -31,7 +31,7 @@ export function checkRuntimeOptions(options: RuntimeOptions): void {
     throw new InvalidArgumentError("keepAlive", `Runtime option keepAlive must be true or false, got ${describeValue(keepAlive)}`);
   }
   if (transport !== undefined) {
-    requireMethods("transport", transport, ["start", "stop", "hosts", "send", "forwardReply", "capable", "match", "added", "removed"], "a Transport, e.g. new NatsTransport({ servers }) from civitas-ts/nats");
+    requireMethods("transport", transport, ["start", "stop", "hosts", "send", "forwardReply", "control", "capable", "match", "added", "removed"], "a Transport, e.g. new NatsTransport({ servers }) from civitas-ts/nats");
   }
   if (authorizeResume !== undefined && typeof authorizeResume !== "function") {
     throw new InvalidArgumentError("authorizeResume", `Runtime option authorizeResume must be a function deciding each resume, got ${describeValue(authorizeResume)}`);
