@@ -18,6 +18,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type * as AuditEntry from "../src/entries/audit.js";
+import type * as NatsEntry from "../src/entries/nats.js";
 import type * as SqliteEntry from "../src/entries/sqlite.js";
 import type * as Civitas from "../src/index.js";
 
@@ -149,4 +150,16 @@ function emit(files: readonly string[], transpile: Transpile): string {
     writeFileSync(out, transpile(readFileSync(file, "utf8"), file));
   }
   return join(outRoot, "src", "index.js");
+}
+
+/** The `civitas-ts/nats` entry point, as `src/entries/nats.ts` exports it. */
+export type NatsModule = typeof NatsEntry;
+
+/**
+ * The `civitas-ts/nats` entry, loaded the same way as the last
+ * {@link loadCivitas} call loaded the core. Needs @nats-io/transport-node and @msgpack/msgpack.
+ */
+export async function loadNats(): Promise<NatsModule> {
+  if (emittedSrc === undefined) return await import("../src/entries/nats.js");
+  return (await import(pathToFileURL(join(emittedSrc, "entries", "nats.js")).href)) as NatsModule;
 }

@@ -13,11 +13,12 @@ import { fanin } from "./fanin.js";
 import { hasGc, printTable, type Benchmark, type Row } from "./harness.js";
 import { mailbox } from "./mailbox.js";
 import { memory } from "./memory.js";
+import { nats } from "./nats.js";
 import { pingpong } from "./pingpong.js";
 import { spawn } from "./spawn.js";
 import { suspend } from "./suspend.js";
 
-const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend, audit, spawn];
+const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend, audit, spawn, nats];
 
 function usage(problem: string): never {
   console.error(`${problem}\nusage: npm run bench -- [--source] [${ALL.map((bench) => bench.name).join("|")} ...]`);

@@ -8,6 +8,7 @@ import type { Clock } from "../time/clock.js";
 import { TimeoutLists, type Expiring } from "../time/timeout-lists.js";
 import { PendingRequests } from "./pending-requests.js";
 import type { Registry } from "./registry.js";
+import type { Transport } from "./transport.js";
 
 /** An ask waiting for its reply; also the node of its timeout list. */
 interface PendingAsk extends Expiring<PendingAsk> {
@@ -59,6 +60,8 @@ export class MessageBus {
   private readonly timeouts: TimeoutLists<PendingAsk>;
   private late = 0;
   private closedReason: Error | undefined;
+  /** Carries what is addressed to agents of other runtimes; set by a runtime given a transport. */
+  transport: Transport | undefined;
 
   constructor(
     private readonly registry: Registry,
@@ -91,7 +94,10 @@ export class MessageBus {
       });
     }
     const agent = this.registry.get(message.recipient);
-    if (agent === undefined) return Promise.reject(notFound(message.recipient));
+    if (agent === undefined) {
+      if (this.transport?.hosts(message.recipient) === true) return this.transport.send(message, signal);
+      return Promise.reject(notFound(message.recipient));
+    }
     // Only messages the runtime composed come here (never an object application code still holds): no copy needed.
     // An _agency.* type among them acts as control only if the runtime minted it (see control-authority.ts).
     return enqueueTrusted(agent.mailbox, message, signal === undefined ? undefined : { signal });
@@ -190,6 +196,8 @@ export class MessageBus {
   settleReply(reply: Message): void {
     const entry = this.detach(reply.correlationId as string, this.pending);
     if (entry === undefined) {
+      // The answer to a request from another runtime goes back over the bus.
+      if (this.transport?.forwardReply(reply) === true) return;
       this.late++;
       this.events.emit("reply.late", reply);
       return;

@@ -11,6 +11,8 @@ import { globToRegExp } from "./glob.js";
  * @internal
  */
 export class Registry {
+  /** Told when an agent joins or leaves (a runtime with a transport announces them). */
+  watcher: { added(agent: AgentProcess): void; removed(name: string): void } | undefined;
   private readonly agents = new Map<string, AgentProcess>();
   private readonly supervisors = new Map<string, SupervisedChild>();
   private readonly capable = new Map<string, AgentProcess[]>();
@@ -31,6 +33,7 @@ export class Registry {
       if (list === undefined) this.capable.set(capability, [agent]);
       else list.push(agent);
     }
+    this.watcher?.added(agent);
   }
 
   /** Frees `name` (and, for an agent, its capabilities). */
@@ -39,6 +42,7 @@ export class Registry {
     const agent = this.agents.get(name);
     if (agent === undefined) return;
     this.agents.delete(name);
+    this.watcher?.removed(name);
     for (const capability of agent.capabilities) {
       const before = this.capable.get(capability) ?? [];
       const list = before.filter((a) => a !== agent);

@@ -93,8 +93,8 @@ export class PayloadNotSerializableError extends CivitasError {
 
 /** A wire-form message could not be decoded (malformed, or an unknown `schema_version`). */
 export class InvalidWireMessageError extends CivitasError {
-  constructor(message: string) {
-    super("INVALID_WIRE_MESSAGE", message);
+  constructor(message: string, options?: ErrorOptions) {
+    super("INVALID_WIRE_MESSAGE", message, options);
   }
 }
 
@@ -292,6 +292,55 @@ export class IdentityChangedError extends CivitasError {
       "IDENTITY_CHANGED",
       `'${agent}' was suspended as ${from} but is now ${to}; the approval was given to the former. Ask for a fresh approval, or resume with { acceptIdentityChange: true } to record that the approver accepts the change`,
     );
+    this.agent = agent;
+  }
+}
+
+/**
+ * The message bus between processes (the NATS server) could not be used: the
+ * transport could not connect, its connection was down for longer than the
+ * send was willing to wait, or it is closed.
+ */
+export class TransportUnavailableError extends CivitasError {
+  constructor(message: string, options?: ErrorOptions) {
+    super("TRANSPORT_UNAVAILABLE", message, options);
+  }
+}
+
+/** A control request for an agent another runtime hosts found no live owner before its deadline: nothing was done. */
+export class AgentUnreachableError extends CivitasError {
+  /** The agent whose owner did not answer. */
+  readonly agent: string;
+  constructor(agent: string, timeoutMs: number) {
+    super("AGENT_UNREACHABLE", `'${agent}' is announced on the bus but no runtime hosting it answered its control subject within ${timeoutMs} ms; nothing was done — check that its runtime is running, then retry`);
+    this.agent = agent;
+  }
+}
+
+/**
+ * A control request reached the runtime that hosts the agent but no answer
+ * came back in time: it may still take effect. Retry with the same request
+ * (it carries a `requestId`) to learn the outcome without a second effect.
+ */
+export class ControlTimeoutError extends CivitasError {
+  /** The agent the request was for. */
+  readonly agent: string;
+  constructor(agent: string, timeoutMs: number) {
+    super("CONTROL_TIMEOUT", `the control request for '${agent}' was sent but no answer came within ${timeoutMs} ms; it may still take effect — check the agent's status, or retry`);
+    this.agent = agent;
+  }
+}
+
+/**
+ * A control request for an agent of another runtime was refused there; `code`
+ * is the refusal's own code (`STALE_APPROVAL`, `RESUME_REFUSED`,
+ * `IDENTITY_CHANGED`, `AUDIT_UNAVAILABLE` …) and `message` its message.
+ */
+export class RemoteControlError extends CivitasError {
+  /** The agent the request was for. */
+  readonly agent: string;
+  constructor(agent: string, code: string, message: string) {
+    super(code, `${message} (refused by the runtime hosting '${agent}')`);
     this.agent = agent;
   }
 }

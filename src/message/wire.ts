@@ -1,15 +1,16 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidWireMessageError } from "../errors/errors.js";
-import { findNonJson, shortPath, type JsonObject } from "./json.js";
-import { envelopeProblem, isTraceFlags, type Message } from "./message.js";
+import { MAX_JSON_DEPTH, shortPath, type JsonObject, type JsonValue } from "./json.js";
+import { isTraceFlags, type Message } from "./message.js";
 
-/** The wire schema version this library writes and reads. */
+/** The wire schema version this library writes and reads: Python Civitas 0.3's `schema_version`. */
 export const WIRE_SCHEMA_VERSION = 1;
 
 /**
- * A message in wire form: snake_case keys and `schema_version`, the key
- * names of the Python Civitas envelope. Not yet interchangeable with it
- * (Python writes seconds and `ttl`): see docs/messaging.md, "The Python Civitas envelope".
+ * A message in wire form: exactly the envelope Python Civitas 0.3's
+ * `Message.to_dict()` writes, key for key and in its order, so the two
+ * runtimes share a bus. `ttl_ms` and `trace_flags`, which Python ignores,
+ * follow the fourteen keys when the message has them.
  */
 export interface WireMessage {
   /** Always {@link WIRE_SCHEMA_VERSION}; a reader refuses any other. */
@@ -18,9 +19,9 @@ export interface WireMessage {
   id: string;
   /** `Message.type`. */
   type: string;
-  /** `Message.sender`. */
+  /** `Message.sender`; Python writes `""` on registration messages. */
   sender: string;
-  /** `Message.recipient`. */
+  /** `Message.recipient`; Python writes `""` on registration messages. */
   recipient: string;
   /** `Message.correlationId`, or `null`. */
   correlation_id: string | null;
@@ -28,129 +29,266 @@ export interface WireMessage {
   reply_to: string | null;
   /** `Message.payload`. */
   payload: JsonObject;
-  /** `Message.timestamp`, epoch milliseconds. */
+  /** `Message.timestamp` in unix **seconds**, a float (`timestamp / 1000`), as Python's `time.time()`. */
   timestamp: number;
-  /** `Message.traceId`. */
+  /** `Message.traceId`; Python writes `""` for a message sent outside any trace. */
   trace_id: string;
-  /** `Message.spanId`. */
+  /** `Message.spanId`; Python writes `""` for a message sent outside any trace. */
   span_id: string;
   /** `Message.parentSpanId`, or `null`. */
   parent_span_id: string | null;
-  /** W3C trace flags of the sending span; absent when the ids were minted outside any span. */
-  trace_flags?: number;
   /** `Message.attempt`. */
   attempt: number;
   /** `Message.priority`. */
   priority: number;
-  /** `Message.ttlMs`; absent without a TTL. */
+  /** `Message.ttlMs`; absent without a TTL (a civitas-ts extra). */
   ttl_ms?: number;
+  /** W3C trace flags of the sending span; absent when the ids were minted outside any span (a civitas-ts extra). */
+  trace_flags?: number;
 }
 
+/** The keys of {@link WireMessage} in the order they are written: Python's fourteen, then the extras. */
+export const WIRE_KEYS = Object.freeze([
+  "schema_version",
+  "id",
+  "type",
+  "sender",
+  "recipient",
+  "correlation_id",
+  "reply_to",
+  "payload",
+  "timestamp",
+  "trace_id",
+  "span_id",
+  "parent_span_id",
+  "attempt",
+  "priority",
+  "ttl_ms",
+  "trace_flags",
+] as const);
+
+type Fields = Record<(typeof WIRE_KEYS)[number], unknown>;
+
 /**
- * Converts a message to its wire form. Checks the envelope's fields (cheaply:
- * the payload's top level only, as its contents were checked when the
- * message was created), so what it returns is what {@link fromWire} reads back.
+ * Converts a message to its wire form, the Python Civitas envelope. Reads
+ * every field of `message` once and checks it (the payload's top level only:
+ * its contents were checked when the message was created), so what it
+ * returns is what {@link fromWire} reads back. Whole-millisecond timestamps
+ * (every timestamp the runtime stamps) survive the trip through seconds exactly.
  *
  * @throws {@link InvalidWireMessageError} when `message` is not a message:
- *   not an object, or a field missing or of the wrong type.
+ *   not an object, a field missing or of the wrong type, or a field that cannot be read.
  * @example
  * ```ts
  * const text = JSON.stringify(toWire(message));
  * ```
  */
 export function toWire(message: Message): WireMessage {
-  checkMessage(message);
+  const m = readMessage(message);
   const wire: WireMessage = {
     schema_version: WIRE_SCHEMA_VERSION,
-    id: message.id,
-    type: message.type,
-    sender: message.sender,
-    recipient: message.recipient,
-    correlation_id: message.correlationId ?? null,
-    reply_to: message.replyTo ?? null,
-    payload: message.payload,
-    timestamp: message.timestamp,
-    trace_id: message.traceId,
-    span_id: message.spanId,
-    parent_span_id: message.parentSpanId ?? null,
-    attempt: message.attempt,
-    priority: message.priority,
+    id: m.id,
+    type: m.type,
+    sender: m.sender,
+    recipient: m.recipient,
+    correlation_id: m.correlationId ?? null,
+    reply_to: m.replyTo ?? null,
+    payload: m.payload,
+    timestamp: m.timestamp / 1000,
+    trace_id: m.traceId,
+    span_id: m.spanId,
+    parent_span_id: m.parentSpanId ?? null,
+    attempt: m.attempt,
+    priority: m.priority,
   };
-  if (message.traceFlags !== undefined && message.traceFlags !== null) wire.trace_flags = message.traceFlags;
-  if (message.ttlMs !== undefined && message.ttlMs !== null) wire.ttl_ms = message.ttlMs;
+  if (m.ttlMs != null) wire.ttl_ms = m.ttlMs;
+  if (m.traceFlags != null) wire.trace_flags = m.traceFlags;
   return wire;
 }
 
-/** Throws `INVALID_WIRE_MESSAGE` naming the first field that keeps `value` from being a {@link Message}. */
-function checkMessage(value: unknown): void {
-  const problem = envelopeProblem(value);
-  if (problem === undefined) return;
-  const [field, expected] = problem;
-  const got = field === "message" ? value : (value as Record<string, unknown>)[field];
-  throw new InvalidWireMessageError(`toWire: ${field === "message" ? "the message" : `message field '${field}'`} must be ${expected}, got ${describeValue(got)}; pass a Message made by createMessage or fromWire`);
+const MESSAGE_FIELDS = ["id", "type", "sender", "recipient", "correlationId", "replyTo", "payload", "timestamp", "traceId", "spanId", "parentSpanId", "attempt", "priority", "ttlMs", "traceFlags"] as const;
+
+/** A snapshot of `value`'s fields, each read once and checked; throws `INVALID_WIRE_MESSAGE` naming the first bad one. */
+function readMessage(value: unknown): Message {
+  const m = snapshot(value, MESSAGE_FIELDS, "toWire: the message", "pass a Message made by createMessage or fromWire");
+  const bad = (field: string, expected: string): never => {
+    throw new InvalidWireMessageError(`toWire: message field '${field}' must be ${expected}, got ${describeValue(m[field as keyof typeof m])}; pass a Message made by createMessage or fromWire`);
+  };
+  if (!isNonEmptyString(m.id)) bad("id", "a non-empty string");
+  if (typeof m.type !== "string") bad("type", "a string");
+  // Empty names and trace ids are what Python writes on some messages: fromWire accepts them, so toWire writes them back.
+  for (const key of ["sender", "recipient", "traceId", "spanId"] as const) if (typeof m[key] !== "string") bad(key, "a string");
+  if (!isPlainObjectShallow(m.payload)) bad("payload", "a plain JSON object");
+  if (!isTimestamp(m.timestamp)) bad("timestamp", "a non-negative number");
+  if (!isCount(m.attempt)) bad("attempt", "a non-negative integer");
+  if (!isCount(m.priority)) bad("priority", "a non-negative integer");
+  for (const key of ["correlationId", "replyTo"] as const) if (m[key] != null && typeof m[key] !== "string") bad(key, "a string or absent");
+  if (m.parentSpanId != null && !isNonEmptyString(m.parentSpanId)) bad("parentSpanId", "a non-empty string or absent");
+  if (m.traceFlags != null && !isTraceFlags(m.traceFlags)) bad("traceFlags", "an integer 0-255 or absent");
+  if (m.ttlMs != null && !isCount(m.ttlMs)) bad("ttlMs", "a non-negative integer or absent");
+  return m as unknown as Message;
 }
 
 /**
- * Decodes a wire-form message (an object, or its JSON text), validating every
- * field: ids, `sender` and `recipient` are non-empty strings (`type`,
- * `correlation_id` and `reply_to` may be empty, as in {@link createMessage}),
- * and the payload is plain JSON nested at most `MAX_JSON_DEPTH` (1000) levels.
+ * Decodes a wire-form message — the Python Civitas envelope, as an object,
+ * its JSON text or UTF-8 bytes — reading every field exactly once and
+ * checking it before anything is built, so a proxy or getter cannot answer
+ * one thing to the check and another to the copy. The payload is copied.
  *
- * @throws {@link InvalidWireMessageError} for malformed input, a payload nested too deeply, or an unknown `schema_version`.
+ * Accepted as Python writes them: empty `sender`, `recipient`, `trace_id`
+ * and `span_id`, `null` optionals, unknown extra keys (ignored), and a
+ * float `timestamp` in seconds (converted to epoch milliseconds). Refused:
+ * a `schema_version` other than 1 (checked first), any of the fourteen keys
+ * missing or mistyped, a payload that is not a plain JSON object nested at
+ * most `MAX_JSON_DEPTH` (1000) levels, bad `ttl_ms`/`trace_flags` extras, and
+ * any object whose fields cannot be read (a revoked proxy, a throwing getter).
+ *
+ * @throws {@link InvalidWireMessageError} (`INVALID_WIRE_MESSAGE`) for all of the above.
+ * @example
+ * ```ts
+ * const message = fromWire('{"schema_version": 1, "id": "…", …}');
+ * ```
  */
 export function fromWire(input: unknown): Message {
   let wire: unknown = input;
-  if (typeof input === "string" || input instanceof Uint8Array) {
-    const text = typeof input === "string" ? input : Buffer.from(input).toString("utf8");
+  if (typeof input === "string" || isBytes(input)) {
+    const text = typeof input === "string" ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength).toString("utf8");
     try {
       wire = JSON.parse(text);
     } catch (err) {
       throw new InvalidWireMessageError(`wire message is not valid JSON: ${(err as Error).message}`);
     }
   }
-  if (typeof wire !== "object" || wire === null || Array.isArray(wire)) {
-    throw new InvalidWireMessageError(`wire message must be a JSON object, got ${describeValue(wire)}`);
-  }
-  const w = wire as Record<string, unknown>;
+  return fromFields(snapshot(wire, WIRE_KEYS, "wire message", "send the Python Civitas envelope (Message.to_dict()) as a JSON object"));
+}
+
+/** Builds the message from fields each read once, checking every one. */
+function fromFields(w: Fields): Message {
   if (w.schema_version !== WIRE_SCHEMA_VERSION) {
     throw new InvalidWireMessageError(
       `unsupported wire schema_version ${describeValue(w.schema_version)}; this civitas-ts reads version ${WIRE_SCHEMA_VERSION} — upgrade the reader or the sender`,
     );
   }
-  const payload = w.payload;
-  if (typeof payload !== "object" || payload === null || Array.isArray(payload)) {
-    throw new InvalidWireMessageError(`wire message field 'payload' must be a plain JSON object, got ${describeValue(payload)}`);
-  }
-  const bad = findNonJson(payload, "$.payload");
-  if (bad) throw new InvalidWireMessageError(`wire message field 'payload' is not plain JSON at ${shortPath(bad[0])}: ${bad[1]}`);
   const message: { -readonly [K in keyof Message]: Message[K] } = {
-    id: requireString(w, "id"),
+    id: requireString(w, "id", false),
     type: requireString(w, "type", true),
-    sender: requireString(w, "sender"),
-    recipient: requireString(w, "recipient"),
-    payload: payload as JsonObject,
-    timestamp: requireNumber(w, "timestamp", false),
-    traceId: requireString(w, "trace_id"),
-    spanId: requireString(w, "span_id"),
-    attempt: requireNumber(w, "attempt", true),
-    priority: requireNumber(w, "priority", true),
+    sender: requireString(w, "sender", true),
+    recipient: requireString(w, "recipient", true),
+    payload: readPayload(w.payload),
+    timestamp: secondsToMs(w),
+    traceId: requireString(w, "trace_id", true),
+    spanId: requireString(w, "span_id", true),
+    attempt: requireCount(w, "attempt"),
+    priority: requireCount(w, "priority"),
   };
-  const correlationId = optionalString(w, "correlation_id", true);
-  if (correlationId !== undefined) message.correlationId = correlationId;
-  const replyTo = optionalString(w, "reply_to", true);
-  if (replyTo !== undefined) message.replyTo = replyTo;
-  const parentSpanId = optionalString(w, "parent_span_id");
-  if (parentSpanId !== undefined) message.parentSpanId = parentSpanId;
-  if (w.trace_flags !== undefined && w.trace_flags !== null) {
+  const correlationId = nullableString(w, "correlation_id");
+  if (correlationId !== null) message.correlationId = correlationId;
+  const replyTo = nullableString(w, "reply_to");
+  if (replyTo !== null) message.replyTo = replyTo;
+  const parentSpanId = nullableString(w, "parent_span_id");
+  if (parentSpanId !== null && parentSpanId.length > 0) message.parentSpanId = parentSpanId; // "" is no parent
+  if (w.trace_flags != null) {
     if (!isTraceFlags(w.trace_flags)) throw new InvalidWireMessageError(`wire message field 'trace_flags' must be the W3C trace-flags byte (an integer 0-255), got ${describeValue(w.trace_flags)}`);
     message.traceFlags = w.trace_flags;
   }
-  if (w.ttl_ms !== undefined && w.ttl_ms !== null) message.ttlMs = requireNumber(w, "ttl_ms", true);
+  if (w.ttl_ms != null) message.ttlMs = requireCount(w, "ttl_ms");
   return message;
 }
 
-/** The string at `key`; empty only where `mayBeEmpty` (`type`, `correlation_id`, `reply_to`: any string `createMessage` accepts). */
-function requireString(w: Record<string, unknown>, key: string, mayBeEmpty = false): string {
+/**
+ * Reads each of `keys` from `value` exactly once. Anything that is not a
+ * plain, readable object — a revoked proxy, a getter or trap that throws —
+ * is refused with `INVALID_WIRE_MESSAGE`, never another error.
+ */
+function snapshot<K extends string>(value: unknown, keys: readonly K[], what: string, fix: string): Record<K, unknown> {
+  if (typeof value !== "object" || value === null) throw new InvalidWireMessageError(`${what} must be a JSON object, got ${describeValue(value)}; ${fix}`);
+  try {
+    if (Array.isArray(value)) throw new InvalidWireMessageError(`${what} must be a JSON object, got an array; ${fix}`);
+    const source = value as Record<string, unknown>;
+    const fields = {} as Record<K, unknown>;
+    for (const key of keys) fields[key] = source[key];
+    return fields;
+  } catch (error) {
+    if (error instanceof InvalidWireMessageError) throw error;
+    throw new InvalidWireMessageError(`${what} could not be read (${errorText(error)}); ${fix}`, { cause: error });
+  }
+}
+
+/** The payload, copied in one pass that reads each value once; refused unless it is plain JSON. */
+function readPayload(value: unknown): JsonObject {
+  if (!isPlainObjectShallow(value)) throw new InvalidWireMessageError(`wire message field 'payload' must be a plain JSON object, got ${safeDescribe(value)}`);
+  try {
+    return copyPlainJson(value, "$.payload", []) as JsonObject;
+  } catch (error) {
+    if (error instanceof NotJson) throw new InvalidWireMessageError(`wire message field 'payload' is not plain JSON at ${shortPath(error.path)}: ${error.reason}`);
+    throw new InvalidWireMessageError(`wire message field 'payload' could not be read (${errorText(error)})`, { cause: error });
+  }
+}
+
+/** Where and why a payload is not plain JSON (caught and reported as `INVALID_WIRE_MESSAGE`). */
+class NotJson extends Error {
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+function copyPlainJson(value: unknown, path: string, enclosing: object[]): JsonValue {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value;
+    case "number":
+      if (!Number.isFinite(value)) throw new NotJson(path, `${String(value)} is not a JSON number`);
+      return value === 0 ? 0 : value;
+    case "object": {
+      if (value === null) return null;
+      if (enclosing.includes(value)) throw new NotJson(path, "a circular reference");
+      if (enclosing.length >= MAX_JSON_DEPTH) throw new NotJson(path, `nested deeper than ${MAX_JSON_DEPTH} levels`);
+      enclosing.push(value);
+      try {
+        if (Array.isArray(value)) {
+          const items: JsonValue[] = [];
+          const length = value.length;
+          for (let i = 0; i < length; i++) items.push(copyPlainJson((value as unknown[])[i], `${path}[${i}]`, enclosing));
+          return items;
+        }
+        const proto: unknown = Object.getPrototypeOf(value);
+        if (proto !== Object.prototype && proto !== null) throw new NotJson(path, `${safeDescribe(value)}, not a plain object`);
+        const copy: JsonObject = {};
+        for (const key in value) {
+          const item = copyPlainJson((value as Record<string, unknown>)[key], IDENTIFIER.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key)}]`, enclosing);
+          // Assigning "__proto__" would set the prototype; JSON.parse makes it an own property.
+          if (key === "__proto__") Object.defineProperty(copy, key, { value: item, writable: true, enumerable: true, configurable: true });
+          else copy[key] = item;
+        }
+        return copy;
+      } finally {
+        enclosing.pop();
+      }
+    }
+    default:
+      throw new NotJson(path, safeDescribe(value));
+  }
+}
+
+/**
+ * Unix seconds to epoch milliseconds. A float that some whole millisecond
+ * writes exactly (`ms / 1000`) reads back as that whole millisecond, so a
+ * civitas-ts timestamp survives the trip; Python's sub-millisecond digits are kept as a fraction.
+ */
+function secondsToMs(w: Fields): number {
+  const seconds = w.timestamp;
+  if (!isTimestamp(seconds)) throw new InvalidWireMessageError(`wire message field 'timestamp' must be a non-negative number of unix seconds, got ${describeValue(seconds)}`);
+  const whole = Math.round(seconds * 1000);
+  return whole / 1000 === seconds ? whole : seconds * 1000;
+}
+
+function requireString(w: Fields, key: keyof Fields, mayBeEmpty: boolean): string {
   const value = w[key];
   if (typeof value !== "string" || (value.length === 0 && !mayBeEmpty)) {
     throw new InvalidWireMessageError(`wire message field '${key}' must be a ${mayBeEmpty ? "" : "non-empty "}string, got ${describeValue(value)}`);
@@ -158,19 +296,60 @@ function requireString(w: Record<string, unknown>, key: string, mayBeEmpty = fal
   return value;
 }
 
-function optionalString(w: Record<string, unknown>, key: string, mayBeEmpty = false): string | undefined {
+/** A string or `null`; the key must be present (Python writes every one of its fourteen). */
+function nullableString(w: Fields, key: keyof Fields): string | null {
   const value = w[key];
-  if (value === undefined || value === null) return undefined;
-  return requireString(w, key, mayBeEmpty);
+  if (value === null) return null;
+  if (typeof value !== "string") throw new InvalidWireMessageError(`wire message field '${key}' must be a string or null, got ${describeValue(value)}`);
+  return value;
 }
 
-function requireNumber(w: Record<string, unknown>, key: string, integer: boolean): number {
+function requireCount(w: Fields, key: keyof Fields): number {
   const value = w[key];
-  const ok = typeof value === "number" && Number.isFinite(value) && value >= 0 && (!integer || Number.isInteger(value));
-  if (!ok) {
-    throw new InvalidWireMessageError(
-      `wire message field '${key}' must be a non-negative ${integer ? "integer" : "number"}, got ${describeValue(value)}`,
-    );
-  }
+  if (!isCount(value)) throw new InvalidWireMessageError(`wire message field '${key}' must be a non-negative integer, got ${describeValue(value)}`);
   return value;
+}
+
+function isNonEmptyString(value: unknown): value is string {
+  return typeof value === "string" && value.length > 0;
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === "number" && Number.isInteger(value) && value >= 0;
+}
+
+function isTimestamp(value: unknown): value is number {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0;
+}
+
+/** Whether `value` is an object that is not an array (its contents are judged elsewhere); false, not a throw, for a revoked proxy. */
+function isPlainObjectShallow(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null) return false;
+  try {
+    return !Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `value` is a `Uint8Array`; false, not a throw, for a revoked proxy. */
+function isBytes(value: unknown): value is Uint8Array {
+  try {
+    return value instanceof Uint8Array;
+  } catch {
+    return false;
+  }
+}
+
+/** {@link describeValue} that never throws (a revoked proxy throws on every look). */
+function safeDescribe(value: unknown): string {
+  try {
+    return describeValue(value);
+  } catch {
+    return "an unreadable object";
+  }
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : safeDescribe(error);
 }

@@ -237,6 +237,14 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
         throw new AgentSuspendedError(recipient);
       }
       const request = composeOutgoing(this.#runner, recipient, payload as JsonObject, options?.type, options?.ttlMs, this.name);
+      const transport = services.bus.transport;
+      if (options?.failIfSuspended === true && services.registry.get(recipient) === undefined && transport?.hosts(recipient) === true) {
+        // An agent in another process: its owner says whether it is suspended (the query counts toward the timeout).
+        return transport.control(recipient, "status", {}, timeoutMs, options.signal).then((answer) => {
+          if (answer.status === ProcessStatus.SUSPENDED) throw new AgentSuspendedError(recipient);
+          return services.bus.request(request, timeoutMs, options.signal);
+        }) as Promise<Message<Res>>;
+      }
       return services.bus.request(request, timeoutMs, options?.signal) as Promise<Message<Res>>;
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checking and composing threw, a CivitasError
@@ -245,28 +253,35 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
   }
 
   /**
-   * Sends to one agent that declares `capability` (round-robin among them).
-   * Rejects with `AGENT_NOT_FOUND` when none does.
+   * Sends to one agent that declares `capability` (round-robin among them);
+   * with a transport, an agent of this runtime first, else one another
+   * runtime on the bus announced. Rejects with `AGENT_NOT_FOUND` when none does.
    * @typeParam T - the payload's type (inferred); it must be JSON ({@link JsonPayload}).
    */
   async sendCapable<T extends JsonPayload<T> = JsonObject>(capability: string, payload: T, options?: SendOptions): Promise<void> {
     this.#runner.checkOutgoing(payload as JsonObject, options);
-    const target = this.#runner.requireServices().registry.withCapability(capability);
+    const services = this.#runner.requireServices();
+    // An agent of this runtime first; else one another runtime on the bus hosts.
+    const target = services.registry.withCapability(capability)?.name ?? services.bus.transport?.capable(capability);
     if (target === undefined) {
       throw new AgentNotFoundError(capability, `no agent declares capability '${capability}'; add it to an agent's options.capabilities`);
     }
-    await this.send(target.name, payload, options);
+    await this.send(target, payload, options);
   }
 
   /**
    * Sends `payload` to every other agent whose name matches the glob `pattern`
-   * (`*`, `?`, `[abc]`). Resolves with how many agents it was sent to.
+   * (`*`, `?`, `[abc]`), with a transport also those other runtimes on the bus
+   * announced. Resolves with how many agents it was sent to.
    * @typeParam T - the payload's type (inferred); it must be JSON ({@link JsonPayload}).
    */
   async broadcast<T extends JsonPayload<T> = JsonObject>(pattern: string, payload: T, options?: SendOptions): Promise<number> {
     this.#runner.checkOutgoing(payload as JsonObject, options);
-    const targets = this.#runner.requireServices().registry.match(pattern).filter((agent) => agent !== this as AgentProcess);
-    await Promise.all(targets.map((agent) => this.send(agent.name, payload, options)));
+    const services = this.#runner.requireServices();
+    const targets = services.registry.match(pattern).filter((agent) => agent !== this as AgentProcess).map((agent) => agent.name);
+    // Agents other runtimes host on the bus match too (a name hosted here is not sent twice).
+    for (const name of services.bus.transport?.match(pattern) ?? []) if (services.registry.get(name) === undefined) targets.push(name);
+    await Promise.all(targets.map((name) => this.send(name, payload, options)));
     return targets.length;
   }
 

@@ -14,7 +14,7 @@ const LOGGER_METHODS = ["debug", "info", "warn", "error"] as const;
  * @internal
  */
 export function checkRuntimeOptions(options: RuntimeOptions): void {
-  const { store, clock, logger, auditSink, tracerProvider, signerId, keepAlive, authorizeResume } = options;
+  const { store, clock, logger, auditSink, tracerProvider, signerId, keepAlive, authorizeResume, transport } = options;
   if (store !== undefined) {
     const what = "a StateStore (durable: boolean; get, set, delete, list, close): InMemoryStateStore, SqliteStateStore from civitas-ts/sqlite, or your own implementation";
     requireMethods("store", store, STORE_METHODS, what);
@@ -29,6 +29,9 @@ export function checkRuntimeOptions(options: RuntimeOptions): void {
   }
   if (keepAlive !== undefined && typeof keepAlive !== "boolean") {
     throw new InvalidArgumentError("keepAlive", `Runtime option keepAlive must be true or false, got ${describeValue(keepAlive)}`);
+  }
+  if (transport !== undefined) {
+    requireMethods("transport", transport, ["start", "stop", "hosts", "send", "forwardReply", "control", "capable", "match", "added", "removed"], "a Transport, e.g. new NatsTransport({ servers }) from civitas-ts/nats");
   }
   if (authorizeResume !== undefined && typeof authorizeResume !== "function") {
     throw new InvalidArgumentError("authorizeResume", `Runtime option authorizeResume must be a function deciding each resume, got ${describeValue(authorizeResume)}`);

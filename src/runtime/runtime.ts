@@ -3,6 +3,7 @@ import { EventEmitter } from "eventemitter3";
 import type { AuditSink } from "../audit/audit-event.js";
 import { MessageBus, notFound } from "../bus/message-bus.js";
 import { assertValidName, Registry } from "../bus/registry.js";
+import type { Transport, TransportHost } from "../bus/transport.js";
 import { describeValue } from "../errors/civitas-error.js";
 import { AgentSuspendedError, DuplicateNameError, InvalidArgumentError, ReservedMessageTypeError, RuntimeStateError, TopologyError } from "../errors/errors.js";
 import { stderrLogger, type Logger } from "../logging/logger.js";
@@ -26,6 +27,7 @@ import { Scheduler } from "./scheduler.js";
 import type { AuthorizeResume, RuntimeServices } from "./services.js";
 import { checkRuntimeOptions } from "./check-runtime-options.js";
 import { buildTopology, type AgentClasses } from "./topology.js";
+import { attachTransport } from "./transport-host.js";
 
 /** Options of a {@link Runtime}. */
 export interface RuntimeOptions {
@@ -51,6 +53,13 @@ export interface RuntimeOptions {
   keepAlive?: boolean;
   /** Lets a governance layer refuse a resume (`RESUME_REFUSED`); called only while the agent is SUSPENDED. */
   authorizeResume?: AuthorizeResume;
+  /**
+   * Connects this runtime to runtimes in other processes (`NatsTransport`
+   * from `civitas-ts/nats`): agents are then addressed by name wherever
+   * they run. `start()` connects it before the tree starts; `stop()` lets go
+   * of it after the tree stopped. @defaultValue none: in process only
+   */
+  transport?: Transport;
 }
 
 /** Options of {@link Runtime.suspend} and {@link Runtime.resume}: how long to wait for the agent to act. */
@@ -143,6 +152,9 @@ export interface FromTopologyOptions extends Omit<RuntimeOptions, "root"> {
 
 const OUTSIDE_SENDER = "_runtime";
 
+/** How long a suspend or resume of an agent in another process waits for its owner's answer when no `timeoutMs` is given. */
+const REMOTE_CONTROL_TIMEOUT_MS = 30_000;
+
 /**
  * Runs a supervision tree: starts it, routes messages into it, stops it.
  * It is an `EventEmitter` of {@link RuntimeEvents}.
@@ -174,6 +186,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   private readonly stopSignal = new AbortController();
   private readonly keepAlive: boolean;
   private aliveHandle: NodeJS.Timeout | undefined;
+  /** The transport's way into this runtime, when it has one. */
+  private readonly transportHost: TransportHost | undefined;
 
   /**
    * Builds the runtime and registers every name in the tree. The whole tree
@@ -218,6 +232,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       controlSent: { count: 0 },
     };
     this.outside = { sender: OUTSIDE_SENDER, clock, current: undefined, span: undefined };
+    this.transportHost = options.transport === undefined ? undefined : attachTransport(options.transport, this.services, this);
     this.root[attachChild](this, this.services);
   }
 
@@ -254,7 +269,11 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     }
     if (this.starting === undefined) {
       if (this.keepAlive) this.aliveHandle = setInterval(() => undefined, 2 ** 30);
-      this.starting = this.root[startChild]().then(() => this.services.telemetry.flush(), (error: unknown) => {
+      const transport = this.services.bus.transport;
+      const host = this.transportHost;
+      // The transport connects and learns the other runtimes' agents before any agent starts and sends.
+      const started = transport === undefined || host === undefined ? this.root[startChild]() : transport.start(host).then(() => this.root[startChild]());
+      this.starting = started.then(() => this.services.telemetry.flush(), (error: unknown) => {
         this.startFailed = true;
         clearInterval(this.aliveHandle);
         // Asks, suspends and resumes sent before the start would wait for agents that were stopped again.
@@ -339,6 +358,14 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       }
       const message = this.outgoing(name, payload as JsonObject, options, true);
       if (options?.failIfSuspended === true && this.getAgent(name)?.status === ProcessStatus.SUSPENDED) throw new AgentSuspendedError(name);
+      const transport = this.services.bus.transport;
+      if (options?.failIfSuspended === true && this.getAgent(name) === undefined && transport !== undefined) {
+        // An agent in another process: its owner says whether it is suspended (the query counts toward the timeout).
+        return transport.control(name, "status", {}, timeoutMs, options.signal).then((answer) => {
+          if (answer.status === ProcessStatus.SUSPENDED) throw new AgentSuspendedError(name);
+          return this.services.bus.request(message, timeoutMs, options.signal);
+        }) as Promise<Message<Res>>;
+      }
       return this.services.bus.request(message, timeoutMs, options?.signal) as Promise<Message<Res>>;
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checking and composing threw, a CivitasError
@@ -347,7 +374,10 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   }
 
   /**
-   * Pauses the agent `name` for approval. Resolves once it is SUSPENDED (after
+   * Pauses the agent `name` for approval. An agent another runtime hosts (with
+   * a transport) is paused by that runtime, which answers; then `timeoutMs`
+   * defaults to 30 s and the call can also reject with `AGENT_UNREACHABLE` or
+   * `CONTROL_TIMEOUT` (see docs/nats.md). Resolves once it is SUSPENDED (after
    * the message it is handling, if any) and the pause is announced: its
    * marker's persist attempts, `onSuspend` and `agent.suspend` receipt are
    * done. Suspending a suspended agent keeps its `since` and `suspensionId`
@@ -483,6 +513,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     } finally {
       this.root[closeChild]();
       clearInterval(this.aliveHandle);
+      await this.services.bus.transport?.stop();
     }
   }
 
@@ -518,7 +549,14 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     if (timeoutMs !== undefined && (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
       throw new InvalidArgumentError("timeoutMs", `${call}('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
     }
-    if (this.services.registry.get(name) === undefined) throw notFound(name);
+    if (this.services.registry.get(name) === undefined) {
+      const transport = this.services.bus.transport;
+      if (transport?.hosts(name) !== true) throw notFound(name);
+      this.assertStarted(`${call}('${name}')`);
+      // The runtime that hosts the agent decides, receipts and answers (see docs/nats.md); a deny travels as a
+      // resume with decision "deny", as it does in one process.
+      return transport.control(name, type === "_agency.suspend" ? "suspend" : "resume", payload, timeoutMs ?? REMOTE_CONTROL_TIMEOUT_MS, options.signal).then(() => undefined);
+    }
     this.assertStarted(`${call}('${name}')`);
     payload.sent = ++this.services.controlSent.count;
     return this.services.bus.control(composeControl(this.outside, name, type, payload), timeoutMs, options.signal);
@@ -527,7 +565,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   private outgoing(name: string, payload: JsonObject, options: RuntimeSendOptions | undefined, request: boolean): Message {
     const type = options?.type === undefined ? DEFAULT_MESSAGE_TYPE : options.type;
     if (isReservedType(type)) throw new ReservedMessageTypeError(type);
-    if (this.services.registry.get(name) === undefined) throw notFound(name);
+    if (this.services.registry.get(name) === undefined && this.services.bus.transport?.hosts(name) !== true) throw notFound(name);
     // A send from inside the caller's own span (an HTTP request, say) continues its trace.
     this.outside.span = this.services.telemetry.tracing ? trace.getSpan(context.active()) : undefined;
     const message = composeOutgoing(this.outside, name, payload, type, options?.ttlMs, request ? OUTSIDE_SENDER : undefined);

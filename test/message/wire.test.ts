@@ -36,6 +36,15 @@ const messageArb: fc.Arbitrary<Message> = fc
 /** What JSON makes of a value (e.g. -0 becomes 0). */
 const viaJson = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 
+/** The input as text for an assertion's label; an exotic object that cannot be looked at is named as such. */
+function label(input: unknown): string {
+  try {
+    return JSON.stringify(input) ?? String(input);
+  } catch {
+    return "an unreadable object";
+  }
+}
+
 function wireError(input: unknown): InvalidWireMessageError {
   let caught: unknown;
   try {
@@ -43,7 +52,7 @@ function wireError(input: unknown): InvalidWireMessageError {
   } catch (err) {
     caught = err;
   }
-  expect(caught, `fromWire(${JSON.stringify(input) ?? String(input)})`).toBeInstanceOf(InvalidWireMessageError);
+  expect(caught, `fromWire(${label(input)})`).toBeInstanceOf(InvalidWireMessageError);
   const e = caught as InvalidWireMessageError;
   expect(e).toBeInstanceOf(CivitasError);
   expect(e.code).toBe("INVALID_WIRE_MESSAGE");
@@ -81,13 +90,13 @@ describe("toWire", () => {
     ["id", ""],
     ["type", 42],
     ["sender", undefined],
-    ["recipient", ""],
+    ["recipient", 7],
     ["payload", null],
     ["payload", [1]],
     ["timestamp", "1"],
     ["timestamp", -1],
     ["traceId", 5],
-    ["spanId", ""],
+    ["spanId", null],
     ["attempt", 1.5],
     ["priority", undefined],
     ["correlationId", 5],
@@ -113,6 +122,28 @@ describe("toWire", () => {
     expect(fromWire(JSON.stringify(toWire(m)))).toEqual(m);
   });
 
+  it("writes an empty sender, recipient, traceId and spanId, as Python does on some messages", () => {
+    const m = { ...createMessage({ sender: "a", recipient: "b", payload: {} }), sender: "", recipient: "", traceId: "", spanId: "" };
+    const wire = toWire(m);
+    expect([wire.sender, wire.recipient, wire.trace_id, wire.span_id]).toEqual(["", "", "", ""]);
+    expect(fromWire(wire)).toEqual(m);
+  });
+
+  it("writes Python's to_dict() keys in Python's order, then the ttl_ms and trace_flags extras", () => {
+    const m = createMessage({ sender: "a", recipient: "b", payload: {}, traceFlags: 1, ttlMs: 5 });
+    expect(Object.keys(toWire(m))).toEqual([
+      "schema_version", "id", "type", "sender", "recipient", "correlation_id", "reply_to", "payload",
+      "timestamp", "trace_id", "span_id", "parent_span_id", "attempt", "priority", "ttl_ms", "trace_flags",
+    ]);
+    expect(Object.keys(toWire(createMessage({ sender: "a", recipient: "b", payload: {} })))).toHaveLength(14);
+  });
+
+  it("writes the timestamp as float unix seconds and reads whole milliseconds back exactly", () => {
+    const m = createMessage({ sender: "a", recipient: "b", payload: {}, timestamp: 1_764_690_000_123 });
+    expect(toWire(m).timestamp).toBe(1_764_690_000.123);
+    expect(fromWire(toWire(m)).timestamp).toBe(1_764_690_000_123);
+  });
+
   it("writes snake_case keys and schema_version 1", () => {
     const m = createMessage({
       sender: "alice",
@@ -135,7 +166,7 @@ describe("toWire", () => {
       correlation_id: "c",
       reply_to: "alice",
       payload: { a: 1 },
-      timestamp: m.timestamp,
+      timestamp: m.timestamp / 1000,
       trace_id: m.traceId,
       span_id: m.spanId,
       parent_span_id: "p".repeat(16),
@@ -158,10 +189,10 @@ describe("toWire", () => {
 });
 
 describe("fromWire round trip", () => {
-  it("fromWire(toWire(m)) equals m for any message (property)", () => {
+  it("fromWire(toWire(m)) equals m for any message, its payload copied as JSON would (-0 becomes 0) (property)", () => {
     fc.assert(
       fc.property(messageArb, (m) => {
-        expect(fromWire(toWire(m))).toEqual(m);
+        expect(fromWire(toWire(m))).toEqual({ ...m, payload: viaJson(m.payload) });
       }),
     );
   });
@@ -197,10 +228,18 @@ describe("fromWire round trip", () => {
     expect("traceFlags" in fromWire(sample())).toBe(false);
   });
 
-  it("accepts null for ttl_ms and a fractional timestamp", () => {
+  it("accepts null for ttl_ms and reads Python's float seconds as milliseconds", () => {
     const m = fromWire({ ...sample(), ttl_ms: null, timestamp: 1_700_000_000.25 });
     expect("ttlMs" in m).toBe(false);
-    expect(m.timestamp).toBe(1_700_000_000.25);
+    expect(m.timestamp).toBe(1_700_000_000_250);
+    expect(fromWire({ ...sample(), timestamp: 1_700_000_000.123456 }).timestamp).toBeCloseTo(1_700_000_000_123.456, 2);
+    expect(fromWire({ ...sample(), timestamp: 1_700_000_000 }).timestamp).toBe(1_700_000_000_000);
+  });
+
+  it("accepts what Python writes: empty sender, recipient, trace_id and span_id, an empty parent_span_id as none", () => {
+    const m = fromWire({ ...sample(), sender: "", recipient: "", trace_id: "", span_id: "", parent_span_id: "" });
+    expect([m.sender, m.recipient, m.traceId, m.spanId]).toEqual(["", "", "", ""]);
+    expect("parentSpanId" in m).toBe(false);
   });
 
   it("keeps a multi-byte payload intact through bytes", () => {
@@ -263,7 +302,7 @@ describe("fromWire rejects malformed input with INVALID_WIRE_MESSAGE", () => {
     expect(wireError(input).message).toContain("JSON");
   });
 
-  it.each(["id", "type", "sender", "recipient", "payload", "timestamp", "trace_id", "span_id", "attempt", "priority"])(
+  it.each(["id", "type", "sender", "recipient", "correlation_id", "reply_to", "payload", "timestamp", "trace_id", "span_id", "parent_span_id", "attempt", "priority"])(
     "missing required field %s",
     (field) => {
       const wire: Record<string, unknown> = { ...sample() };
@@ -276,6 +315,10 @@ describe("fromWire rejects malformed input with INVALID_WIRE_MESSAGE", () => {
     ["id", 5],
     ["id", ""],
     ["type", null],
+    ["sender", null],
+    ["trace_id", null],
+    ["correlation_id", undefined],
+    ["payload", { bin: new Uint8Array([1]) }],
     ["sender", ["alice"]],
     ["recipient", {}],
     ["payload", []],
@@ -332,8 +375,10 @@ describe("fromWire rejects malformed input with INVALID_WIRE_MESSAGE", () => {
           }
           try {
             const m = fromWire(input);
-            // whatever it accepted is a well-formed message again
-            expect(fromWire(toWire(m))).toEqual(m);
+            // whatever it accepted is a well-formed message again (a fractional millisecond may move by a float's last bit)
+            const again = fromWire(toWire(m));
+            expect({ ...again, timestamp: 0 }).toEqual({ ...m, timestamp: 0 });
+            expect(again.timestamp).toBeCloseTo(m.timestamp, 3);
           } catch (err) {
             expect(err).toBeInstanceOf(InvalidWireMessageError);
           }
@@ -348,5 +393,59 @@ describe("fromWire rejects malformed input with INVALID_WIRE_MESSAGE", () => {
         expect(() => fromWire(input)).toThrow(InvalidWireMessageError);
       }),
     );
+  });
+});
+
+describe("fromWire on exotic objects", () => {
+  it("refuses a revoked proxy, as the envelope or as the payload, with INVALID_WIRE_MESSAGE", () => {
+    const envelope = Proxy.revocable({ ...sample() }, {});
+    envelope.revoke();
+    expect(wireError(envelope.proxy).message).toContain("could not be read");
+    const payload = Proxy.revocable({ a: 1 }, {});
+    payload.revoke();
+    expect(wireError({ ...sample(), payload: payload.proxy }).message).toContain("payload");
+    const nested = Proxy.revocable([1], {});
+    nested.revoke();
+    expect(wireError({ ...sample(), payload: { list: nested.proxy } }).message).toContain("payload");
+  });
+
+  it("refuses an envelope or payload whose getter throws, keeping the thrown error as cause", () => {
+    const boom = new Error("boom");
+    const wire = { ...sample() };
+    Object.defineProperty(wire, "sender", { enumerable: true, get: () => { throw boom; } });
+    const e = wireError(wire);
+    expect(e.cause).toBe(boom);
+    const payload = {};
+    Object.defineProperty(payload, "x", { enumerable: true, get: () => { throw boom; } });
+    expect(wireError({ ...sample(), payload }).cause).toBe(boom);
+  });
+
+  it("reads each field once: a getter that answers differently per read cannot pass the check with one value and deliver another", () => {
+    const reads: Record<string, number> = {};
+    const base = sample() as unknown as Record<string, unknown>;
+    const wire = new Proxy(base, {
+      get(target, key: string) {
+        reads[key] = (reads[key] ?? 0) + 1;
+        // valid the first time, junk afterwards
+        return reads[key] === 1 ? target[key] : 42;
+      },
+    });
+    const m = fromWire(wire);
+    expect(m.sender).toBe("alice");
+    expect(Object.values(reads).every((n) => n === 1)).toBe(true);
+
+    let n = 0;
+    const payload = {};
+    Object.defineProperty(payload, "flip", { enumerable: true, get: () => (n++ === 0 ? "ok" : { not: Symbol("json") }) });
+    const copied = fromWire({ ...sample(), payload }).payload;
+    expect(copied).toEqual({ flip: "ok" });
+    expect(n).toBe(1);
+    expect(Object.getOwnPropertyDescriptor(copied, "flip")).toMatchObject({ value: "ok", writable: true });
+  });
+
+  it("refuses a payload getter that answers a non-JSON value", () => {
+    const payload = {};
+    Object.defineProperty(payload, "when", { enumerable: true, get: () => new Date(0) });
+    expect(wireError({ ...sample(), payload }).message).toContain("$.payload.when");
   });
 });

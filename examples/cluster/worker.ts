@@ -1,0 +1,58 @@
+// The payments worker of the cluster demo: one process hosting the "payments"
+// agent on the NATS bus. Payments within policy are paid at once; a larger one
+// is stored as pending, the agent suspends itself, and only an approver's
+// resume — from any process on the bus — pays it.
+import { AgentProcess, MemoryAuditSink, Runtime, silentLogger, type Message, type SuspensionMarker } from "civitas-ts";
+import { NatsTransport } from "civitas-ts/nats";
+
+const POLICY_LIMIT = 1000;
+const say = (line: string): void => void process.stdout.write(`[worker] ${line}\n`);
+
+interface Payment {
+  invoice: string;
+  amount: number;
+}
+
+class Payments extends AgentProcess {
+  override async handle(message: Message): Promise<Message | void> {
+    const ledger = (this.state.ledger ?? []) as unknown as Payment[];
+    if (message.type === "ledger") return this.reply({ ledger: ledger as never, pending: (this.state.pending ?? null) });
+    const payment = message.payload as unknown as Payment;
+    if (payment.amount <= POLICY_LIMIT) {
+      this.state.ledger = [...ledger, payment] as never;
+      say(`paid ${payment.invoice} ${payment.amount.toFixed(2)} (within policy)`);
+      return;
+    }
+    this.state.pending = payment as never;
+    await this.checkpoint();
+    this.suspend(`approve ${payment.invoice}: ${payment.amount.toFixed(2)}`);
+    say(`${payment.invoice} ${payment.amount.toFixed(2)} needs approval: stored as pending, suspending`);
+  }
+
+  override async onResume(approver: string, marker: SuspensionMarker): Promise<void> {
+    const pending = this.state.pending as unknown as Payment;
+    this.state.ledger = [...((this.state.ledger ?? []) as unknown as Payment[]), pending] as never;
+    delete this.state.pending;
+    await this.checkpoint();
+    say(`onResume(${approver}): paid ${pending.invoice} ${pending.amount.toFixed(2)} (suspension ${marker.suspensionId})`);
+  }
+}
+
+const audit = new MemoryAuditSink();
+const runtime = new Runtime({
+  root: [new Payments("payments")],
+  transport: new NatsTransport({ servers: process.env.NATS_URL ?? "127.0.0.1:4222" }),
+  auditSink: audit,
+  // The owner decides: only finance approvers may resume a payment.
+  authorizeResume: (_agent, approver) => approver.endsWith("@finance"),
+  logger: silentLogger,
+});
+await runtime.start();
+say(`ready (pid ${process.pid}): payments is on the bus`);
+
+process.on("SIGTERM", () => {
+  void runtime.stop().then(() => {
+    say(`stopped; receipts: ${audit.events.filter((e) => e.event !== "agent.start").map((e) => e.event).join(", ")}`);
+    process.exit(0);
+  });
+});

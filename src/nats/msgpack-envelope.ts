@@ -1,0 +1,102 @@
+import { Decoder, Encoder } from "@msgpack/msgpack";
+import type { WireMessage } from "../message/wire.js";
+
+const encoder = new Encoder();
+const decoder = new Decoder();
+const utf8 = new TextEncoder();
+
+/** A growing output buffer, reused from one envelope to the next. */
+let out = new Uint8Array(1024);
+let view = new DataView(out.buffer);
+let pos = 0;
+
+function room(bytes: number): void {
+  if (pos + bytes <= out.length) return;
+  const bigger = new Uint8Array(Math.max(out.length * 2, pos + bytes));
+  bigger.set(out.subarray(0, pos));
+  out = bigger;
+  view = new DataView(out.buffer);
+}
+
+function writeString(value: string): void {
+  const length = Buffer.byteLength(value, "utf8");
+  room(length + 5);
+  if (length < 32) out[pos++] = 0xa0 | length;
+  else if (length < 0x100) {
+    out[pos++] = 0xd9;
+    out[pos++] = length;
+  } else if (length < 0x10000) {
+    out[pos++] = 0xda;
+    view.setUint16(pos, length);
+    pos += 2;
+  } else {
+    out[pos++] = 0xdb;
+    view.setUint32(pos, length);
+    pos += 4;
+  }
+  pos += utf8.encodeInto(value, out.subarray(pos, pos + length)).written;
+}
+
+function writeFloat64(value: number): void {
+  room(9);
+  out[pos++] = 0xcb;
+  view.setFloat64(pos, value);
+  pos += 8;
+}
+
+function writeBytes(bytes: Uint8Array): void {
+  room(bytes.length);
+  out.set(bytes, pos);
+  pos += bytes.length;
+}
+
+/** Any other value (the payload, a number that is not a small non-negative integer): as `@msgpack/msgpack` writes it. */
+function writeValue(value: unknown): void {
+  if (typeof value === "string") writeString(value);
+  else if (value === null) {
+    room(1);
+    out[pos++] = 0xc0;
+  } else if (typeof value === "number" && Number.isInteger(value) && value >= 0 && value < 0x80) {
+    room(1);
+    out[pos++] = value;
+  } else writeBytes(encoder.encodeSharedRef(value));
+}
+
+/**
+ * Writes the envelope as Python's `msgpack.packb(envelope, use_bin_type=True)`
+ * does, byte for byte: a map in the envelope's key order, strings as str
+ * types, integers in their smallest form, other numbers as float64 — and the
+ * `timestamp` always as float64, as Python's float is, even when it is a
+ * whole number of seconds (which `@msgpack/msgpack` alone would write as an
+ * integer). The envelope's own fields are written here; the payload by `@msgpack/msgpack`.
+ * @internal
+ */
+export function encodeMsgpackEnvelope(wire: WireMessage): Uint8Array {
+  pos = 0;
+  let count = 0;
+  for (const _key in wire) count++;
+  room(3);
+  if (count < 16) out[pos++] = 0x80 | count;
+  else {
+    out[pos++] = 0xde;
+    out[pos++] = count >> 8;
+    out[pos++] = count & 0xff;
+  }
+  for (const key in wire) {
+    const value: unknown = (wire as unknown as Record<string, unknown>)[key];
+    writeString(key);
+    if (key === "timestamp") writeFloat64(value as number);
+    else writeValue(value);
+  }
+  return out.slice(0, pos);
+}
+
+/** Decodes one MessagePack value filling all of `bytes` (throws on trailing bytes, truncation, a `__proto__` key). @internal */
+export function decodeMsgpack(bytes: Uint8Array): unknown {
+  return decoder.decode(bytes);
+}
+
+/** UTF-8 bytes of `text`. @internal */
+export function utf8Bytes(text: string): Uint8Array {
+  return utf8.encode(text);
+}

@@ -1,0 +1,384 @@
+import { connect, type NatsConnection, type NodeConnectionOptions, type Subscription } from "@nats-io/transport-node";
+import type { ControlOperation, HostedAgent, Transport, TransportHost } from "../bus/transport.js";
+import { notFound } from "../bus/message-bus.js";
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidArgumentError, TransportUnavailableError } from "../errors/errors.js";
+import { newSpanId, newTraceId, uuidv7 } from "../message/ids.js";
+import type { JsonObject } from "../message/json.js";
+import type { Message } from "../message/message.js";
+import { checkSerializer, decodeMessage, encodeMessage, type WireSerializer } from "./codec.js";
+import { admitInbound, readAnnouncement } from "./inbound.js";
+import { BusLink } from "./bus-link.js";
+import { ControlServer, controlSubject, requestControl } from "./remote-control.js";
+import { RemoteDirectory } from "./remote-directory.js";
+import { ANNOUNCE_SUBJECT, assertSubjectName, DEREGISTER_SUBJECT, REGISTER_SUBJECT, REPLY_PREFIX, subjectOf } from "./subjects.js";
+
+/** Options of a {@link NatsTransport}: where the server is, how envelopes are encoded, and any nats.js connection option (auth, TLS …). */
+export interface NatsTransportOptions extends Omit<NodeConnectionOptions, "servers" | "name"> {
+  /** The NATS server(s) to connect to, e.g. `"127.0.0.1:4222"`. Required unless `connection` is given. */
+  servers?: string | string[];
+  /**
+   * A connection you opened and own: the transport uses it and never drains
+   * or closes it (`runtime.stop()` closes only a connection the transport created).
+   */
+  connection?: NatsConnection;
+  /** How envelopes are encoded; readers take either. @defaultValue "msgpack" (as Python Civitas) */
+  serializer?: WireSerializer;
+  /** The connection's name, shown by the server's monitoring. @defaultValue "civitas-ts" */
+  name?: string;
+  /**
+   * How long `start()` waits for the other civitas-ts runtimes to list their
+   * agents (it stops waiting 100 ms after the last answer). @defaultValue 2000
+   */
+  discoveryMs?: number;
+  /**
+   * How long a send waits for a lost connection to come back before it
+   * rejects with `TRANSPORT_UNAVAILABLE` (an `AbortSignal` ends it sooner).
+   * @defaultValue 30000
+   */
+  sendTimeoutMs?: number;
+}
+
+/** An agent's status, as its owner reports it to {@link NatsTransport.status}. */
+export interface RemoteAgentStatus {
+  /** The agent's name. */
+  readonly name: string;
+  /** Its `ProcessStatus` (`"RUNNING"`, `"SUSPENDED"` …). */
+  readonly status: string;
+  /** The pause's id while SUSPENDED (pass it to `resume`), else `null`. */
+  readonly suspensionId: string | null;
+  /** Why it was suspended, else `null`. */
+  readonly reason: string | null;
+  /** When the pause began (ISO-8601), else `null`. */
+  readonly since: string | null;
+}
+
+/** The type of discovery requests and answers (on their own subject, which Python Civitas does not use). */
+const DISCOVERY_TYPE = "_agency.register";
+
+/**
+ * Connects a runtime to the runtimes of other processes — civitas-ts or
+ * Python Civitas 0.3 — through a NATS server, on Python Civitas's subjects
+ * and envelope: an agent's mailbox is `civitas.agent.<name>`, each runtime
+ * announces its agents (`_agency.register` / `_agency.deregister`) and learns
+ * the others', and `send`, `ask`, `broadcast` and `sendCapable` reach agents
+ * wherever they run. One transport serves one runtime.
+ *
+ * @example
+ * ```ts
+ * import { NatsTransport } from "civitas-ts/nats";
+ * const runtime = new Runtime({ root, transport: new NatsTransport({ servers: "127.0.0.1:4222" }) });
+ * await runtime.start(); // connects, announces, learns the other runtimes' agents
+ * await runtime.ask("pricing", { sku: "A-1" }); // "pricing" may live in another process
+ * ```
+ */
+export class NatsTransport implements Transport {
+  /** This runtime's reply address (`_reply.<uuid7>`): replies to its asks come to `civitas.agent.<replyAddress>`. */
+  readonly replyAddress = `${REPLY_PREFIX}${uuidv7()}`;
+  private readonly serializer: WireSerializer;
+  private readonly options: NatsTransportOptions;
+  private readonly directory = new RemoteDirectory();
+  private readonly agentSubs = new Map<string, Subscription>();
+  private readonly controlSubs = new Map<string, Subscription>();
+  private controlServer: ControlServer | undefined;
+  private link: BusLink | undefined;
+  private host: TransportHost | undefined;
+  private phase: "new" | "starting" | "running" | "stopped" = "new";
+  private stopping: Promise<void> | undefined;
+  private reannouncing = false;
+  private droppedCount = 0;
+  private invalidCount = 0;
+
+  /**
+   * @throws {@link InvalidArgumentError} for options that cannot work: neither
+   *   `servers` nor `connection`, an unknown `serializer`, a negative `discoveryMs` or `sendTimeoutMs`.
+   */
+  constructor(options: NatsTransportOptions) {
+    if (typeof options !== "object" || (options as unknown) === null) {
+      throw new InvalidArgumentError("options", `new NatsTransport() needs { servers } (or { connection }), got ${describeValue(options)}`);
+    }
+    if (options.connection === undefined && options.servers === undefined) {
+      throw new InvalidArgumentError("servers", "new NatsTransport() needs the NATS server to connect to, e.g. { servers: \"127.0.0.1:4222\" }, or a connection you opened ({ connection })");
+    }
+    checkSerializer(options.serializer ?? "msgpack", "new NatsTransport()");
+    for (const key of ["discoveryMs", "sendTimeoutMs"] as const) {
+      const value = options[key];
+      if (value !== undefined && !(typeof value === "number" && Number.isFinite(value) && value >= 0)) {
+        throw new InvalidArgumentError(key, `new NatsTransport(): ${key} must be a non-negative number of milliseconds, got ${describeValue(value)}`);
+      }
+    }
+    this.options = options;
+    this.serializer = options.serializer ?? "msgpack";
+  }
+
+  /** Whether the NATS connection is up (false before `start`, while reconnecting and after `stop`). */
+  get connected(): boolean {
+    return this.phase !== "stopped" && this.link?.connected === true;
+  }
+
+  /** Messages from the bus that were dropped: control types (never taken from the bus). */
+  get dropped(): number {
+    return this.droppedCount;
+  }
+
+  /** Messages from the bus that were not valid envelopes, and were dropped. */
+  get invalid(): number {
+    return this.invalidCount;
+  }
+
+  /** The names other runtimes on the bus announced, and have not withdrawn. */
+  remoteAgents(): string[] {
+    return this.directory.names();
+  }
+
+  /**
+   * Connects (unless given a connection), subscribes to this runtime's
+   * agents, announces them, and asks the other civitas-ts runtimes for theirs.
+   * Called by `runtime.start()`.
+   * @throws {@link TransportUnavailableError} when the server cannot be reached.
+   * @throws {@link InvalidArgumentError} when the transport already serves a runtime, or an agent's name cannot be a subject.
+   */
+  async start(host: TransportHost): Promise<void> {
+    if (this.phase !== "new") throw new InvalidArgumentError("transport", "this NatsTransport already serves a runtime; create one transport per runtime");
+    this.phase = "starting";
+    for (const agent of host.agents()) assertSubjectName(agent.name);
+    this.host = host;
+    const { connection, servers, serializer: _s, discoveryMs: _d, sendTimeoutMs: _t, name, ...rest } = this.options;
+    let nc = connection;
+    if (nc === undefined) {
+      try {
+        nc = await connect({ maxReconnectAttempts: -1, ...rest, ...(servers === undefined ? {} : { servers }), name: name ?? "civitas-ts" });
+      } catch (error) {
+        this.phase = "stopped";
+        throw new TransportUnavailableError(`NatsTransport could not connect to ${describeValue(servers)}: ${(error as Error).message}; check that nats-server runs there and the options (auth, TLS) match`, { cause: error });
+      }
+    }
+    this.controlServer = new ControlServer(host, this.serializer);
+    this.link = new BusLink(nc, connection === undefined, this.options.sendTimeoutMs ?? 30_000, host.logger, () => this.onReconnect());
+    const link = this.link;
+    link.listen(REGISTER_SUBJECT, (bytes) => this.onAnnouncement(bytes, true));
+    link.listen(DEREGISTER_SUBJECT, (bytes) => this.onAnnouncement(bytes, false));
+    link.listen(subjectOf(this.replyAddress), (bytes) => this.onReply(bytes));
+    link.listenRequests(ANNOUNCE_SUBJECT, (bytes) => this.onDiscovery(bytes));
+    for (const agent of host.agents()) this.subscribeAgent(agent);
+    for (const agent of host.agents()) this.announce(agent, true);
+    await link.flush();
+    await this.discover();
+    this.phase = "running";
+  }
+
+  /** Withdraws this runtime's agents and lets go of the bus: drains and closes a connection it created, only unsubscribes from one it was given. Idempotent. */
+  stop(): Promise<void> {
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  private async shutdown(): Promise<void> {
+    const link = this.link;
+    this.phase = "stopped";
+    if (link === undefined) return;
+    for (const name of [...this.agentSubs.keys()]) this.withdraw(name);
+    await link.close();
+  }
+
+  hosts(name: string): boolean {
+    return this.directory.has(name);
+  }
+
+  capable(capability: string): string | undefined {
+    return this.directory.capable(capability);
+  }
+
+  match(pattern: string): string[] {
+    return this.directory.match(pattern);
+  }
+
+  /** Publishes `message` to `civitas.agent.<recipient>`; a request's replies are addressed to this runtime's {@link NatsTransport.replyAddress}. */
+  async send(message: Message, signal?: AbortSignal): Promise<void> {
+    if (!this.directory.has(message.recipient)) throw notFound(message.recipient);
+    const link = this.requireLink(`send to '${message.recipient}'`);
+    // A request from an agent of this runtime: the answer comes back to this runtime's reply address.
+    const outgoing = message.replyTo !== undefined && !message.replyTo.startsWith(REPLY_PREFIX) ? { ...message, replyTo: this.replyAddress } : message;
+    await link.publish(subjectOf(message.recipient), encodeMessage(outgoing, this.serializer), signal);
+  }
+
+  /** Sends a control request to `civitas.ctl.<name>`, where only the agent's owner listens (see {@link Transport.control}). */
+  async control(name: string, operation: ControlOperation, args: JsonObject, timeoutMs: number, signal?: AbortSignal): Promise<JsonObject> {
+    if (!this.directory.has(name)) throw notFound(name);
+    return requestControl(this.requireLink(`control '${name}'`).connection, this.serializer, name, operation, args, timeoutMs, signal);
+  }
+
+  /**
+   * Asks the runtime that hosts `name` for its status: `{ status, suspensionId,
+   * reason, since }` (the last three `null` unless SUSPENDED). A status query
+   * across the cluster: combine it with {@link NatsTransport.remoteAgents}.
+   * @throws {@link AgentUnreachableError} when no owner answers within `timeoutMs` (default 5000).
+   */
+  async status(name: string, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<RemoteAgentStatus> {
+    const answer = await this.control(name, "status", {}, options.timeoutMs ?? 5000, options.signal);
+    const text = (value: unknown): string | null => (typeof value === "string" ? value : null);
+    return { name, status: text(answer.status) ?? "UNKNOWN", suspensionId: text(answer.suspensionId), reason: text(answer.reason), since: text(answer.since) };
+  }
+
+  forwardReply(reply: Message): boolean {
+    const to = reply.recipient;
+    if (to === this.replyAddress || this.link === undefined || this.phase === "stopped") return false;
+    if (!to.startsWith(REPLY_PREFIX) && !this.directory.has(to)) return false;
+    this.link.publish(subjectOf(to), encodeMessage(reply, this.serializer)).catch((error: unknown) => {
+      this.host?.logger.warn(`a reply to '${to}' could not be published on the bus`, { error });
+    });
+    return true;
+  }
+
+  added(agent: HostedAgent): void {
+    if (this.phase !== "running") return; // start() subscribes and announces every agent the runtime has by then
+    try {
+      assertSubjectName(agent.name);
+    } catch (error) {
+      this.host?.logger.error(`agent '${agent.name}' is not reachable over NATS`, { error });
+      return;
+    }
+    this.subscribeAgent(agent);
+    this.announce(agent, true);
+  }
+
+  removed(name: string): void {
+    if (this.phase === "running") this.withdraw(name);
+  }
+
+  private withdraw(name: string): void {
+    const sub = this.agentSubs.get(name);
+    if (sub === undefined) return;
+    this.agentSubs.delete(name);
+    this.announce({ name, capabilities: [] }, false);
+    this.link?.unsubscribe(sub);
+    const control = this.controlSubs.get(name);
+    this.controlSubs.delete(name);
+    if (control !== undefined) this.link?.unsubscribe(control);
+  }
+
+  private subscribeAgent(agent: HostedAgent): void {
+    const link = this.requireLink("subscribe");
+    const name = agent.name;
+    // In arrival order; a delivery into a full mailbox waits, and later ones queue behind it in order.
+    this.agentSubs.set(name, link.listen(subjectOf(name), (bytes) => this.onAgentMessage(bytes, name)));
+    const server = this.controlServer;
+    if (server !== undefined) this.controlSubs.set(name, link.listenAsync(controlSubject(name), (bytes) => server.answer(bytes, name)));
+  }
+
+  private onAgentMessage(bytes: Uint8Array, name: string): void {
+    const host = this.host;
+    const decoded = this.decode(bytes, `civitas.agent.${name}`);
+    if (host === undefined || decoded === undefined) return;
+    const admitted = admitInbound(decoded, name);
+    if ("dropped" in admitted) {
+      this.droppedCount++;
+      host.logger.warn(admitted.dropped, { messageId: decoded.id });
+      return;
+    }
+    // Called in arrival order without waiting: the mailbox keeps waiting puts in FIFO order (SPEC 3).
+    host.deliver(admitted.message).catch((error: unknown) => {
+      host.logger.warn(`a message from the bus for '${name}' could not be delivered`, { error, messageId: decoded.id });
+    });
+  }
+
+  private onReply(bytes: Uint8Array): void {
+    const reply = this.decode(bytes, subjectOf(this.replyAddress));
+    if (reply !== undefined) this.host?.settleReply(reply);
+  }
+
+  private onAnnouncement(bytes: Uint8Array, joined: boolean): void {
+    const message = this.decode(bytes, joined ? REGISTER_SUBJECT : DEREGISTER_SUBJECT);
+    if (message === undefined) return;
+    const agent = readAnnouncement(message.payload);
+    if (agent === undefined || this.isLocal(agent.name)) return;
+    if (!joined) {
+      this.directory.remove(agent.name);
+      return;
+    }
+    // A runtime that started after this one (Python's announce once) learns this runtime's agents from a re-announcement.
+    if (this.directory.add(agent)) this.reannounceSoon();
+  }
+
+  /** Answers a starting runtime's discovery request with this runtime's agents. */
+  private onDiscovery(bytes: Uint8Array): Uint8Array | undefined {
+    const request = this.decode(bytes, ANNOUNCE_SUBJECT);
+    if (request === undefined || request.sender === this.replyAddress || this.host === undefined) return undefined;
+    const agents = [...this.agentSubs.keys()].map((name) => this.registration(name));
+    return encodeMessage(this.envelope(DISCOVERY_TYPE, { agents }, this.replyAddress), this.serializer);
+  }
+
+  /** Asks the civitas-ts runtimes already on the bus for their agents, and waits for their answers (bounded). */
+  private async discover(): Promise<void> {
+    const link = this.requireLink("discover");
+    const request = encodeMessage(this.envelope(DISCOVERY_TYPE, {}, this.replyAddress), this.serializer);
+    for (const answer of await link.requestMany(ANNOUNCE_SUBJECT, request, this.options.discoveryMs ?? 2000)) {
+      const message = this.decode(answer, ANNOUNCE_SUBJECT);
+      const agents = message?.payload.agents;
+      if (!Array.isArray(agents)) continue;
+      for (const entry of agents) {
+        const agent = typeof entry === "object" && entry !== null && !Array.isArray(entry) ? readAnnouncement(entry) : undefined;
+        if (agent !== undefined && !this.isLocal(agent.name)) this.directory.add(agent);
+      }
+    }
+  }
+
+  private reannounceSoon(): void {
+    if (this.reannouncing) return;
+    this.reannouncing = true;
+    setTimeout(() => {
+      this.reannouncing = false;
+      if (this.phase !== "running") return;
+      for (const name of this.agentSubs.keys()) this.announce({ name, capabilities: this.capabilitiesOf(name) }, true);
+    }, 10).unref();
+  }
+
+  private onReconnect(): void {
+    // The server may have restarted, and runtimes may have come and gone meanwhile: announce again.
+    if (this.phase !== "running") return;
+    for (const name of this.agentSubs.keys()) this.announce({ name, capabilities: this.capabilitiesOf(name) }, true);
+  }
+
+  private announce(agent: HostedAgent, joined: boolean): void {
+    const payload = joined ? this.registration(agent.name, agent.capabilities) : { name: agent.name, capabilities: [], capability_metadata: {} };
+    const bytes = encodeMessage(this.envelope(joined ? "_agency.register" : "_agency.deregister", payload), this.serializer);
+    this.link?.publish(joined ? REGISTER_SUBJECT : DEREGISTER_SUBJECT, bytes).catch((error: unknown) => {
+      this.host?.logger.warn(`the ${joined ? "registration" : "deregistration"} of '${agent.name}' could not be published on the bus`, { error });
+    });
+  }
+
+  private registration(name: string, capabilities: readonly string[] = this.capabilitiesOf(name)): JsonObject {
+    return { name, capabilities: [...capabilities], capability_metadata: {} };
+  }
+
+  private capabilitiesOf(name: string): readonly string[] {
+    return this.host?.agents().find((agent) => agent.name === name)?.capabilities ?? [];
+  }
+
+  /** An announcement envelope as Python writes one: empty sender and recipient (a discovery request names its runtime's reply address, so it can tell its own). */
+  private envelope(type: string, payload: JsonObject, sender = ""): Message {
+    const timestamp = Date.now();
+    return { id: uuidv7(timestamp), type, sender, recipient: "", payload, timestamp, traceId: newTraceId(), spanId: newSpanId(), attempt: 0, priority: 1 };
+  }
+
+  private isLocal(name: string): boolean {
+    return this.agentSubs.has(name) || this.host?.agents().some((agent) => agent.name === name) === true;
+  }
+
+  private decode(bytes: Uint8Array, subject: string): Message | undefined {
+    try {
+      return decodeMessage(bytes);
+    } catch (error) {
+      this.invalidCount++;
+      this.host?.logger.warn(`a message on '${subject}' is not a valid envelope and was dropped`, { error });
+      return undefined;
+    }
+  }
+
+  private requireLink(what: string): BusLink {
+    if (this.link === undefined || this.phase === "stopped") {
+      throw new TransportUnavailableError(`NatsTransport cannot ${what}: it is ${this.phase === "stopped" ? "stopped" : "not started"}; start the runtime it was given to`);
+    }
+    return this.link;
+  }
+}

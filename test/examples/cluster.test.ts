@@ -1,0 +1,41 @@
+/**
+ * Runs `npm run demo:cluster` (examples/cluster/run.ts) against the NATS
+ * server on 127.0.0.1:4222: a payments worker and an approval service in
+ * two processes; the service finds the worker's suspended agent and resumes it.
+ */
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { expect, it } from "vitest";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+it("the cluster demo: the approval service lists the worker's suspended agent and resumes it across processes", { timeout: 40_000 }, async () => {
+  const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "examples/cluster/run.ts"], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const guard = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(guard);
+      resolve({ code, stdout, stderr });
+    });
+  });
+  expect(run.code, `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`).toBe(0);
+  const expected = [
+    /\[worker\] ready \(pid \d+\): payments is on the bus/,
+    /\[worker\] paid INV-1 40\.00 \(within policy\)/,
+    /\[approvals\] suspended in the cluster: payments, reason "approve INV-2: 12500\.00", suspensionId [0-9a-f-]{36}/,
+    /\[approvals\] a resume by mallory@sales: RESUME_REFUSED/,
+    /\[worker\] onResume\(alice@finance\): paid INV-2 12500\.00/,
+    /\[approvals\] alice@finance approved suspension [0-9a-f-]{36}: payments is RUNNING/,
+    /\[approvals\] the same approval again: STALE_APPROVAL/,
+    /\[approvals\] ledger: \[\{"invoice":"INV-1","amount":40\},\{"invoice":"INV-2","amount":12500\}\]; pending: null/,
+    /\[worker\] stopped; receipts: agent\.suspend, agent\.resume/,
+    /approval service exited with code 0, worker with code 0/,
+  ];
+  for (const pattern of expected) expect(run.stdout).toMatch(pattern);
+});

@@ -1,0 +1,116 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { CivitasError } from "../../src/errors/civitas-error.js";
+import { InvalidWireMessageError } from "../../src/errors/errors.js";
+import { createMessage } from "../../src/message/message.js";
+import { toWire } from "../../src/message/wire.js";
+import { decodeMessage, decodeWire, encodeMessage, encodeWire, type WireSerializer } from "../../src/nats/codec.js";
+import { messageArbitrary } from "../../src/testing/arbitraries.js";
+
+const serializer = fc.constantFrom<WireSerializer>("msgpack", "json");
+
+/** Runs `fn`, returning what it threw (failing the test when it did not throw). */
+function thrown(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  expect.fail("expected a throw");
+}
+
+function expectWireError(error: unknown): void {
+  expect(error).toBeInstanceOf(InvalidWireMessageError);
+  expect(error).toBeInstanceOf(CivitasError);
+  expect((error as CivitasError).code).toBe("INVALID_WIRE_MESSAGE");
+}
+
+describe("codec round trip", () => {
+  it("any message: toWire -> encode -> decode -> fromWire gives it back, in either encoding (property)", () => {
+    fc.assert(
+      fc.property(messageArbitrary(), serializer, (message, how) => {
+        expect(decodeMessage(encodeMessage(message, how))).toEqual(message);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("the two encodings of one message decode to the same envelope (property)", () => {
+    fc.assert(
+      fc.property(messageArbitrary(), (message) => {
+        const wire = toWire(message);
+        expect(decodeWire(encodeWire(wire, "msgpack"))).toEqual(decodeWire(encodeWire(wire, "json")));
+      }),
+    );
+  });
+
+  it("JSON output is what JSON.parse reads back as the same envelope (property)", () => {
+    fc.assert(
+      fc.property(messageArbitrary(), (message) => {
+        const wire = toWire(message);
+        expect(JSON.parse(Buffer.from(encodeWire(wire, "json")).toString("utf8"))).toEqual(JSON.parse(JSON.stringify(wire)));
+      }),
+    );
+  });
+});
+
+describe("codec refusals", () => {
+  it("any byte string that is not a valid envelope is refused with INVALID_WIRE_MESSAGE, never another error (property)", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), (bytes) => {
+        expectWireError(thrown(() => decodeMessage(bytes)));
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("a valid encoding cut short, or with bytes flipped or appended, is refused or still a well-formed message (property)", () => {
+    fc.assert(
+      fc.property(messageArbitrary(), serializer, fc.nat(), fc.integer({ min: 0, max: 255 }), fc.constantFrom("cut", "flip", "append"), (message, how, at, byte, damage) => {
+        const bytes = encodeMessage(message, how);
+        const i = at % bytes.length;
+        const damaged = damage === "cut" ? bytes.slice(0, i) : damage === "append" ? Uint8Array.from([...bytes, byte]) : Uint8Array.from(bytes, (b, j) => (j === i ? byte : b));
+        try {
+          const decoded = decodeMessage(damaged);
+          // a flip inside a string or number can leave a valid envelope: it must then encode again
+          expect(decodeMessage(encodeMessage(decoded, how))).toEqual(decoded);
+        } catch (error) {
+          expectWireError(error);
+        }
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  it("any object that is not a valid envelope, encoded either way, is refused with INVALID_WIRE_MESSAGE (property)", () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.jsonValue(), fc.dictionary(fc.string(), fc.jsonValue())), serializer, (value, how) => {
+        const bytes = how === "json" ? Buffer.from(JSON.stringify(value) ?? "null") : encodeWire(value as never, "msgpack");
+        expectWireError(thrown(() => decodeMessage(bytes)));
+      }),
+    );
+  });
+
+  it("refuses MessagePack that holds what JSON cannot: binary, an ext type, a __proto__ key", () => {
+    const base = Buffer.from(encodeWire(toWire(createMessage({ sender: "a", recipient: "b", payload: {} })), "msgpack"));
+    // payload {} is encoded as 0x80 after the "payload" key (a7 'payload'); swap in {"b": <bin 1 byte>}
+    const payloadKey = Buffer.from([0xa7, ...Buffer.from("payload")]);
+    const at = base.indexOf(payloadKey) + payloadKey.length;
+    const withPayload = (bytes: number[]): Buffer => Buffer.concat([base.subarray(0, at), Buffer.from(bytes), base.subarray(at + 1)]);
+    expect(base[at]).toBe(0x80);
+    expect(decodeMessage(withPayload([0x80])).payload).toEqual({});
+    expectWireError(thrown(() => decodeMessage(withPayload([0x81, 0xa1, 0x62, 0xc4, 0x01, 0x00]))));
+    expectWireError(thrown(() => decodeMessage(withPayload([0x81, 0xa1, 0x62, 0xd4, 0x05, 0x00]))));
+    expectWireError(thrown(() => decodeMessage(withPayload([0x81, 0xa9, ...Buffer.from("__proto__"), 0x01]))));
+  });
+
+  it.each<[string, Uint8Array]>([
+    ["empty", new Uint8Array()],
+    ["a MessagePack array", Uint8Array.of(0x91, 0x01)],
+    ["a MessagePack string", Uint8Array.of(0xa1, 0x61)],
+    ["JSON text of an array", Buffer.from("[1]")],
+    ["invalid UTF-8 in JSON", Uint8Array.of(0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d)],
+  ])("refuses %s with INVALID_WIRE_MESSAGE", (_what, bytes) => {
+    expectWireError(thrown(() => decodeMessage(bytes)));
+  });
+});
