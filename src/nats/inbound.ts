@@ -2,6 +2,7 @@ import { newSpanId, newTraceId } from "../message/ids.js";
 import type { JsonObject } from "../message/json.js";
 import type { Message } from "../message/message.js";
 import { isReservedType } from "../message/system-types.js";
+import { mintControl } from "../process/control-authority.js";
 import type { RemoteAgent } from "./remote-directory.js";
 
 /** The only reserved type the bus may bring to an agent: anyone may ask whether it is alive. */
@@ -32,7 +33,9 @@ export function admitInbound(message: Message, name: string): { message: Message
     m.spanId = newSpanId();
     delete m.traceFlags;
   }
-  return { message: m };
+  // A heartbeat carries no authority (it only asks for an ack), and this runtime admitted it: minted here, it is
+  // the one reserved type from the bus the agent's loop acts on (see control-authority.ts).
+  return { message: m.type === HEARTBEAT ? mintControl(m) : m };
 }
 
 /** Reads an announcement's payload (`{ name, capabilities, capability_metadata }`), or `undefined` when it names no agent. @internal */
