@@ -1,0 +1,121 @@
+import type pg from "pg";
+import { StoreUnavailableError } from "./store-unavailable-error.js";
+import { sibling, withClient, type TableName } from "../postgres/pg-connection.js";
+
+/**
+ * The records table of `PostgresStateStore`, and how it is created and
+ * checked. Every statement that changes the schema is here.
+ * @module
+ */
+
+/** The columns: PostgreSQL type (as `information_schema` spells it) and whether NULL is allowed. */
+const COLUMNS: Record<string, { type: string; nullable: boolean }> = {
+  name: { type: "bytea", nullable: false },
+  version: { type: "integer", nullable: false },
+  state: { type: "text", nullable: true },
+  suspended: { type: "text", nullable: true },
+  fence: { type: "bigint", nullable: false },
+  updated_at: { type: "timestamp with time zone", nullable: false },
+};
+
+/** The table's definition, as documented in docs/postgres.md. @internal */
+export function createTableSql(table: TableName): string {
+  return `CREATE TABLE IF NOT EXISTS ${table.sql} (
+  name bytea PRIMARY KEY,
+  version integer NOT NULL,
+  state text,
+  suspended text,
+  fence bigint NOT NULL DEFAULT 0,
+  updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
+)`;
+}
+
+/** The partial index that makes the list of suspensions one indexed query. @internal */
+export function indexName(table: TableName): string {
+  return `${table.name.slice(0, 50)}_suspended_idx`;
+}
+
+function createIndexSql(table: TableName): string {
+  return `CREATE INDEX IF NOT EXISTS "${indexName(table)}" ON ${table.sql} (name) WHERE suspended IS NOT NULL`;
+}
+
+/** The sequence fences are drawn from. @internal */
+export function createSequenceSql(sequence: string): string {
+  return `CREATE SEQUENCE IF NOT EXISTS ${sequence} AS bigint START WITH 1`;
+}
+
+interface ColumnRow {
+  column_name: string;
+  data_type: string;
+  is_nullable: "YES" | "NO";
+}
+
+/** What is wrong with the existing table, or `[]`; `undefined` when there is no such table. */
+async function problems(client: pg.ClientBase, table: TableName): Promise<string[] | undefined> {
+  const exists = await client.query<{ oid: string | null }>("SELECT to_regclass($1)::text AS oid", [table.sql]);
+  if (exists.rows[0]?.oid === null || exists.rows[0] === undefined) return undefined;
+  const columns = await client.query<ColumnRow>(
+    `SELECT column_name, data_type, is_nullable FROM information_schema.columns
+     WHERE table_schema = COALESCE($1, current_schema()) AND table_name = $2`,
+    [table.schema ?? null, table.name],
+  );
+  const found: string[] = [];
+  for (const [name, want] of Object.entries(COLUMNS)) {
+    const column = columns.rows.find((c) => c.column_name === name);
+    if (column === undefined) found.push(`no column '${name}'`);
+    else if (column.data_type !== want.type) found.push(`column '${name}' is ${column.data_type}, not ${want.type}`);
+    else if (!want.nullable && column.is_nullable === "YES") found.push(`column '${name}' allows NULL`);
+  }
+  for (const column of columns.rows) if (!(column.column_name in COLUMNS)) found.push(`an extra column '${column.column_name}'`);
+  const key = await client.query<{ attname: string }>(
+    `SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+     WHERE i.indrelid = $1::regclass AND i.indisprimary`,
+    [table.sql],
+  );
+  if (key.rows.length !== 1 || key.rows[0]?.attname !== "name") found.push("a primary key other than (name)");
+  return found;
+}
+
+/**
+ * Makes sure the table (with its index) and the fence sequence exist:
+ * creates them when the table is missing (serialized by an advisory lock, so
+ * processes starting together do not race), checks an existing table's shape
+ * and refuses a foreign one without changing anything. With `migrate`, also
+ * adds a missing index to a table of the right shape.
+ * @throws {@link StoreUnavailableError} (`STORE_UNAVAILABLE`) for a table of another shape.
+ * @internal
+ */
+export async function ensureSchema(pool: pg.Pool, table: TableName, sequence: TableName, label: string, migrate: boolean): Promise<void> {
+  await withClient(pool, async (client) => {
+    await client.query("BEGIN");
+    try {
+      await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [`civitas-ts schema ${table.text}`]);
+      const found = await problems(client, table);
+      if (found !== undefined && found.length > 0) {
+        throw new StoreUnavailableError(
+          "STORE_UNAVAILABLE",
+          label,
+          `${label}: the existing table ${table.text} has ${found.join(", ")}; it needs (name bytea PRIMARY KEY, version integer NOT NULL, state text, suspended text, fence bigint NOT NULL, updated_at timestamptz NOT NULL). Pass another table option, or migrate the table yourself. Nothing was changed`,
+        );
+      }
+      await client.query(createSequenceSql(sequence.sql));
+      if (found === undefined || migrate) {
+        await client.query(createTableSql(table));
+        await client.query(createIndexSql(table));
+      } else {
+        const index = await client.query<{ oid: string | null }>("SELECT to_regclass($1)::text AS oid", [sibling(table, indexName(table))]);
+        if (index.rows[0]?.oid === null) {
+          throw new StoreUnavailableError(
+            "STORE_UNAVAILABLE",
+            label,
+            `${label}: the table ${table.text} has no index '${indexName(table)}' on its suspension markers; create it with 'civitas state migrate --store postgres://… --table ${table.text}' (or store.migrate()). Nothing was changed`,
+          );
+        }
+      }
+      await client.query("COMMIT");
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    }
+  });
+}
