@@ -14,3 +14,5 @@
 export { PostgresStateStore } from "../state/postgres-state-store.js";
 export type { PostgresStateStoreOptions, StoredSuspension } from "../state/postgres-state-store.js";
 export type { PostgresConnection, PostgresPoolOptions } from "../postgres/pg-connection.js";
+export { PostgresLeases } from "../postgres/postgres-leases.js";
+export type { PostgresLeasesOptions } from "../postgres/postgres-leases.js";

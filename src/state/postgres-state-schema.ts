@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { StoreUnavailableError } from "./store-unavailable-error.js";
 import { sibling, withClient, type TableName } from "../postgres/pg-connection.js";
+import { shapeProblems, type ColumnShape } from "../postgres/table-shape.js";
 
 /**
  * The records table of `PostgresStateStore`, and how it is created and
@@ -9,7 +10,7 @@ import { sibling, withClient, type TableName } from "../postgres/pg-connection.j
  */
 
 /** The columns: PostgreSQL type (as `information_schema` spells it) and whether NULL is allowed. */
-const COLUMNS: Record<string, { type: string; nullable: boolean }> = {
+const COLUMNS: Record<string, ColumnShape> = {
   name: { type: "bytea", nullable: false },
   version: { type: "integer", nullable: false },
   state: { type: "text", nullable: true },
@@ -44,29 +45,10 @@ export function createSequenceSql(sequence: string): string {
   return `CREATE SEQUENCE IF NOT EXISTS ${sequence} AS bigint START WITH 1`;
 }
 
-interface ColumnRow {
-  column_name: string;
-  data_type: string;
-  is_nullable: "YES" | "NO";
-}
-
 /** What is wrong with the existing table, or `[]`; `undefined` when there is no such table. */
 async function problems(client: pg.ClientBase, table: TableName): Promise<string[] | undefined> {
-  const exists = await client.query<{ oid: string | null }>("SELECT to_regclass($1)::text AS oid", [table.sql]);
-  if (exists.rows[0]?.oid === null || exists.rows[0] === undefined) return undefined;
-  const columns = await client.query<ColumnRow>(
-    `SELECT column_name, data_type, is_nullable FROM information_schema.columns
-     WHERE table_schema = COALESCE($1, current_schema()) AND table_name = $2`,
-    [table.schema ?? null, table.name],
-  );
-  const found: string[] = [];
-  for (const [name, want] of Object.entries(COLUMNS)) {
-    const column = columns.rows.find((c) => c.column_name === name);
-    if (column === undefined) found.push(`no column '${name}'`);
-    else if (column.data_type !== want.type) found.push(`column '${name}' is ${column.data_type}, not ${want.type}`);
-    else if (!want.nullable && column.is_nullable === "YES") found.push(`column '${name}' allows NULL`);
-  }
-  for (const column of columns.rows) if (!(column.column_name in COLUMNS)) found.push(`an extra column '${column.column_name}'`);
+  const found = await shapeProblems(client, table, COLUMNS);
+  if (found === undefined) return undefined;
   const key = await client.query<{ attname: string }>(
     `SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
      WHERE i.indrelid = $1::regclass AND i.indisprimary`,
