@@ -16,3 +16,5 @@ export type { PostgresStateStoreOptions, StoredSuspension } from "../state/postg
 export type { PostgresConnection, PostgresPoolOptions } from "../postgres/pg-connection.js";
 export { PostgresLeases } from "../postgres/postgres-leases.js";
 export type { PostgresLeasesOptions } from "../postgres/postgres-leases.js";
+export { PostgresAuditSink } from "../audit/postgres-audit-sink.js";
+export type { PostgresAuditSinkOptions } from "../audit/postgres-audit-sink.js";

@@ -27,6 +27,7 @@ import { nonNegativeInteger, type ResolvedAgentOptions } from "./agent-options.j
 import { composeReply, isComposedReply, isMessage, type EnvelopeContext } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
 import { persistableState, readMarker } from "./suspension.js";
+import { anchoredState } from "../audit/audit-anchor.js";
 import { isLegalTransition, ProcessStatus } from "./process-status.js";
 import type { AgentProcess, SendOptions } from "./agent-process.js";
 import { SuspensionControl } from "./suspension-control.js";
@@ -671,8 +672,12 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     try {
       const marker = this.suspension.marker;
       // A pause asked for and not entered yet, or entered and not announced yet, is stored flagged as not announced (see SuspensionMarker.announced).
-      const state = persistableState(this.agent.state, marker ?? this.suspension.request?.marker, this.agent.name, marker !== undefined && !this.suspension.announcementOwed);
-      return this.requireServices().store.set(this.agent.name, state);
+      const pause = marker ?? this.suspension.request?.marker;
+      const state = persistableState(this.agent.state, pause, this.agent.name, marker !== undefined && !this.suspension.announcementOwed);
+      const services = this.requireServices();
+      // A pause, and every write after the agent's first pause or settlement, records where the audit chain stood.
+      const anchor = pause !== undefined || this.suspension.lastSettled !== undefined ? services.telemetry.anchorFor(this.agent.name) : undefined;
+      return services.store.set(this.agent.name, anchoredState(state, anchor));
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- a store (or the state check) threw synchronously: reject like an async store would
       return Promise.reject(error);
