@@ -294,7 +294,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
         throw new Error(`'${this.agent.name}' was stopped while its onStart was running, and onStart did not finish within ${this.options.shutdownTimeoutMs} ms; the start is abandoned`);
       }
       await onStart;
-      if (this.fencedOut !== undefined) throw this.fencedOut; // onStart's checkpoint found the agent owned elsewhere
+      const fenced = this.fencedOut as StateFencedError | undefined; // set meanwhile when onStart's checkpoint found the agent owned elsewhere
+      if (fenced !== undefined) throw fenced;
     } catch (error) {
       this.transition(ProcessStatus.CRASHED);
       initialized();
