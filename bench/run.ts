@@ -14,9 +14,10 @@ import { hasGc, printTable, type Benchmark, type Row } from "./harness.js";
 import { mailbox } from "./mailbox.js";
 import { memory } from "./memory.js";
 import { pingpong } from "./pingpong.js";
+import { postgres } from "./postgres.js";
 import { suspend } from "./suspend.js";
 
-const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend, audit];
+const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend, audit, postgres];
 
 function usage(problem: string): never {
   console.error(`${problem}\nusage: npm run bench -- [--source] [${ALL.map((bench) => bench.name).join("|")} ...]`);
@@ -67,6 +68,9 @@ async function main(): Promise<void> {
   }
   if (chosen.includes(audit)) {
     console.log("audit: no targets (figures only); ratio = with the JsonlAuditSink / plain appendFile+fsync (rows/s), or with / without the sink (us per pair).");
+  }
+  if (chosen.includes(postgres)) {
+    console.log("postgres: set and suspend+resume pair <= 1.30x of a raw pg upsert of the same bytes; audit rows/s: figures only (the local server on 127.0.0.1:5432, or CIVITAS_BENCH_POSTGRES).");
   }
   console.log(`total ${seconds(started)}`);
 }
