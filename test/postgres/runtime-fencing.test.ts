@@ -136,6 +136,29 @@ describe("the runtime's reaction to STATE_FENCED (lost ownership)", () => {
   });
 });
 
+describe("an agent fenced while it starts", () => {
+  it("a checkpoint from onStart refused with STATE_FENCED fails the start: the agent never shows RUNNING", async () => {
+    class Starter extends AgentProcess {
+      override async onStart(): Promise<void> {
+        await this.checkpoint().catch(() => undefined);
+      }
+    }
+    const old = await base.nextFence();
+    await base.claim(["starter"], await base.nextFence());
+    const agent = new Starter("starter");
+    const audit = new MemoryAuditSink();
+    const runtime = new Runtime({ root: [agent], store: base.fenced(old), auditSink: audit, logger: silentLogger, keepAlive: false });
+    const seen = watch(runtime, "starter");
+    seen.mark();
+    const err = (await runtime.start().catch((e: unknown) => e)) as { code?: string; cause?: { code?: string } };
+    expect(JSON.stringify([err.code, err.cause?.code, (err.cause as { cause?: { code?: string } } | undefined)?.cause?.code])).toMatch(/STATE_FENCED/);
+    expect(seen.after().some((t) => t.to === ProcessStatus.RUNNING)).toBe(false);
+    expect(agent.status).not.toBe(ProcessStatus.RUNNING);
+    expect(audit.events.filter((e) => e.event === "agent.fenced")).toHaveLength(1);
+    await runtime.stop();
+  });
+});
+
 describe("the runtime's reaction to STORE_UNAVAILABLE", () => {
   it("a suspend whose write fails because the server went away stays SUSPENDED, with durable: false on record", async () => {
     const proxy = await startTcpProxy(5432);
