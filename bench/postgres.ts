@@ -9,8 +9,9 @@
  * 2. A suspend+resume pair on a runtime whose store is a PostgresStateStore
  *    (no audit sink: one write for the pause, one for its settlement) vs two
  *    raw upserts of the same bytes.
- * 3. `PostgresAuditSink.emit` rows/s (each awaited; one transaction per row:
- *    lock the chain head, insert, move the head, commit) vs a raw
+ * 3. `PostgresAuditSink.emit` rows/s (each awaited; one transaction per row in
+ *    three round trips: begin and lock the chain head, insert and move the
+ *    head, commit) vs a raw
  *    autocommitted `INSERT` of a line of the same size.
  *
  * Set CIVITAS_BENCH_POSTGRES to another connection string to measure elsewhere.
@@ -138,7 +139,7 @@ export const postgres: Benchmark = {
         unit: "rows/s",
         runtime: percentile(sinkRates, 50),
         baseline: percentile(rawRates, 50),
-        note: `${ROWS} emits each awaited, median of ${ROUNDS} rounds; one transaction per row (lock head, insert + move head, commit: 4 round trips) vs one autocommitted INSERT of a line of the same size`,
+        note: `${ROWS} emits each awaited, median of ${ROUNDS} rounds; one transaction per row (begin + lock head, insert + move head, commit: 3 round trips) vs one autocommitted INSERT of a line of the same size`,
       });
       await store.close();
     } finally {

@@ -63,7 +63,7 @@ export function auditTables(option: unknown, component: string): { rows: TableNa
  * - Appends from any number of sinks and processes are serialized by the
  *   database: each `emit` runs one transaction that locks the chain head
  *   (`SELECT … FOR UPDATE` on the one row of `<table>_head`), inserts the
- *   row chained to it and moves the head, then commits. `emit` resolves with
+ *   row chained to it and moves the head, then commits (three round trips). `emit` resolves with
  *   the row's {@link AuditAnchor} once the commit is durable; a failed
  *   append rolls back, rejects, and leaves the chain as it was.
  * - Within one sink, emits are written in call order.
@@ -172,10 +172,10 @@ export class PostgresAuditSink implements AuditSink {
       await this.#ready;
       const { rows, head } = this.#tables;
       return await withClient(this.#pool, async (client) => {
-        await client.query("BEGIN");
         try {
-          const current = await client.query<{ seq: string; hash: string }>(`SELECT seq::text AS seq, hash FROM ${head.sql} WHERE chain FOR UPDATE`);
-          const top = current.rows[0];
+          // One round trip: a simple-protocol query may hold several statements (no parameters needed here).
+          const results = (await client.query(`BEGIN; SELECT seq::text AS seq, hash FROM ${head.sql} WHERE chain FOR UPDATE`)) as unknown as pg.QueryResult<{ seq: string; hash: string }>[];
+          const top = results[1]?.rows[0];
           if (top === undefined) throw new AuditCorruptError(this.#label, `${this.#label}: the head table ${head.text} has no row; the chain cannot be continued safely, verify an export of it`);
           const row = signRow(
             {
