@@ -19,6 +19,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type * as AuditEntry from "../src/entries/audit.js";
 import type * as NatsEntry from "../src/entries/nats.js";
+import type * as PostgresEntry from "../src/entries/postgres.js";
 import type * as SqliteEntry from "../src/entries/sqlite.js";
 import type * as Civitas from "../src/index.js";
 
@@ -62,6 +63,18 @@ export type AuditModule = typeof AuditEntry;
 export async function loadAudit(): Promise<AuditModule> {
   if (emittedSrc === undefined) return await import("../src/entries/audit.js");
   return (await import(pathToFileURL(join(emittedSrc, "entries", "audit.js")).href)) as AuditModule;
+}
+
+/** The `civitas-ts/postgres` entry point, as `src/entries/postgres.ts` exports it. */
+export type PostgresModule = typeof PostgresEntry;
+
+/**
+ * The `civitas-ts/postgres` entry, loaded the same way as the last
+ * {@link loadCivitas} call loaded the core. Needs pg.
+ */
+export async function loadPostgres(): Promise<PostgresModule> {
+  if (emittedSrc === undefined) return await import("../src/entries/postgres.js");
+  return (await import(pathToFileURL(join(emittedSrc, "entries", "postgres.js")).href)) as PostgresModule;
 }
 
 export async function loadCivitas(fromSource: boolean): Promise<LoadedCivitas> {

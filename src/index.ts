@@ -22,6 +22,7 @@ export {
   StaleApprovalError,
   StartFailedError,
   StateSchemaError,
+  StateFencedError,
   TopologyError,
 } from "./errors/errors.js";
 export { HandlerFailedError } from "./errors/handler-failed-error.js";

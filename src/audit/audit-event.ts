@@ -1,3 +1,4 @@
+import type { AuditAnchor } from "./audit-anchor.js";
 import type { JsonObject } from "../message/json.js";
 
 /** One governance-relevant fact: who did what to which agent, and when. */
@@ -20,6 +21,10 @@ export interface AuditEvent {
  * The runtime never closes a sink it was given.
  */
 export interface AuditSink {
-  /** Records `event`; the runtime waits for a returned promise where a receipt must exist before the effect (a resume). Rejecting means "not recorded". */
-  emit(event: AuditEvent): void | Promise<void>;
+  /**
+   * Records `event`; the runtime waits for a returned promise where a receipt must exist before the effect (a resume).
+   * Rejecting means "not recorded". A chained sink may resolve with the row's {@link AuditAnchor}; the runtime
+   * then records it beside the agent's stored pause (truncation detection).
+   */
+  emit(event: AuditEvent): void | Promise<void | AuditAnchor>;
 }

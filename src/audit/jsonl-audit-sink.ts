@@ -3,6 +3,8 @@ import { open, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
+import type { AuditAnchor } from "./audit-anchor.js";
+import { auditEventProblem } from "./audit-event-check.js";
 import type { AuditEvent, AuditSink } from "./audit-event.js";
 import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError, AuditUnreadableError } from "./audit-errors.js";
 import {
@@ -14,7 +16,6 @@ import {
   keyBytes,
   macEquals,
   macOf,
-  nonJsonDetails,
   parseRowLine,
   signRow,
 } from "./audit-row.js";
@@ -129,28 +130,22 @@ export class JsonlAuditSink implements AuditSink {
   }
 
   /**
-   * Appends `event` as the next row and resolves once it is on disk (fsync'ed).
+   * Appends `event` as the next row and resolves, with the row's
+   * {@link AuditAnchor} (`seq`, `hash`), once it is on disk (fsync'ed).
    * @throws (rejects) `AUDIT_SINK_CLOSED` after `close()`; `INVALID_ARGUMENT`
    *   when `details` is not plain JSON; `AUDIT_UNREADABLE` when the file cannot
    *   be opened for appending; the I/O error when the write or fsync
    *   fails (the row is then not in the log, and the chain stays intact).
    */
-  emit(event: AuditEvent): Promise<void> {
+  emit(event: AuditEvent): Promise<AuditAnchor> {
     if (this.#closing !== undefined) return Promise.reject(new AuditSinkClosedError(this.path));
-    for (const field of ["event", "ts", "agent", "signerId"] as const) {
-      if (typeof event?.[field] !== "string") {
-        return Promise.reject(new InvalidArgumentError(field, `an audit event needs a string ${field}, got ${describeValue(event?.[field])}`));
-      }
-    }
-    if (typeof event.details !== "object" || event.details === null || Array.isArray(event.details)) {
-      return Promise.reject(new InvalidArgumentError("details", `audit event '${event.event}' for '${event.agent}' needs details that are a JSON object, got ${describeValue(event.details)}`));
-    }
-    const bad = nonJsonDetails(event.details);
-    if (bad !== undefined) {
-      return Promise.reject(new InvalidArgumentError("details", `audit event '${event.event}' for '${event.agent}' has details that are not plain JSON at ${bad}`));
-    }
+    const problem = auditEventProblem(event);
+    if (problem !== undefined) return Promise.reject(problem);
     const run = this.#queue.then(() => this.#append(event));
-    this.#queue = run.catch(() => undefined);
+    this.#queue = run.then(
+      () => undefined,
+      () => undefined,
+    );
     return run;
   }
 
@@ -164,7 +159,7 @@ export class JsonlAuditSink implements AuditSink {
     return this.#closing;
   }
 
-  async #append(event: AuditEvent): Promise<void> {
+  async #append(event: AuditEvent): Promise<AuditAnchor> {
     if (this.#broken !== undefined) throw this.#broken;
     const row = signRow(
       {
@@ -221,6 +216,7 @@ export class JsonlAuditSink implements AuditSink {
     this.#size += bytes.length;
     this.#seq += 1;
     this.#prev = row.hash;
+    return { seq: row.seq, hash: row.hash };
   }
 }
 

@@ -1,5 +1,5 @@
 import { AuditKeyMissingError } from "./audit-errors.js";
-import { readAuditFile } from "./read-audit-file.js";
+import { auditLogBytes, sourceLabel, type AuditLogSource } from "./audit-source.js";
 import { GENESIS_PREV, hashRow, isParseFailure, isTornRow, keyBytes, macEquals, macOf, parseRowLine, type AuditRow } from "./audit-row.js";
 
 /**
@@ -119,8 +119,11 @@ export function walkAuditLog(bytes: Buffer, keyFor: KeyResolver): AuditLogWalk {
  * re-signed row breaks the chain at its index. A torn final line (a row cut
  * short by a crash) is ignored and reported as `tornTail: true`.
  *
+ * `path` may also be the log's bytes, or its rows (`await postgresAuditSink.rows()`).
+ *
  * What it cannot see: rows cut off the end together with their newlines (compare
- * `rows` with a count kept elsewhere), and anything done by someone who holds the key.
+ * `rows` with a count kept elsewhere, or let `verifySuspension` check the
+ * anchors the state store keeps), and anything done by someone who holds the key.
  *
  * @example
  * ```ts
@@ -131,9 +134,9 @@ export function walkAuditLog(bytes: Buffer, keyFor: KeyResolver): AuditLogWalk {
  *   read (missing, a directory, no permission; the file-system error is the `cause`), or
  *   `AUDIT_KEY_MISSING` when no key is given. A damaged log resolves with `ok: false`.
  */
-export async function verifyAuditLog(path: string, options: VerifyOptions): Promise<AuditLogVerification> {
-  const keyFor = keyResolver(path, options);
-  const bytes = await readAuditFile(path);
+export async function verifyAuditLog(path: AuditLogSource, options: VerifyOptions): Promise<AuditLogVerification> {
+  const keyFor = keyResolver(sourceLabel(path), options);
+  const bytes = await auditLogBytes(path);
   return summarize(walkAuditLog(bytes, keyFor));
 }
 

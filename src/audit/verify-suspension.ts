@@ -1,5 +1,7 @@
+import type { StateStore } from "../state/state-store.js";
+import { crossCheckAnchor } from "./anchor-check.js";
 import type { AuditRow } from "./audit-row.js";
-import { readAuditFile } from "./read-audit-file.js";
+import { auditLogBytes, sourceLabel, type AuditLogSource } from "./audit-source.js";
 import { keyResolver, walkAuditLog, type VerifyOptions } from "./verify-audit-log.js";
 
 /**
@@ -44,8 +46,21 @@ export interface SuspensionRecord {
   resumedAt?: string;
 }
 
+/** Options of {@link verifySuspension}: the keys, and the state store to cross-check the log against. */
+export interface VerifySuspensionOptions extends VerifyOptions {
+  /**
+   * The state store the agent's runtime wrote to. Its stored state records
+   * the audit anchor (`seq`, `hash`) of the agent's last pause or
+   * settlement; a log that ends before it was cut (`reason: "truncated"`),
+   * one whose row there has another hash was replaced (`"anchor-mismatch"`).
+   */
+  store?: Pick<StateStore, "get">;
+}
+
 /** The outcome of {@link verifySuspension}. */
 export interface SuspensionVerification {
+  /** Why the verification failed as a whole when the log disagrees with the store: `truncated` or `anchor-mismatch`. */
+  reason?: "truncated" | "anchor-mismatch";
   /** `failed` if any suspension failed or the chain is broken, else `pending` if any is unsettled, else `verified`. */
   status: SuspensionStatus;
   /** Every suspension of the agent, oldest first. */
@@ -75,6 +90,10 @@ function text(value: unknown): string | undefined {
  * chain (see `verifyAuditLog`; rows after the break are not read). A torn final
  * line is ignored.
  *
+ * `path` may also be the log's bytes or its rows (`await postgresAuditSink.rows()`).
+ * With `store`, the log is cross-checked against the audit anchor stored with
+ * the agent's state: a log that ends before it is `failed`, reason `truncated`.
+ *
  * @example
  * ```ts
  * const { status, suspensions } = await verifySuspension("./audit.jsonl", "payer", { key });
@@ -83,16 +102,18 @@ function text(value: unknown): string | undefined {
  * @throws (rejects) `AUDIT_UNREADABLE` when the file cannot be read (the file-system error is
  *   the `cause`), or `AUDIT_KEY_MISSING` when no key is given.
  */
-export async function verifySuspension(path: string, agent: string, options: VerifyOptions): Promise<SuspensionVerification> {
-  const keyFor = keyResolver(path, options);
-  const walk = walkAuditLog(await readAuditFile(path), keyFor);
+export async function verifySuspension(path: AuditLogSource, agent: string, options: VerifySuspensionOptions): Promise<SuspensionVerification> {
+  const keyFor = keyResolver(sourceLabel(path), options);
+  const walk = walkAuditLog(await auditLogBytes(path), keyFor);
   const failures: string[] = [];
   const suspensions = settle(walk.rows, agent, failures);
   if (walk.brokenAt !== undefined) failures.push(`the audit chain is broken at row ${walk.brokenAt}: ${walk.reason ?? "unknown"}`);
+  const anchor = options.store === undefined ? undefined : await crossCheckAnchor(walk.rows, agent, options.store);
+  if (anchor !== undefined) failures.push(anchor.failure);
   let status: SuspensionStatus = "verified";
   if (failures.length > 0 || suspensions.some((s) => s.status === "failed")) status = "failed";
   else if (suspensions.some((s) => s.status === "pending")) status = "pending";
-  return { status, suspensions, failures };
+  return anchor === undefined ? { status, suspensions, failures } : { status, suspensions, failures, reason: anchor.reason };
 }
 
 function settle(rows: readonly AuditRow[], agent: string, failures: string[]): SuspensionRecord[] {

@@ -7,7 +7,8 @@
 import { CivitasError } from "../errors/civitas-error.js";
 import { repairAuditLog } from "../audit/repair-audit-log.js";
 import { verifyAuditLog } from "../audit/verify-audit-log.js";
-import { verifySuspension } from "../audit/verify-suspension.js";
+import { verifySuspension, type SuspensionVerification } from "../audit/verify-suspension.js";
+import { openStore, type StoreOptions } from "./state-commands.js";
 import { cell, ExitCode, table, type CommandResult } from "./output.js";
 
 /** The keys a verification uses: `key` for any keyId, `keys` by keyId. */
@@ -33,13 +34,21 @@ export async function auditVerify(file: string, keys: AuditKeys): Promise<Comman
 }
 
 /**
- * `civitas audit verify-suspension <file> <agent>`: a table of the agent's
+ * `civitas audit verify-suspension <file> <agent> [--store URI]`: a table of the agent's
  * suspensions, whether each was settled by exactly one decision, and which
- * (approved, denied, expired, cancelled), by whom and when. Exit 0 for
+ * (approved, denied, expired, cancelled), by whom and when; with a store,
+ * also whether the log reaches the audit anchor stored with the agent's
+ * state (a cut log is `failed`, reason `truncated`). Exit 0 for
  * `verified` or `pending`, 1 for `failed`.
  */
-export async function auditVerifySuspension(file: string, agent: string, keys: AuditKeys): Promise<CommandResult> {
-  const v = await verifySuspension(file, agent, keys);
+export async function auditVerifySuspension(file: string, agent: string, keys: AuditKeys, storeOptions?: StoreOptions): Promise<CommandResult> {
+  const reader = storeOptions?.store === undefined ? undefined : await openStore(storeOptions);
+  let v: SuspensionVerification;
+  try {
+    v = await verifySuspension(file, agent, reader === undefined ? keys : { ...keys, store: reader });
+  } finally {
+    await reader?.close();
+  }
   const lines: string[] = [];
   if (v.suspensions.length === 0) {
     lines.push(`no suspensions of '${agent}' are recorded in ${file}`);

@@ -28,7 +28,7 @@ const STORE_OPTIONS = { store: { type: "string" }, table: { type: "string" } } a
 const KEY_HELP =
   "  --key K        the HMAC key of the log (default: the CIVITAS_AUDIT_KEY environment variable)\n  --key-for ID=K the key of the rows signed under keyId ID (repeat it for a log signed under rotated keys;\n                 --key, or CIVITAS_AUDIT_KEY, then covers any other keyId)";
 const STORE_HELP =
-  "  --store URI    the state store: sqlite:<path> (opened read-only)\n  --table NAME   the SQLite table (default: civitas_state)";
+  "  --store URI    the state store: sqlite:<path> (opened read-only) or postgres://user@host:port/db\n  --table NAME   the table (default: civitas_state; on PostgreSQL optionally schema.table)";
 
 /** The verification keys: `--key` (or CIVITAS_AUDIT_KEY) for any keyId, `--key-for ID=K` for one. */
 function auditKeys(values: Values): AuditKeys {
@@ -71,11 +71,19 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       run: async ([file], v) => (await audit()).auditVerify(file!, auditKeys(v)),
     },
     "verify-suspension": {
-      usage: "<file> <agent> [--key K] [--key-for ID=K ...] [--json]",
-      summary: "show each suspension of <agent> and whether one resume settled it (exit 0 verified or pending, 1 failed)",
+      usage: "<file> <agent> [--key K] [--key-for ID=K ...] [--store URI [--table T]] [--json]",
+      summary: "show each suspension of <agent> and whether one resume settled it; with --store, also that the log is not cut before the anchor stored with the agent's state (exit 0 verified or pending, 1 failed)",
       positionals: ["file", "agent"],
-      options: KEY_OPTION,
-      run: async ([file, agent], v) => (await audit()).auditVerifySuspension(file!, agent!, auditKeys(v)),
+      options: { ...KEY_OPTION, ...STORE_OPTIONS },
+      run: async ([file, agent], v) => (await audit()).auditVerifySuspension(file!, agent!, auditKeys(v), storeOptions(v)),
+    },
+    export: {
+      usage: "--store postgres://… [--table T] [--out file] [--json]",
+      summary: "write the chain of a PostgresAuditSink as a JSONL log that 'audit verify' reads (to --out, else stdout; exit 0, 3 unreadable)",
+      positionals: [],
+      options: { ...STORE_OPTIONS, out: { type: "string" } },
+      run: async (_args, v) =>
+        (await import("./audit-export.js")).auditExport({ ...storeOptions(v), out: typeof v.out === "string" ? v.out : undefined, json: v.json === true }),
     },
     repair: {
       usage: "<file> [--json]",
@@ -87,25 +95,32 @@ const COMMANDS: Record<string, Record<string, Command>> = {
   },
   state: {
     list: {
-      usage: "--store sqlite:<path> [--json]",
+      usage: "--store sqlite:<path>|postgres://… [--table T] [--json]",
       summary: "list the names that have stored state",
       positionals: [],
       options: STORE_OPTIONS,
       run: async (_args, v) => (await state()).stateList(storeOptions(v)),
     },
     show: {
-      usage: "<name> --store sqlite:<path> [--json]",
+      usage: "<name> --store sqlite:<path>|postgres://… [--table T] [--json]",
       summary: "print the stored state of <name> as JSON (exit 4 when unknown)",
       positionals: ["name"],
       options: STORE_OPTIONS,
       run: async ([name], v) => (await state()).stateShow(name!, storeOptions(v)),
     },
     suspended: {
-      usage: "--store sqlite:<path> [--json]",
-      summary: "list the agents whose stored state holds a suspension marker",
+      usage: "--store sqlite:<path>|postgres://… [--table T] [--json]",
+      summary: "list the agents whose stored state holds a suspension marker (PostgreSQL: one query on the marker column)",
       positionals: [],
       options: STORE_OPTIONS,
       run: async (_args, v) => (await state()).stateSuspended(storeOptions(v)),
+    },
+    migrate: {
+      usage: "--store postgres://…|sqlite:<path> [--table T] [--json]",
+      summary: "create the store's table (PostgreSQL: with its marker index and fence sequence) if missing; a table of another shape is refused (exit 3)",
+      positionals: [],
+      options: STORE_OPTIONS,
+      run: async (_args, v) => (await state()).stateMigrate(storeOptions(v)),
     },
   },
 };
@@ -118,7 +133,11 @@ const EXIT_HELP = `exit codes:
   4  not found`;
 
 function commandHelp(group: string, name: string, c: Command): string {
-  const options = [group === "audit" && name !== "repair" ? KEY_HELP : "", group === "state" ? STORE_HELP : ""];
+  const options = [
+    group === "audit" && name !== "repair" && name !== "export" ? KEY_HELP : "",
+    group === "state" || name === "verify-suspension" || name === "export" ? STORE_HELP : "",
+    name === "export" ? "  --out FILE     write the log to FILE (default: stdout; the row count then goes to stderr)" : "",
+  ];
   return [
     `usage: civitas ${group} ${name} ${c.usage}`,
     "",

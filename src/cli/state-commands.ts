@@ -1,46 +1,57 @@
 /**
  * `civitas state list | show | suspended --store <uri>`: read-only views of
  * a state store. The SQLite file is opened read-only (`readonly`,
- * `fileMustExist`), so the CLI never creates, migrates or modifies a store.
+ * `fileMustExist`) and a PostgreSQL table is only read, so these commands
+ * never create, migrate or modify a store; `civitas state migrate` is the one
+ * that creates a store's schema.
  * @module
  */
 import type BetterSqlite3 from "better-sqlite3";
 import { CivitasError } from "../errors/civitas-error.js";
 import type { JsonObject } from "../message/json.js";
 import { readMarker, SUSPENSION_KEY } from "../process/suspension.js";
-import { decodeState } from "../state/state-record.js";
+import { decodeState, STATE_RECORD_VERSION } from "../state/state-record.js";
 import { CliError, ExitCode, table, usageError, type CommandResult } from "./output.js";
 
 /** The store URI schemes the CLI understands. */
-const SCHEMES = ["sqlite:<path>"];
+const SCHEMES = ["sqlite:<path>", "postgres://user@host:port/database"];
 const DEFAULT_TABLE = "civitas_state";
 const SQL_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 /** Where to read state from, as given by `--store` and `--table`. */
 export interface StoreOptions {
-  /** `sqlite:<path>`. */
+  /** `sqlite:<path>` or `postgres://…`. */
   store: string | undefined;
-  /** The SQLite table, `civitas_state` unless given. */
+  /** The table, `civitas_state` unless given. */
   table: string | undefined;
 }
 
 /** The read-only part of a state store the commands need. */
-interface StoreReader {
-  list(): string[];
-  get(name: string): JsonObject | undefined;
-  close(): void;
+export interface StoreReader {
+  list(): Promise<string[]>;
+  get(name: string): Promise<JsonObject | undefined>;
+  /** The stored markers in one query, for a store that keeps them in their own column. */
+  suspended?(): Promise<{ name: string; marker: string }[]>;
+  close(): Promise<void>;
 }
+
+const isPostgres = (uri: string): boolean => uri.startsWith("postgres://") || uri.startsWith("postgresql://");
 
 interface RecordRow {
   version: unknown;
   state: unknown;
 }
 
-async function openStore(options: StoreOptions): Promise<StoreReader> {
+/**
+ * Opens the store `--store` names, read-only.
+ * @throws {@link CliError} for a missing or unsupported `--store`, a missing file or table.
+ */
+export async function openStore(options: StoreOptions): Promise<StoreReader> {
   const uri = options.store;
   if (uri === undefined || uri === "") {
     throw usageError(`--store is required; supported: ${SCHEMES.join(", ")}`);
   }
+  if (isPostgres(uri)) return (await import("./postgres-reader.js")).openPostgresReader(uri, options.table);
   if (!uri.startsWith("sqlite:")) {
     const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(uri)?.[1];
     throw usageError(
@@ -83,12 +94,12 @@ async function openStore(options: StoreOptions): Promise<StoreReader> {
     const selectOne = db.prepare<[string], RecordRow>(`SELECT version, state FROM "${tableName}" WHERE name = ?`);
     const selectNames = db.prepare<[], string>(`SELECT name FROM "${tableName}"`).pluck();
     return {
-      list: () => selectNames.all().sort(),
-      get: (name) => {
+      list: async () => selectNames.all().sort(),
+      get: async (name) => {
         const row = selectOne.get(name);
         return row === undefined ? undefined : decodeState(name, row.version, row.state);
       },
-      close: () => db.close(),
+      close: async () => void db.close(),
     };
   } catch (err) {
     db.close();
@@ -99,19 +110,19 @@ async function openStore(options: StoreOptions): Promise<StoreReader> {
   }
 }
 
-async function withStore(options: StoreOptions, body: (store: StoreReader) => CommandResult): Promise<CommandResult> {
+async function withStore(options: StoreOptions, body: (store: StoreReader) => Promise<CommandResult>): Promise<CommandResult> {
   const store = await openStore(options);
   try {
-    return body(store);
+    return await body(store);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
 /** `civitas state list`: the names that have state, sorted, one per line. */
 export async function stateList(options: StoreOptions): Promise<CommandResult> {
-  return withStore(options, (store) => {
-    const names = store.list();
+  return withStore(options, async (store) => {
+    const names = await store.list();
     return {
       exitCode: ExitCode.OK,
       text: names.length === 0 ? "(no agent has stored state)" : names.join("\n"),
@@ -125,8 +136,8 @@ export async function stateList(options: StoreOptions): Promise<CommandResult> {
  * store holds no state for `name`, 3 when the record is refused (`STATE_SCHEMA`).
  */
 export async function stateShow(name: string, options: StoreOptions): Promise<CommandResult> {
-  return withStore(options, (store) => {
-    const state = store.get(name);
+  return withStore(options, async (store) => {
+    const state = await store.get(name);
     if (state === undefined) {
       throw new CliError(ExitCode.NOT_FOUND, "NOT_FOUND", `no state named '${name}' in ${String(options.store)}`);
     }
@@ -140,12 +151,18 @@ export async function stateShow(name: string, options: StoreOptions): Promise<Co
  * listed as errors after the others, and make the exit code 3.
  */
 export async function stateSuspended(options: StoreOptions): Promise<CommandResult> {
-  return withStore(options, (store) => {
+  return withStore(options, async (store) => {
     const suspended: { name: string; reason: string; since: string; suspensionId: string }[] = [];
     const errors: { name: string; code: string; message: string }[] = [];
-    for (const name of store.list()) {
+    // A store with a marker column answers in one query; otherwise every record is read.
+    const markers = store.suspended === undefined ? undefined : await store.suspended();
+    const read = async (name: string): Promise<JsonObject | undefined> => {
+      const text = markers?.find((m) => m.name === name)?.marker;
+      return markers === undefined ? store.get(name) : decodeState(name, STATE_RECORD_VERSION, `{${JSON.stringify(SUSPENSION_KEY)}:${String(text)}}`);
+    };
+    for (const name of markers === undefined ? await store.list() : markers.map((m) => m.name)) {
       try {
-        const state = store.get(name);
+        const state = await read(name);
         const marker = state === undefined ? undefined : readMarker(name, state);
         if (marker !== undefined) {
           suspended.push({ name, reason: marker.reason, since: marker.since, suspensionId: marker.suspensionId });
@@ -170,4 +187,31 @@ export async function stateSuspended(options: StoreOptions): Promise<CommandResu
       json: { store: options.store, ok: errors.length === 0, suspended, errors },
     };
   });
+}
+
+/**
+ * `civitas state migrate --store <uri>`: creates the store's table (and, on
+ * PostgreSQL, its marker index and the fence sequence) if missing, checking
+ * an existing table's shape; changes nothing else. Idempotent. Exit 3 for a
+ * table of another shape or an unreachable server.
+ */
+export async function stateMigrate(options: StoreOptions): Promise<CommandResult> {
+  const uri = options.store;
+  if (uri === undefined || uri === "") throw usageError(`--store is required; supported: ${SCHEMES.join(", ")}`);
+  const table = options.table ?? DEFAULT_TABLE;
+  if (isPostgres(uri)) {
+    const { PostgresStateStore } = await import("../state/postgres-state-store.js");
+    const store = new PostgresStateStore({ connectionString: uri }, { table });
+    try {
+      await store.migrate();
+    } finally {
+      await store.close();
+    }
+  } else if (uri.startsWith("sqlite:") && uri.length > "sqlite:".length) {
+    const { SqliteStateStore } = await import("../state/sqlite-state-store.js");
+    await new SqliteStateStore(uri.slice("sqlite:".length), { table }).close();
+  } else {
+    throw usageError(`--store must be one of: ${SCHEMES.join(", ")}; got '${uri}'`);
+  }
+  return { exitCode: ExitCode.OK, text: `migrated: table ${table} of the store is ready`, json: { store: uri, table, migrated: true } };
 }

@@ -344,3 +344,28 @@ export class RemoteControlError extends CivitasError {
     this.agent = agent;
   }
 }
+
+/**
+ * A write to a shared store was refused because another process now owns the
+ * record: the row carries a newer fence than the writer's (a takeover claimed
+ * it). Nothing was changed. The writer has lost ownership and must stop; a
+ * runtime that gets it from a persist stops the agent at once (`agent.fenced`).
+ */
+export class StateFencedError extends CivitasError {
+  /** The record (agent name) the write was for. */
+  readonly agent: string;
+  /** The writer's fence. */
+  readonly fence: number;
+  /** The fence the row carries, when known. */
+  readonly currentFence: number | undefined;
+  constructor(agent: string, fence: number, currentFence: number | undefined, message?: string) {
+    super(
+      "STATE_FENCED",
+      message ??
+        `the write to '${agent}' with fence ${fence} was refused: the row is owned by fence ${currentFence === undefined ? "(a newer one)" : String(currentFence)}, so another process took it over; nothing was changed. Stop this owner; the new one holds the state`,
+    );
+    this.agent = agent;
+    this.fence = fence;
+    this.currentFence = currentFence;
+  }
+}

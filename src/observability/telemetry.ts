@@ -9,6 +9,7 @@ import {
   type Tracer,
   type TracerProvider,
 } from "@opentelemetry/api";
+import { anchorOf, type AuditAnchor } from "../audit/audit-anchor.js";
 import type { AuditSink } from "../audit/audit-event.js";
 import { describeValue } from "../errors/civitas-error.js";
 import type { JsonObject } from "../message/json.js";
@@ -136,6 +137,14 @@ export class Telemetry {
     }
   }
 
+  /** The newest audit anchor per agent, from sinks whose `emit` resolves with one. */
+  private readonly anchors = new Map<string, AuditAnchor>();
+
+  /** The newest anchor the sink reported for `agent`'s events, if its sink reports them. */
+  anchorFor(agent: string): AuditAnchor | undefined {
+    return this.anchors.get(agent);
+  }
+
   /** Whether audit events go anywhere. */
   get auditing(): boolean {
     return this.auditSink !== undefined;
@@ -159,7 +168,8 @@ export class Telemetry {
   async audit(event: string, agent: string, details: JsonObject): Promise<boolean> {
     if (this.auditSink === undefined) return true;
     try {
-      await this.auditSink.emit({ event, ts: isoTime(this.clock.now()), agent, signerId: this.signerId, details });
+      const anchor = anchorOf(await this.auditSink.emit({ event, ts: isoTime(this.clock.now()), agent, signerId: this.signerId, details }));
+      if (anchor !== undefined && (this.anchors.get(agent)?.seq ?? -1) < anchor.seq) this.anchors.set(agent, anchor);
       return true;
     } catch (err) {
       this.logger.error("audit: the sink failed to record an event", { event, agent, error: err });

@@ -11,6 +11,7 @@ import {
   ReservedMessageTypeError,
   RuntimeStateError,
   StartFailedError,
+  type StateFencedError,
 } from "../errors/errors.js";
 import { HandlerFailedError } from "../errors/handler-failed-error.js";
 import { NOT_PENDING } from "../bus/message-bus.js";
@@ -29,6 +30,8 @@ import { nonNegativeInteger, type ResolvedAgentOptions } from "./agent-options.j
 import { composeReply, isComposedReply, isMessage, type EnvelopeContext } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
 import { persistableState, readMarker } from "./suspension.js";
+import { anchoredState } from "../audit/audit-anchor.js";
+import { afterFailedPersist } from "./fencing.js";
 import { isLegalTransition, ProcessStatus } from "./process-status.js";
 import type { AgentProcess, SendOptions } from "./agent-process.js";
 import { SuspensionControl } from "./suspension-control.js";
@@ -110,6 +113,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   crashRecorded: Promise<boolean> | undefined;
   /** Why this incarnation's state could not be restored: persists are refused with it, so the stored record survives. */
   unrestored: unknown;
+  /** Set when a persist was refused with `STATE_FENCED`: another process owns the agent now; see `afterFailedPersist`. */
+  fencedOut: StateFencedError | undefined;
 
   /** The agent's pause: its marker, a pending request to suspend, resume. */
   readonly suspension: SuspensionControl;
@@ -263,6 +268,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     let settledInStore = false;
     this.unrestored = undefined;
     try {
+      // Fenced out (another process owns it): never started again in this process.
+      if (this.fencedOut !== undefined) throw this.fencedOut;
       if (this.initialState === undefined) {
         assertJsonObject(this.agent.state, `initial state of '${this.agent.name}'`);
         this.initialState = JSON.stringify(this.agent.state);
@@ -293,6 +300,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
         throw new Error(`'${this.agent.name}' was stopped while its onStart was running, and onStart did not finish within ${this.options.shutdownTimeoutMs} ms; the start is abandoned`);
       }
       await onStart;
+      const fenced = this.fencedOut as StateFencedError | undefined; // set meanwhile when onStart's checkpoint found the agent owned elsewhere
+      if (fenced !== undefined) throw fenced;
     } catch (error) {
       this.transition(ProcessStatus.CRASHED);
       this.suspension.deadline.cancel();
@@ -734,11 +743,16 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the restore's own error, a CivitasError
     if (this.unrestored !== undefined) return Promise.reject(this.unrestored);
     if (this.removed) return Promise.reject(removedError(this.agent.name));
+    if (this.fencedOut !== undefined) return Promise.reject(this.fencedOut);
     try {
       const marker = this.suspension.marker;
       // A pause asked for and not entered yet, or entered and not announced yet, is stored flagged as not announced (see SuspensionMarker.announced).
-      const state = persistableState(this.agent.state, marker ?? this.suspension.request?.marker, this.agent.name, marker !== undefined && !this.suspension.announcementOwed);
-      return this.requireServices().store.set(this.agent.name, state);
+      const pause = marker ?? this.suspension.request?.marker;
+      const state = persistableState(this.agent.state, pause, this.agent.name, marker !== undefined && !this.suspension.announcementOwed);
+      const services = this.requireServices();
+      // A pause, and every write after the agent's first pause or settlement, records where the audit chain stood.
+      const anchor = pause !== undefined || this.suspension.lastSettled !== undefined ? services.telemetry.anchorFor(this.agent.name) : undefined;
+      return services.store.set(this.agent.name, anchoredState(state, anchor)).catch((error: unknown) => afterFailedPersist(this, error));
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- a store (or the state check) threw synchronously: reject like an async store would
       return Promise.reject(error);

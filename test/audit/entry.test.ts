@@ -5,6 +5,7 @@ import { CivitasError } from "../../src/errors/civitas-error.js";
 describe("civitas-ts/audit entry", () => {
   it("exports exactly the public API", () => {
     expect(Object.keys(audit).sort()).toEqual([
+      "AUDIT_ANCHOR_KEY",
       "AuditCorruptError",
       "AuditKeyMissingError",
       "AuditSinkClosedError",

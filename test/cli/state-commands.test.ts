@@ -116,11 +116,12 @@ describe("civitas state", { timeout: 60_000 }, () => {
     expect(json).toMatchObject({ ok: false, exitCode: 3 });
   });
 
-  it("an unsupported store scheme or a missing --store is a usage error naming sqlite:", async () => {
-    const run = await civitas(["state", "list", "--store", "postgres://localhost/civitas"]);
+  it("an unsupported store scheme or a missing --store is a usage error naming sqlite: and postgres://", async () => {
+    const run = await civitas(["state", "list", "--store", "mysql://localhost/civitas"]);
     expect(run.code).toBe(2);
-    expect(run.stderr).toContain("'postgres:' is not supported");
+    expect(run.stderr).toContain("'mysql:' is not supported");
     expect(run.stderr).toContain("sqlite:<path>");
+    expect(run.stderr).toContain("postgres://");
     const { code, json } = await civitasJson(["state", "list"]);
     expect(code).toBe(2);
     expect(json).toMatchObject({ ok: false, exitCode: 2, error: { code: "USAGE" } });

@@ -1,0 +1,252 @@
+import type pg from "pg";
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidArgumentError } from "../errors/errors.js";
+import { stderrLogger, type Logger } from "../logging/logger.js";
+import { int8, openPool, tableName, unavailable, withClient, type PostgresConnection, type PostgresPoolOptions, type TableName } from "../postgres/pg-connection.js";
+import { ensureTable } from "../postgres/table-shape.js";
+import type { AuditAnchor } from "./audit-anchor.js";
+import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError } from "./audit-errors.js";
+import type { AuditEvent, AuditSink } from "./audit-event.js";
+import { auditEventProblem } from "./audit-event-check.js";
+import { encodeRow, GENESIS_PREV, isParseFailure, keyBytes, macEquals, macOf, parseRowLine, signRow, type AuditRow } from "./audit-row.js";
+
+/** Options of {@link PostgresAuditSink}: where (`pool` or `connectionString`), and how rows are signed. */
+export type PostgresAuditSinkOptions = PostgresConnection &
+  PostgresPoolOptions & {
+    /**
+     * The HMAC-SHA256 key (a string is UTF-8 encoded).
+     * @defaultValue the `CIVITAS_AUDIT_KEY` environment variable
+     */
+    key?: string | Uint8Array;
+    /**
+     * Names the key in every row (`keyId`), for rotation.
+     * @defaultValue `"default"`
+     */
+    keyId?: string;
+    /**
+     * Recorded as every row's `signerId` in place of the event's own.
+     * @defaultValue the event's `signerId`
+     */
+    signerId?: string;
+    /**
+     * The table holding the chain (one chain per table), created on first
+     * use with its head table `<table>_head`; a plain identifier, optionally
+     * schema-qualified, at most 58 characters.
+     * @defaultValue `"civitas_audit"`
+     */
+    table?: string;
+    /**
+     * Where connection errors the pool reports on its own go (a pool the sink makes).
+     * @defaultValue warnings to stderr
+     */
+    logger?: Logger;
+  };
+
+const ROW_COLUMNS = { seq: { type: "bigint", nullable: false }, line: { type: "text", nullable: false } };
+const HEAD_COLUMNS = { chain: { type: "boolean", nullable: false }, seq: { type: "bigint", nullable: false }, hash: { type: "text", nullable: false } };
+
+/** The chain's table and its head table. @internal */
+export function auditTables(option: unknown, component: string): { rows: TableName; head: TableName } {
+  const rows = tableName("table", option ?? "civitas_audit", component);
+  if (rows.name.length > 58) throw new InvalidArgumentError("table", `${component} option table must name a table of at most 58 characters (its head table adds '_head'), got ${describeValue(option)}`);
+  const head = tableName("table", `${rows.schema === undefined ? "" : `${rows.schema}.`}${rows.name}_head`, component);
+  return { rows, head };
+}
+
+/**
+ * An {@link AuditSink} that appends the same rows as `JsonlAuditSink`
+ * (SPEC §11.13: hash-chained, HMAC-signed, canonical JSON) to one chain in a
+ * PostgreSQL table, for several processes that share one audit story.
+ *
+ * - Each row is stored as its canonical JSON line (`line text`), byte for
+ *   byte what the JSONL sink writes, keyed by `seq`.
+ * - Appends from any number of sinks and processes are serialized by the
+ *   database: each `emit` runs one transaction that locks the chain head
+ *   (`SELECT … FOR UPDATE` on the one row of `<table>_head`), inserts the
+ *   row chained to it and moves the head, then commits (three round trips). `emit` resolves with
+ *   the row's {@link AuditAnchor} once the commit is durable; a failed
+ *   append rolls back, rejects, and leaves the chain as it was.
+ * - Within one sink, emits are written in call order.
+ * - `civitas audit export --store postgres://…` (or {@link PostgresAuditSink.rows})
+ *   gives the log to the offline verifiers.
+ *
+ * Whoever creates the sink closes it; the runtime never does. A given pool is never ended.
+ *
+ * @example
+ * ```ts
+ * import { PostgresAuditSink } from "civitas-ts/postgres";
+ * const audit = new PostgresAuditSink({ pool, key: process.env.CIVITAS_AUDIT_KEY! });
+ * const runtime = new Runtime({ root, store, auditSink: audit });
+ * ```
+ * @throws `AUDIT_KEY_MISSING` when no key is given and `CIVITAS_AUDIT_KEY` is unset;
+ *   `INVALID_ARGUMENT` for a bad option; `STORE_UNAVAILABLE` when `pg` is not installed.
+ */
+export class PostgresAuditSink implements AuditSink {
+  /** The chain's table, as given. */
+  readonly table: string;
+
+  readonly #pool: pg.Pool;
+  readonly #owned: boolean;
+  readonly #where: string;
+  readonly #label: string;
+  readonly #tables: { rows: TableName; head: TableName };
+  readonly #key: Uint8Array;
+  readonly #keyId: string;
+  readonly #signerId: string | undefined;
+  #ready: Promise<void> | undefined;
+  #queue: Promise<void> = Promise.resolve();
+  #closing: Promise<void> | undefined;
+
+  constructor(options: PostgresAuditSinkOptions) {
+    if (typeof options !== "object" || options === null) {
+      throw new InvalidArgumentError("options", `new PostgresAuditSink(options) needs { pool } or { connectionString }, and key, got ${describeValue(options)}`);
+    }
+    this.#tables = auditTables(options.table, "PostgresAuditSink");
+    this.table = this.#tables.rows.text;
+    this.#label = `PostgresAuditSink(${this.table})`;
+    const key = keyBytes(options.key) ?? (options.key === undefined ? keyBytes(process.env.CIVITAS_AUDIT_KEY) : undefined);
+    if (key === undefined) throw new AuditKeyMissingError(this.#label);
+    const keyId = options.keyId ?? "default";
+    if (typeof keyId !== "string" || keyId.length === 0) throw new InvalidArgumentError("keyId", `PostgresAuditSink keyId must be a non-empty string, got ${describeValue(keyId)}`);
+    const signerId: unknown = options.signerId;
+    if (signerId !== undefined && (typeof signerId !== "string" || signerId.length === 0)) {
+      throw new InvalidArgumentError("signerId", `PostgresAuditSink signerId must be a non-empty string naming who signs the rows, or left out, got ${describeValue(signerId)}`);
+    }
+    this.#key = key;
+    this.#keyId = keyId;
+    this.#signerId = signerId;
+    const logger = options.logger ?? stderrLogger;
+    const connection = options.pool !== undefined ? { pool: options.pool } : { connectionString: options.connectionString };
+    const opened = openPool(connection, options, this.#label, (error) => logger.warn(`${this.#label}: a pooled PostgreSQL connection was lost`, { message: error.message }));
+    this.#pool = opened.pool;
+    this.#owned = opened.owned;
+    this.#where = opened.where;
+  }
+
+  /**
+   * Appends `event` as the next row of the chain, in one transaction, and
+   * resolves with its anchor once committed.
+   * @throws (rejects) `AUDIT_SINK_CLOSED` after `close()`; `INVALID_ARGUMENT` when `details` is not plain JSON;
+   *   `STORE_UNAVAILABLE` when the database fails (the row is then not in the chain, and the chain is intact);
+   *   `AUDIT_CORRUPT` when the chain's last row was signed under this keyId with another key.
+   */
+  emit(event: AuditEvent): Promise<AuditAnchor> {
+    if (this.#closing !== undefined) return Promise.reject(new AuditSinkClosedError(this.#label));
+    const problem = auditEventProblem(event);
+    if (problem !== undefined) return Promise.reject(problem);
+    const run = this.#queue.then(() => this.#append(event));
+    this.#queue = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  /**
+   * Every row of the chain, in order, as stored: what `verifyAuditLog(rows, { key })`
+   * and `verifySuspension(rows, agent, { key })` take directly.
+   * @throws (rejects) `AUDIT_CORRUPT` for a stored line that is not a row; `STORE_UNAVAILABLE`.
+   */
+  async rows(): Promise<AuditRow[]> {
+    const rows: AuditRow[] = [];
+    for await (const line of readAuditLines(this.#pool, this.#tables.rows, this.#label, this.#where)) {
+      const row = parseRowLine(Buffer.from(line, "utf8"));
+      if (isParseFailure(row)) throw new AuditCorruptError(this.#label, `${this.#label}: row ${rows.length} is not a row (${row.message}); export the log and verify it`, { index: rows.length });
+      rows.push(row);
+    }
+    return rows;
+  }
+
+  /** Waits for pending emits, then ends the pool the sink made (a given pool is never ended). Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= this.#queue.then(() => (this.#owned ? this.#pool.end() : undefined));
+    return this.#closing;
+  }
+
+  async #append(event: AuditEvent): Promise<AuditAnchor> {
+    try {
+      this.#ready ??= this.#prepare().catch((error: unknown) => {
+        this.#ready = undefined;
+        throw error;
+      });
+      await this.#ready;
+      const { rows, head } = this.#tables;
+      return await withClient(this.#pool, async (client) => {
+        try {
+          // One round trip: a simple-protocol query may hold several statements (no parameters needed here).
+          const results = (await client.query(`BEGIN; SELECT seq::text AS seq, hash FROM ${head.sql} WHERE chain FOR UPDATE`)) as unknown as pg.QueryResult<{ seq: string; hash: string }>[];
+          const top = results[1]?.rows[0];
+          if (top === undefined) throw new AuditCorruptError(this.#label, `${this.#label}: the head table ${head.text} has no row; the chain cannot be continued safely, verify an export of it`);
+          const row = signRow(
+            {
+              seq: int8(top.seq) + 1,
+              ts: event.ts,
+              event: event.event,
+              agent: event.agent,
+              signerId: this.#signerId ?? event.signerId,
+              keyId: this.#keyId,
+              details: event.details,
+              prev: top.hash,
+            },
+            this.#key,
+          );
+          const line = encodeRow(row).toString("utf8").slice(0, -1);
+          await client.query(`WITH appended AS (INSERT INTO ${rows.sql} (seq, line) VALUES ($1, $2)) UPDATE ${head.sql} SET seq = $1, hash = $3 WHERE chain`, [row.seq, line, row.hash]);
+          await client.query("COMMIT");
+          return { seq: row.seq, hash: row.hash };
+        } catch (error) {
+          await client.query("ROLLBACK").catch(() => undefined);
+          throw error;
+        }
+      });
+    } catch (error) {
+      throw unavailable(this.#label, this.#where, "appending an audit row", error);
+    }
+  }
+
+  /** Creates the tables if missing (checking existing ones), and refuses a chain whose last row this key did not sign under this keyId. */
+  async #prepare(): Promise<void> {
+    const { rows, head } = this.#tables;
+    await ensureTable(this.#pool, rows, ROW_COLUMNS, [`CREATE TABLE IF NOT EXISTS ${rows.sql} (seq bigint PRIMARY KEY, line text NOT NULL)`], this.#label, "(seq bigint PRIMARY KEY, line text NOT NULL)");
+    await ensureTable(
+      this.#pool,
+      head,
+      HEAD_COLUMNS,
+      [
+        `CREATE TABLE IF NOT EXISTS ${head.sql} (chain boolean PRIMARY KEY DEFAULT true CHECK (chain), seq bigint NOT NULL, hash text NOT NULL)`,
+        `INSERT INTO ${head.sql} (chain, seq, hash) VALUES (true, -1, '${GENESIS_PREV}') ON CONFLICT (chain) DO NOTHING`,
+      ],
+      this.#label,
+      "(chain boolean PRIMARY KEY, seq bigint NOT NULL, hash text NOT NULL)",
+    );
+    const last = await this.#pool.query<{ line: string }>(`SELECT line FROM ${rows.sql} ORDER BY seq DESC LIMIT 1`);
+    const line = last.rows[0]?.line;
+    if (line === undefined) return;
+    const row = parseRowLine(Buffer.from(line, "utf8"));
+    if (isParseFailure(row)) throw new AuditCorruptError(this.#label, `${this.#label}: the chain's last row is damaged (${row.message}); refusing to append to it, export and verify the log`);
+    if (row.keyId === this.#keyId && !macEquals(macOf(row.hash, this.#key), row.mac)) {
+      throw new AuditCorruptError(this.#label, `${this.#label}: the chain's last row was signed under keyId '${this.#keyId}' with a different key than the one given; pass the right key, or a new keyId when rotating keys`);
+    }
+  }
+}
+
+/**
+ * The stored lines of a chain, in `seq` order, read in batches.
+ * @throws (rejects) `STORE_UNAVAILABLE` when the table cannot be read.
+ * @internal
+ */
+export async function* readAuditLines(pool: pg.Pool, table: TableName, label: string, where: string): AsyncGenerator<string> {
+  let after = -1;
+  for (;;) {
+    let batch: pg.QueryResult<{ seq: string; line: string }>;
+    try {
+      batch = await pool.query<{ seq: string; line: string }>(`SELECT seq::text AS seq, line FROM ${table.sql} WHERE seq > $1 ORDER BY seq LIMIT 1000`, [after]);
+    } catch (error) {
+      throw unavailable(label, where, "reading the audit chain", error);
+    }
+    for (const row of batch.rows) yield row.line;
+    const last = batch.rows[batch.rows.length - 1];
+    if (last === undefined || batch.rows.length < 1000) return;
+    after = int8(last.seq);
+  }
+}
