@@ -6,10 +6,10 @@
  * @module
  */
 import { open } from "node:fs/promises";
-import type pg from "pg";
 import { auditTables, readAuditLines } from "../audit/postgres-audit-sink.js";
 import { InvalidArgumentError } from "../errors/errors.js";
-import { loadPg, redact, unavailable } from "../postgres/pg-connection.js";
+import { redact, unavailable } from "../postgres/pg-connection.js";
+import { cliPool } from "./postgres-reader.js";
 import { CliError, ExitCode, usageError, type CommandResult } from "./output.js";
 
 /** What `civitas audit export` was told. */
@@ -42,15 +42,9 @@ export async function auditExport(options: ExportOptions): Promise<CommandResult
     if (err instanceof InvalidArgumentError) throw usageError(err.message);
     throw err;
   }
-  let Pool: typeof pg.Pool;
-  try {
-    Pool = loadPg("civitas").Pool;
-  } catch (err) {
-    throw new CliError(ExitCode.USAGE, "USAGE", "the postgres:// store needs the optional dependency pg; install it with: npm install pg@8", { cause: err });
-  }
   const where = redact(uri);
   const label = `audit chain ${tables.rows.text} on ${where}`;
-  const pool = new Pool({ connectionString: uri, connectionTimeoutMillis: 5000, query_timeout: 60_000, max: 1, allowExitOnIdle: true });
+  const pool = cliPool(uri, 60_000);
   pool.on("error", () => undefined);
   const file = options.out === undefined ? undefined : await open(options.out, "w");
   let rows = 0;

@@ -35,14 +35,8 @@ export async function openPostgresReader(uri: string, table: string | undefined)
     if (err instanceof InvalidArgumentError) throw usageError(`--table must be a plain SQL identifier, optionally schema-qualified (schema.table), got '${String(table)}'`);
     throw err;
   }
-  let Pool: typeof pg.Pool;
-  try {
-    Pool = loadPg("civitas").Pool;
-  } catch (err) {
-    throw new CliError(ExitCode.USAGE, "USAGE", "the postgres:// store needs the optional dependency pg; install it with: npm install pg@8", { cause: err });
-  }
   const label = `PostgreSQL store ${redact(uri)}`;
-  const pool = new Pool({ connectionString: uri, connectionTimeoutMillis: 5000, query_timeout: 30_000, max: 1, allowExitOnIdle: true });
+  const pool = cliPool(uri, 30_000);
   pool.on("error", () => undefined); // an idle connection dropped: the next query fails (and says so) or reconnects
   const query = async <R extends pg.QueryResultRow>(doing: string, text: string, values: unknown[] = []): Promise<R[]> => {
     try {
@@ -73,4 +67,21 @@ export async function openPostgresReader(uri: string, table: string | undefined)
         .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
     close: () => pool.end(),
   };
+}
+
+/**
+ * One connection for a CLI command on `uri`, with finite connect and query
+ * timeouts, that lets the process exit when idle; a usage error naming the
+ * install command when pg is missing. Its idle errors are left to the
+ * queries, which report them.
+ * @internal
+ */
+export function cliPool(uri: string, queryTimeoutMs: number): pg.Pool {
+  let Pool: typeof pg.Pool;
+  try {
+    Pool = loadPg("civitas").Pool;
+  } catch (err) {
+    throw new CliError(ExitCode.USAGE, "USAGE", "the postgres:// store needs the optional dependency pg; install it with: npm install pg@8", { cause: err });
+  }
+  return new Pool({ connectionString: uri, connectionTimeoutMillis: 5000, query_timeout: queryTimeoutMs, max: 1, allowExitOnIdle: true });
 }
