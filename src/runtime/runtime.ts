@@ -456,7 +456,11 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * RUNNING again. Denying a running agent is a no-op (the decider is still
    * checked). Rejects, before anything is sent, with `INVALID_APPROVER` (for
    * the decider) or `AGENT_NOT_FOUND`; then with `STALE_APPROVAL`,
-   * `RESUME_REFUSED` or `AUDIT_UNAVAILABLE`.
+   * `RESUME_REFUSED` or `AUDIT_UNAVAILABLE`. An agent another runtime hosts (with a
+   * transport) is denied by that runtime — its `authorizeResume`, its
+   * `agent.deny` receipt, its `onDeny` — which answers; then `timeoutMs`
+   * defaults to 30 s and the call can also reject with `AGENT_UNREACHABLE` or
+   * `CONTROL_TIMEOUT` (see docs/nats.md).
    * @example
    * ```ts
    * const [pause] = runtime.listSuspended();
