@@ -195,15 +195,14 @@ describe("a request whose first answer is lost on the wire", () => {
   it("is sent again with the same requestId and gets the recorded outcome: one decision, one receipt, no STALE_APPROVAL", async () => {
     const { suspensionId } = await pausePayer("approve INV-11");
     const first = requests.length;
-    // "slow@finance" is decided after 600 ms: the requester's connection is cut while the owner decides, and stays
-    // cut for 1.5 s, so the answer is published while nobody listens on the requester's inbox.
+    // "slow@finance" is decided after 1.5 s: the requester's connection is cut while the owner decides, and stays
+    // cut for 2.5 s, so the answer is published while nobody listens on the requester's inbox.
     const resumed = runtime.resume(payer, "slow@finance", { suspensionId, timeoutMs: 15_000 });
     await peer.waitFor((e) => e.event === "authorizing" && e.approver === "slow@finance");
-    proxy.reset(1500);
+    proxy.reset(2500);
     const cutAt = Date.now();
-    expect(transport.connected).toBe(true); // the client has not noticed yet
     await resumed;
-    expect(Date.now() - cutAt).toBeGreaterThanOrEqual(1400); // answered only after the reconnect, by the retry
+    expect(Date.now() - cutAt).toBeGreaterThanOrEqual(2400); // answered only after the reconnect, by the retry
     expect(await peer.waitFor((e) => e.event === "resumed" && e.suspensionId === suspensionId)).toMatchObject({ approver: "slow@finance" });
     const sent = requests.slice(first).filter((r) => r.type === "_agency.resume");
     expect(sent.length).toBeGreaterThanOrEqual(2);
