@@ -4,6 +4,7 @@ export {
   AgentSuspendedError,
   AuditUnavailableError,
   AskTimeoutError,
+  ClusterScopeUnsupportedError,
   DuplicateNameError,
   IdentityChangedError,
   IllegalTransitionError,
@@ -59,7 +60,7 @@ export { backoffDelay } from "./supervision/backoff.js";
 export type { BackoffPolicy } from "./supervision/backoff.js";
 
 export { Runtime } from "./runtime/runtime.js";
-export type { ControlOptions, DenyOptions, FromTopologyOptions, ResumeOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions, SuspendedAgent, SuspendOptions } from "./runtime/runtime.js";
+export type { ControlOptions, DenyOptions, FromTopologyOptions, ListSuspendedOptions, ResumeOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions, SuspendedAgent, SuspendOptions } from "./runtime/runtime.js";
 export type { AuthorizeResume, ResumeDecision } from "./runtime/services.js";
 export type { RuntimeEvents } from "./runtime/runtime-events.js";
 export type { AgentClasses } from "./runtime/topology.js";

@@ -1,9 +1,12 @@
 // The payments worker of the cluster demo: one process hosting the "payments"
 // agent on the NATS bus. Payments within policy are paid at once; a larger one
 // is stored as pending, the agent suspends itself, and only an approver's
-// resume — from any process on the bus — pays it.
+// resume — from any process on the bus — pays it. Its state, and so its
+// pauses, live in PostgreSQL (CIVITAS_POSTGRES_URL, table CIVITAS_STATE_TABLE),
+// written through a fenced view, where every process of the cluster can list them.
 import { AgentProcess, MemoryAuditSink, Runtime, silentLogger, type Message, type SuspensionMarker } from "civitas-ts";
 import { NatsTransport } from "civitas-ts/nats";
+import { PostgresStateStore } from "civitas-ts/postgres";
 
 const POLICY_LIMIT = 1000;
 const say = (line: string): void => void process.stdout.write(`[worker] ${line}\n`);
@@ -38,9 +41,17 @@ class Payments extends AgentProcess {
   }
 }
 
+const store = new PostgresStateStore(
+  { connectionString: process.env.CIVITAS_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test" },
+  { table: process.env.CIVITAS_STATE_TABLE ?? "civitas_state", logger: silentLogger },
+);
+// This process owns "payments": its writes carry a fence, so a former owner could never overwrite them.
+const fence = await store.nextFence();
+await store.claim(["payments"], fence);
 const audit = new MemoryAuditSink();
 const runtime = new Runtime({
   root: [new Payments("payments")],
+  store: store.fenced(fence),
   transport: new NatsTransport({ servers: process.env.NATS_URL ?? "127.0.0.1:4222" }),
   auditSink: audit,
   // The owner decides: only finance approvers may resume a payment.
@@ -51,7 +62,8 @@ await runtime.start();
 say(`ready (pid ${process.pid}): payments is on the bus`);
 
 process.on("SIGTERM", () => {
-  void runtime.stop().then(() => {
+  void runtime.stop().then(async () => {
+    await store.close(); // the runtime never closes a store it was given
     say(`stopped; receipts: ${audit.events.filter((e) => e.event !== "agent.start").map((e) => e.event).join(", ")}`);
     process.exit(0);
   });

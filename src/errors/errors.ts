@@ -369,3 +369,21 @@ export class StateFencedError extends CivitasError {
     this.currentFence = currentFence;
   }
 }
+
+/**
+ * `runtime.listSuspended({ scope: "cluster" })` on a runtime whose store
+ * cannot answer for the cluster: only a store shared by every process (a
+ * `PostgresStateStore` from `civitas-ts/postgres`, or a fenced view of one)
+ * records the pauses of agents that run elsewhere. Nothing was queried.
+ */
+export class ClusterScopeUnsupportedError extends CivitasError {
+  /** The class name of the runtime's store (`InMemoryStateStore`, `SqliteStateStore` …). */
+  readonly store: string;
+  constructor(store: string) {
+    super(
+      "CLUSTER_SCOPE_UNSUPPORTED",
+      `listSuspended({ scope: "cluster" }) needs a state store shared by the cluster that lists its suspensions — a PostgresStateStore from civitas-ts/postgres (or its fenced(fence) view) — but this runtime's store is ${store}; pass such a store as new Runtime({ store }), or call listSuspended() for this runtime's own agents`,
+    );
+    this.store = store;
+  }
+}

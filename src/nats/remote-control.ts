@@ -19,6 +19,11 @@ const RESULT_TYPE = "civitas.ctl.result";
 const REMEMBERED = 10_000;
 /** How long a requester waits between attempts while nobody answers the agent's control subject. */
 const RETRY_MS = 100;
+/**
+ * How long one attempt waits for its answer before the same request (same
+ * `requestId`) is sent again: an answer lost in transit costs at most this.
+ */
+const ATTEMPT_MS = 1_000;
 
 function envelope(type: string, recipient: string, payload: JsonObject): Message {
   const timestamp = Date.now();
@@ -95,26 +100,33 @@ function kindOf(error: unknown): "no-responders" | "timeout" | "other" {
 /**
  * Sends a control request to the owner of `name` and resolves with its
  * answer. While nobody answers the agent's control subject it tries again
- * until the deadline (`AGENT_UNREACHABLE`); once a request was taken and
- * no answer came, `CONTROL_TIMEOUT`. Every attempt carries the same
- * `requestId`, so the owner acts once. A refusal rejects with its own code.
+ * until the deadline (`AGENT_UNREACHABLE`). An attempt that was taken and
+ * got no answer within {@link ATTEMPT_MS} (the answer may have been lost in
+ * transit, or the owner is still deciding) is sent again, with the same
+ * `requestId`, so the owner answers with the outcome it recorded for it and
+ * acts once; once some attempt was taken and no answer came by the
+ * deadline, `CONTROL_TIMEOUT`. A refusal rejects with its own code.
  * @internal
  */
 export async function requestControl(nc: NatsConnection, serializer: WireSerializer, name: string, operation: ControlOperation, args: JsonObject, timeoutMs: number, signal: AbortSignal | undefined): Promise<JsonObject> {
   const deadline = Date.now() + timeoutMs;
   const payload: JsonObject = { requestId: uuidv7(), args, timeoutMs };
   const data = encodeMessage(envelope(TYPES[operation], name, payload), serializer);
+  let taken = false;
   for (;;) {
     if (signal?.aborted) throw signal.reason;
     const left = deadline - Date.now();
-    if (left <= 0) throw new AgentUnreachableError(name, timeoutMs);
+    if (left <= 0) throw taken ? new ControlTimeoutError(name, timeoutMs) : new AgentUnreachableError(name, timeoutMs);
     let reply: Uint8Array;
     try {
-      reply = (await nc.request(controlSubject(name), data, { timeout: Math.max(1, left) })).data;
+      reply = (await nc.request(controlSubject(name), data, { timeout: Math.max(1, Math.min(left, ATTEMPT_MS)) })).data;
     } catch (error) {
       const kind = kindOf(error);
-      if (kind === "timeout") throw new ControlTimeoutError(name, timeoutMs);
       if (kind === "other") throw new TransportUnavailableError(`the control request for '${name}' could not be sent: ${(error as Error).message}`, { cause: error });
+      if (kind === "timeout") {
+        taken = true; // a subscriber took it (else the server would have said "no responders"): ask again for the recorded outcome
+        continue;
+      }
       await new Promise((resolve) => setTimeout(resolve, Math.min(RETRY_MS, Math.max(0, deadline - Date.now()))));
       continue;
     }

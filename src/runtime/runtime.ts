@@ -28,6 +28,7 @@ import type { AuthorizeResume, RuntimeServices } from "./services.js";
 import { checkRuntimeOptions } from "./check-runtime-options.js";
 import { buildTopology, type AgentClasses } from "./topology.js";
 import { attachTransport } from "./transport-host.js";
+import { listClusterSuspended } from "./cluster-suspensions.js";
 
 /** Options of a {@link Runtime}. */
 export interface RuntimeOptions {
@@ -124,6 +125,18 @@ export interface SuspendedAgent {
   readonly suspensionId: string;
   /** When the pause is denied by `"expiry"`, ISO-8601 UTC, when it has a deadline. */
   readonly expiresAt?: string;
+}
+
+/** Options of {@link Runtime.listSuspended}. */
+export interface ListSuspendedOptions {
+  /**
+   * `"local"`: the agents this runtime supervises, from memory, synchronously.
+   * `"cluster"`: every agent in the runtime's shared store, wherever it runs,
+   * from the store's marker column in one query — a Promise, and only with a
+   * `PostgresStateStore` (or a fenced view of one).
+   * @defaultValue "local"
+   */
+  scope?: "local" | "cluster";
 }
 
 /** Options of {@link Runtime.send}. */
@@ -443,7 +456,11 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * RUNNING again. Denying a running agent is a no-op (the decider is still
    * checked). Rejects, before anything is sent, with `INVALID_APPROVER` (for
    * the decider) or `AGENT_NOT_FOUND`; then with `STALE_APPROVAL`,
-   * `RESUME_REFUSED` or `AUDIT_UNAVAILABLE`.
+   * `RESUME_REFUSED` or `AUDIT_UNAVAILABLE`. An agent another runtime hosts (with a
+   * transport) is denied by that runtime — its `authorizeResume`, its
+   * `agent.deny` receipt, its `onDeny` — which answers; then `timeoutMs`
+   * defaults to 30 s and the call can also reject with `AGENT_UNREACHABLE` or
+   * `CONTROL_TIMEOUT` (see docs/nats.md).
    * @example
    * ```ts
    * const [pause] = runtime.listSuspended();
@@ -470,8 +487,40 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     }
   }
 
-  /** Every SUSPENDED agent of this runtime, with its reason, since, suspension id and deadline (if any). */
-  listSuspended(): SuspendedAgent[] {
+  /**
+   * Every SUSPENDED agent of this runtime, with its reason, since, suspension
+   * id and deadline (if any): synchronous, from memory.
+   * @throws {@link InvalidArgumentError} for options that are not an object or a `scope` other than `"local"`/`"cluster"`
+   */
+  listSuspended(options?: { scope?: "local" }): SuspendedAgent[];
+  /**
+   * Every suspended agent in the runtime's shared store, wherever it runs —
+   * this process, another one on the bus, or one that is down — from the
+   * store's marker column in one query, sorted by name. It is what the store
+   * records: a pause whose persist failed (`durable: false`) is only in its
+   * owner's `listSuspended()`. Rejects with `CLUSTER_SCOPE_UNSUPPORTED`
+   * (nothing queried) when the store is not a `PostgresStateStore` or a fenced
+   * view of one (an `InMemoryStateStore` or `SqliteStateStore` knows only its
+   * own process's agents), and with the store's `STORE_UNAVAILABLE` or
+   * `STORE_CLOSED`. Needs no `start()`.
+   * @example
+   * ```ts
+   * const runtime = new Runtime({ root, store: postgresStore.fenced(fence), transport });
+   * for (const pause of await runtime.listSuspended({ scope: "cluster" })) {
+   *   await runtime.resume(pause.name, "alice@finance", { suspensionId: pause.suspensionId });
+   * }
+   * ```
+   */
+  listSuspended(options: { scope: "cluster" }): Promise<SuspendedAgent[]>;
+  /** Either of the above, as `options.scope` says. */
+  listSuspended(options: ListSuspendedOptions): SuspendedAgent[] | Promise<SuspendedAgent[]>;
+  listSuspended(options: ListSuspendedOptions = {}): SuspendedAgent[] | Promise<SuspendedAgent[]> {
+    checkOptionsObject("listSuspended()", options);
+    const scope: unknown = options.scope === undefined ? "local" : options.scope; // null is refused, not defaulted
+    if (scope === "cluster") return listClusterSuspended(this.services.store);
+    if (scope !== "local") {
+      throw new InvalidArgumentError("scope", `listSuspended({ scope }): scope must be "local" (this runtime's agents) or "cluster" (every agent in the shared store), got ${describeValue(scope)}`);
+    }
     const suspended: SuspendedAgent[] = [];
     for (const agent of this.services.registry.all()) {
       const marker = agent.suspension;

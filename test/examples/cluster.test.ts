@@ -1,7 +1,8 @@
 /**
  * Runs `npm run demo:cluster` (examples/cluster/run.ts) against the NATS
  * server on 127.0.0.1:4222: a payments worker and an approval service in
- * two processes; the service finds the worker's suspended agent and resumes it.
+ * two processes; the service finds the worker's suspended agent with
+ * listSuspended({ scope: "cluster" }) on the PostgreSQL store they share, and resumes it.
  */
 import { spawn } from "node:child_process";
 import path from "node:path";
@@ -33,6 +34,7 @@ it("the cluster demo: the approval service lists the worker's suspended agent an
     /\[worker\] onResume\(alice@finance\): paid INV-2 12500\.00/,
     /\[approvals\] alice@finance approved suspension [0-9a-f-]{36}: payments is RUNNING/,
     /\[approvals\] the same approval again: STALE_APPROVAL/,
+    /\[approvals\] suspended in the cluster now: 0 agents/,
     /\[approvals\] ledger: \[\{"invoice":"INV-1","amount":40\},\{"invoice":"INV-2","amount":12500\}\]; pending: null/,
     /\[worker\] stopped; receipts: agent\.suspend, agent\.resume/,
     /approval service exited with code 0, worker with code 0/,
