@@ -1,19 +1,32 @@
 /**
- * Runs `npm run demo:cluster` (examples/cluster/run.ts) against the NATS
- * server on 127.0.0.1:4222: a payments worker and an approval service in
+ * Runs `npm run demo:cluster` (examples/cluster/run.ts) against a NATS server
+ * of its own (NATS_URL; the shared one on 4222 carries other test files'
+ * agents at the same time, and a second "payments" there would answer for
+ * this one): a payments worker and an approval service in
  * two processes; the service finds the worker's suspended agent with
  * listSuspended({ scope: "cluster" }) on the PostgreSQL store they share, and resumes it.
  */
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { ownNatsServer, type OwnNatsServer } from "../nats/support/nats-server.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+let nats: OwnNatsServer;
+
+beforeAll(async () => {
+  nats = await ownNatsServer();
+  await nats.start();
+});
+
+afterAll(async () => {
+  await nats.stop();
+});
 
 it("the cluster demo: the approval service lists the worker's suspended agent and resumes it across processes", { timeout: 40_000 }, async () => {
   const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "examples/cluster/run.ts"], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", "examples/cluster/run.ts"], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NATS_URL: nats.url } });
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
