@@ -1,8 +1,12 @@
 /**
- * Review of 8655ed8 ("Stops during starts": abandonStart / abandonChildStart,
- * startChild following a start ended by a stop, start() not driving when a
- * stop came). Each test pinned a defect; it failed before its fix.
+ * A stop that comes while an agent (or a supervisor's subtree) is starting: it
+ * is bounded, and the next start is whole.
+ *
+ * Each test pins a defect found by the review of 8655ed8 (stops during starts:
+ * abandonStart / abandonChildStart) (these tests were in
+ * test/review/startstop-review.test.ts).
  */
+
 import { describe, expect, it } from "vitest";
 import { gate, outcome, runtimes, sleep, unannouncedRecord, until, WrappedStore } from "../support/review-kit.js";
 import {
@@ -18,6 +22,7 @@ import {
 } from "../../src/index.js";
 
 const runtime = runtimes();
+
 const forever = (): Promise<void> => new Promise<void>(() => undefined);
 
 /** A store whose `set` hangs (forever) while `hang` is true. */
