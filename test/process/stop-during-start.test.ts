@@ -233,3 +233,76 @@ describe("a restart after a start the parent's stop abandoned", () => {
     expect(maxRunning, "two onStart calls of the same agent instance overlapped").toBe(1);
   });
 });
+
+describe("stopChild waits for a start that is announcing a restored pause", () => {
+  it("dyn.stop(name, { timeoutMs: 50 }) during a restored pause's announcement is bounded by its timeoutMs, not by onSuspend's shutdownTimeoutMs", async () => {
+    const store = new InMemoryStateStore();
+    await store.set("a", unannouncedRecord("r1"));
+    let inOnSuspend = false;
+    class SlowNotify extends AgentProcess {
+      override async onSuspend(): Promise<void> {
+        inOnSuspend = true;
+        await new Promise<void>(() => undefined); // the approval queue does not answer
+      }
+    }
+    const dyn = new DynamicSupervisor("dyn");
+    const rt = runtime([dyn], { store });
+    await rt.start();
+    const spawning = dyn.spawn(SlowNotify, "a", { shutdownTimeoutMs: 3000 }).catch(() => undefined);
+    await until(() => inOnSuspend, "onSuspend entered", 1000, 2);
+    const began = Date.now();
+    const stopped = await outcome(dyn.stop("a", { timeoutMs: 50 }), 1000);
+    // A stop's own timeoutMs "replaces both bounds" (docs/supervision.md); before this change it resolved at once.
+    expect(stopped, `the stop was still pending after ${Date.now() - began} ms`).not.toBe("pending");
+    await spawning;
+  });
+
+  it("a stop (here runtime.stop()) finishes while the restored announcement's store write hangs", async () => {
+    const store = new HangingStore();
+    await store.inner.set("a", unannouncedRecord("r1"));
+    const audit = new MemoryAuditSink();
+    class Plain extends AgentProcess {}
+    const dyn = new DynamicSupervisor("dyn");
+    const rt = new Runtime({ root: [dyn], logger: silentLogger, keepAlive: false, store, auditSink: audit });
+    await rt.start();
+    store.hang = true; // the write that records the announcement hangs (a store without its own timeout)
+    const spawning = dyn.spawn(Plain, "a", { shutdownTimeoutMs: 50 }).catch(() => undefined);
+    await until(() => store.hung > 0, "the hanging write", 1000, 2);
+    const agent = rt.getAgent("a");
+    expect(agent?.status).toBe(ProcessStatus.SUSPENDED);
+    // Stopping the whole runtime: docs/supervision.md "so a stop always finishes".
+    const stopped = await outcome(rt.stop(), 1500);
+    expect(stopped, "runtime.stop() hangs on the start's store write").not.toBe("pending");
+    void spawning;
+  });
+});
+
+describe("a stop that comes during onStart", () => {
+  it("does not let the new incarnation take a queued business message before the stop begins (drain 'current' leaves what is queued)", async () => {
+    const handled: number[] = [];
+    const release = gate();
+    let inOnStart = false;
+    class SlowStart extends AgentProcess {
+      override async onStart(): Promise<void> {
+        inOnStart = true;
+        await release.promise;
+      }
+      override async handle(message: { payload: JsonObject }): Promise<void> {
+        handled.push(message.payload.i as number);
+      }
+    }
+    const dyn = new DynamicSupervisor("dyn");
+    const rt = runtime([dyn], { store: new InMemoryStateStore() });
+    await rt.start();
+    const spawning = dyn.spawn(SlowStart, "a", { shutdownTimeoutMs: 2000 }).catch(() => undefined);
+    await until(() => inOnStart, "onStart entered", 1000, 2);
+    for (let i = 0; i < 3; i++) await rt.send("a", { i });
+    // The stop (drain "current": nothing is being handled, so nothing should be) comes before any message was taken.
+    const stopping = dyn.stop("a");
+    await sleep(10);
+    release.open(); // onStart finishes in time
+    await stopping;
+    await spawning;
+    expect(handled, "a message queued before the stop was handled after it").toEqual([]);
+  });
+});
