@@ -44,6 +44,17 @@ class Crasher extends AgentProcess {
   }
 }
 
+/** A store whose get can be held on a gate. */
+class SlowGetStore extends WrappedStore {
+  getGate: Promise<void> | undefined;
+  getEntered: (() => void) | undefined;
+  override async get(name: string): Promise<JsonObject | undefined> {
+    this.getEntered?.();
+    if (this.getGate !== undefined) await this.getGate;
+    return this.inner.get(name);
+  }
+}
+
 describe("Supervisor.shutdown abandons only the start in flight at that instant", () => {
   it("a nested supervisor's startup (a parent's restart) starts no further child once a stop came, so the stop finishes", async () => {
     const log = { k1Starts: 0, k2Starts: 0, k1InSecondStart: false };
@@ -401,5 +412,30 @@ describe("a restart after a stop that came during a start with a restored pause"
     await until(() => aStarts === 3 && (a.status === ProcessStatus.SUSPENDED || a.status === ProcessStatus.RUNNING), "a started anew", 3000, 2);
     await rt.resume("a", "ops").catch(() => undefined);
     await until(() => a.status === ProcessStatus.RUNNING, "a resumed", 2000, 2);
+  });
+});
+
+describe("a stop of a child still starting", () => {
+  it("is bounded even when it comes before onStart begins (while the start reads the store)", async () => {
+    const store = new SlowGetStore();
+    class HangingStart extends AgentProcess {
+      override async onStart(): Promise<void> {
+        await new Promise<void>(() => undefined); // never returns
+      }
+    }
+    const pool = new DynamicSupervisor("pool");
+    const rt = runtime(pool, { store });
+    await rt.start();
+    const held = gate();
+    const entered = gate();
+    store.getGate = held.promise;
+    store.getEntered = entered.open;
+    void pool.spawn(HangingStart, "worker", { shutdownTimeoutMs: 100 }).catch(() => undefined);
+    await entered.promise; // the start is reading the store: onStart has not begun
+    const stopped = pool.stop("worker", { timeoutMs: 100 });
+    await sleep(10);
+    held.open(); // now onStart runs (and hangs)
+    // "a stop or despawn of a child still in onStart gives it shutdownTimeoutMs, then fails its start"
+    expect(await outcome(stopped, 1500)).not.toBe("pending");
   });
 });
