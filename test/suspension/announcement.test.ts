@@ -16,8 +16,11 @@ import {
   SUSPENSION_KEY,
   type AuditEvent,
   type JsonObject,
+  DynamicSupervisor,
+  type Message,
 } from "../../src/index.js";
-import { runtimes } from "../support/review-kit.js";
+import { runtimes, gate, sleep, unannouncedRecord, until } from "../support/review-kit.js";
+import { testTracing } from "../support/tracing.js";
 
 const runtime = runtimes();
 
@@ -94,5 +97,132 @@ describe("a resume sent while the runtime starts, into a pause a kill left flagg
       await rt.stop();
     }
     expect(results).toEqual([ProcessStatus.RUNNING, ProcessStatus.RUNNING]);
+  });
+});
+
+describe("a despawn that clears the pause during onSuspend", () => {
+  it("still ends the civitas.agent.suspend span when a despawn clears the pause during onSuspend", async () => {
+    const tracing = testTracing();
+    const release = gate();
+    let inOnSuspend = false;
+    class SlowSuspend extends AgentProcess {
+      override async onSuspend(): Promise<void> {
+        inOnSuspend = true;
+        await release.promise;
+      }
+    }
+    const dyn = new DynamicSupervisor("dyn");
+    const rt = runtime([dyn], { tracerProvider: tracing.provider, store: new InMemoryStateStore() });
+    await rt.start();
+    await dyn.spawn(SlowSuspend, "a", { shutdownTimeoutMs: 5000 });
+    const suspending = rt.suspend("a", "approve").catch(() => undefined);
+    await until(() => inOnSuspend, "onSuspend entered", 1000, 2);
+    // The despawn gives up on the loop (busy announcing) after 20 ms, stops it and clears its pause.
+    await dyn.stop("a", { timeoutMs: 20 });
+    release.open();
+    await suspending;
+    await sleep(20);
+    // The suspend span was started; before the change it was always ended (setAttribute + endSpan ran unconditionally).
+    expect(tracing.named("civitas.agent.start")).toHaveLength(1); // tracing works
+    expect(tracing.named("civitas.agent.stop").length).toBeGreaterThan(0);
+    expect(tracing.named("civitas.agent.suspend"), "the suspend span is never ended (never exported)").toHaveLength(1);
+    await tracing.close();
+  });
+});
+
+describe("a reason update during a restored announcement", () => {
+  it("a reason update during a restored announcement still stores the pause as announced (no announced:false left behind)", async () => {
+    const store = new InMemoryStateStore();
+    await store.set("a", unannouncedRecord("r1"));
+    const calls: string[] = [];
+    class Escalating extends AgentProcess {
+      override async onSuspend(reason: string): Promise<void> {
+        calls.push(reason);
+        // The agent refines its own reason when told it is paused (a plain this.suspend()).
+        if (reason === "r1") this.suspend("r2");
+        await sleep(10);
+      }
+    }
+    const audit = new MemoryAuditSink();
+    const agent = new Escalating("a");
+    const rt = runtime([agent], { store, auditSink: audit });
+    await rt.start();
+    await sleep(50);
+    expect(agent.status).toBe(ProcessStatus.SUSPENDED);
+    expect(calls).toEqual(["r1"]);
+    // onSuspend finished in time and the agent.suspend receipt was recorded:
+    expect(audit.events.filter((e: AuditEvent) => e.event === "agent.suspend")).toHaveLength(1);
+    // ... so the stored pause should be recorded as announced.
+    // A later write of the same pause (a reason update) still flags it: owed never clears.
+    await rt.suspend("a", "r3");
+    const stored = (await store.get("a"))?.[SUSPENSION_KEY] as JsonObject;
+    expect(stored.reason).toBe("r3");
+    expect(stored.announced, "the pause was announced, yet it is still stored announced:false").toBeUndefined();
+  });
+
+  it("the next process does not announce that pause again (no second onSuspend or agent.suspend)", async () => {
+    const store = new InMemoryStateStore();
+    await store.set("a", unannouncedRecord("r1"));
+    const calls: string[] = [];
+    class Escalating extends AgentProcess {
+      override async onSuspend(reason: string): Promise<void> {
+        calls.push(reason);
+        if (reason === "r1") this.suspend("r2");
+        await sleep(10);
+      }
+    }
+    const rt1 = runtime([new Escalating("a")], { store, auditSink: new MemoryAuditSink() });
+    await rt1.start();
+    await sleep(50);
+    await rt1.stop();
+    const audit2 = new MemoryAuditSink();
+    const rt2 = runtime([new Escalating("a")], { store, auditSink: audit2 });
+    await rt2.start();
+    await sleep(50);
+    expect(calls, "onSuspend ran again in a new process for a pause it had been told about").toEqual(["r1"]);
+    expect(audit2.events.filter((e: AuditEvent) => e.event === "agent.suspend")).toHaveLength(0);
+  });
+});
+
+describe("a this.suspend() during a restored announcement", () => {
+  it("runs one loop: no two handlers at once, and the resume lands after the pause's own receipt", async () => {
+    const store = new InMemoryStateStore();
+    await store.set("a", unannouncedRecord("r1"));
+    let active = 0;
+    let overlaps = 0;
+    const order: string[] = [];
+    class Confirming extends AgentProcess {
+      override async onSuspend(reason: string): Promise<void> {
+        order.push("onSuspend:start");
+        this.suspend(reason); // same reason: only re-confirms the pause
+        await sleep(40);
+        order.push("onSuspend:end");
+      }
+      override async onResume(): Promise<void> {
+        order.push("onResume");
+      }
+      override async handle(_message: Message): Promise<void> {
+        if (active > 0) overlaps++;
+        active++;
+        await sleep(15);
+        active--;
+      }
+    }
+    const audit = new MemoryAuditSink();
+    const agent = new Confirming("a");
+    const rt = runtime([agent], { store, auditSink: audit });
+    // Sent while the runtime starts: they wait in the mailbox (a resume sent while it starts lifts a stored pause).
+    const starting = rt.start();
+    const resumed = rt.resume("a", "alice");
+    for (let i = 0; i < 6; i++) void rt.send("a", { i });
+    await starting;
+    await resumed;
+    await sleep(200);
+    const events = audit.events.filter((e: AuditEvent) => e.agent === "a").map((e: AuditEvent) => e.event);
+    // onResume must not run while onSuspend of the same pause is still running.
+    expect.soft(order.indexOf("onResume"), order.join(",")).toBeGreaterThan(order.indexOf("onSuspend:end"));
+    // No agent.suspend receipt after the agent.resume that settled the pause.
+    expect.soft(events.lastIndexOf("agent.suspend"), events.join(",")).toBeLessThan(events.indexOf("agent.resume"));
+    expect(overlaps, "handle() ran concurrently (two loops)").toBe(0);
   });
 });
