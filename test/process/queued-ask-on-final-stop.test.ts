@@ -8,8 +8,8 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { AgentProcess, DynamicSupervisor, ErrorAction, type Message } from "../../src/index.js";
-import { gate, outcome, runtimes, until, settlement, sleep, supervisedRuntimes } from "../support/review-kit.js";
+import { AgentProcess, DynamicSupervisor, ErrorAction, type Message, Supervisor } from "../../src/index.js";
+import { gate, outcome, runtimes, until, settlement, sleep, supervisedRuntimes, codeOf } from "../support/review-kit.js";
 
 const runtime = runtimes();
 
@@ -102,5 +102,38 @@ describe("an ask queued in the mailbox of an agent that then stops for good", ()
     await despawned;
     expect(rt.getAgent("w1")).toBeUndefined();
     expect(await asked).toBe("MAILBOX_CLOSED");
+  });
+});
+
+describe("an agent that stops itself for good", () => {
+  it("an ask already queued when the agent stops itself (ErrorAction.STOP) fails at once, like one still waiting for room", async () => {
+    const entered = gate();
+    const proceed = gate();
+    class Stopper extends AgentProcess {
+      override async handle(message: Message): Promise<Message | void> {
+        if (message.payload.id === "fatal") {
+          entered.open();
+          await proceed.promise;
+          throw new Error("unrecoverable");
+        }
+        return this.reply({ ok: true });
+      }
+      override async onError(): Promise<ErrorAction> {
+        return ErrorAction.STOP;
+      }
+    }
+    const rt = runtime(new Supervisor("root", { children: [new Stopper("stopper", { mailboxSize: 1 })] }));
+    await rt.start();
+    await rt.send("stopper", { id: "fatal" });
+    await entered.promise;
+    const queued = rt.ask("stopper", { id: "queued" }, { timeoutMs: 5000 }); // takes the one slot
+    const waiting = rt.ask("stopper", { id: "waiting" }, { timeoutMs: 5000 }); // waits for room
+    proceed.open();
+    const waitingOutcome = await outcome(waiting, 1000);
+    // The ask that was still waiting for room is told MAILBOX_CLOSED at once ...
+    expect(waitingOutcome !== "pending" && !waitingOutcome.ok && codeOf(waitingOutcome.error)).toBe("MAILBOX_CLOSED");
+    // ... but the one that got in first is left hanging until its timeout: nobody will ever take it.
+    const queuedOutcome = await outcome(queued, 1000);
+    expect(queuedOutcome).not.toBe("pending");
   });
 });

@@ -1,0 +1,86 @@
+/**
+ * ErrorAction.RETRY: a message onError asks to retry is handled again, across
+ * restarts and stops, and keeps its reply and TTL.
+ *
+ * Each test pins a defect found by the third review of the mailbox, the
+ * message loop and the scheduler (these tests were in
+ * test/review/loop3-review.test.ts).
+ */
+
+import { describe, expect, it } from "vitest";
+import { AgentProcess, ErrorAction, ProcessStatus, Supervisor, type Message } from "../../src/index.js";
+import { gate, runtimes, until } from "../support/review-kit.js";
+
+const runtime = runtimes();
+
+/** Crashes on every message (a sibling whose crash makes a ONE_FOR_ALL supervisor restart the others). */
+class Crasher extends AgentProcess {
+  override async handle(): Promise<void> {
+    throw new Error("sibling crash");
+  }
+}
+
+describe("RETRY racing a restart", () => {
+  it("a message onError asks to RETRY while a sibling's crash restarts the agent is handled again, not dropped", async () => {
+    const attempts: number[] = [];
+    const entered = gate();
+    const proceed = gate();
+    class Flaky extends AgentProcess {
+      override async handle(message: Message): Promise<void> {
+        attempts.push(message.attempt);
+        if (message.attempt === 0) throw new Error("transient");
+      }
+      override async onError(): Promise<ErrorAction> {
+        entered.open();
+        await proceed.promise;
+        return ErrorAction.RETRY;
+      }
+    }
+    const flaky = new Flaky("flaky", { shutdownTimeoutMs: 2000 });
+    const rt = runtime(new Supervisor("root", { children: [flaky, new Crasher("crasher")], strategy: "ONE_FOR_ALL", backoffBaseMs: 0 }));
+    await rt.start();
+    await rt.send("flaky", { job: 1 });
+    await entered.promise;
+    await rt.send("crasher", {}); // ONE_FOR_ALL: flaky is stopped (drain "current") and restarted, keeping its mailbox
+    await until(() => flaky.status === ProcessStatus.STOPPING, "flaky stopping");
+    proceed.open(); // onError answers RETRY: attempts are left, the mailbox stays open for the restart
+    await until(() => flaky.incarnation === 2 && flaky.status === ProcessStatus.RUNNING, "flaky restarted");
+    await until(() => attempts.length === 2, "the retried message handled", 1000);
+    expect(attempts).toEqual([0, 1]);
+  });
+});
+
+describe("a handler that fails after a restart's stop began", () => {
+  it("still goes through onError, and its RETRY survives the restart", async () => {
+    const attempts: number[] = [];
+    const errors: number[] = [];
+    const entered = gate();
+    const proceed = gate();
+    class Flaky extends AgentProcess {
+      override async handle(message: Message): Promise<void> {
+        attempts.push(message.attempt);
+        if (message.attempt === 0) {
+          entered.open();
+          await proceed.promise;
+          throw new Error("transient");
+        }
+      }
+      override async onError(_error: unknown, message: Message): Promise<ErrorAction> {
+        errors.push(message.attempt);
+        return ErrorAction.RETRY;
+      }
+    }
+    const flaky = new Flaky("flaky", { shutdownTimeoutMs: 2000 });
+    const rt = runtime(new Supervisor("root", { children: [flaky, new Crasher("crasher")], strategy: "ONE_FOR_ALL", backoffBaseMs: 0 }));
+    await rt.start();
+    await rt.send("flaky", { job: 1 });
+    await entered.promise;
+    await rt.send("crasher", {});
+    await until(() => flaky.status === ProcessStatus.STOPPING, "flaky stopping");
+    proceed.open(); // the handler throws now, while the stop (drain "current") waits for it
+    await until(() => flaky.incarnation === 2 && flaky.status === ProcessStatus.RUNNING, "flaky restarted");
+    // "When handle throws (or rejects), the runtime calls onError(error, message) and does what it returns"
+    await until(() => errors.length === 1, "onError consulted", 500);
+    await until(() => attempts.length === 2, "the retried message handled", 500);
+  });
+});

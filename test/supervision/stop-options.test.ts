@@ -1,0 +1,50 @@
+/**
+ * DynamicSupervisor.stop(name, options): its timeoutMs bounds every wait of
+ * the stop, and its drain mode decides which queued messages are handled.
+ *
+ * Each test pins a defect found by the third review of the mailbox, the
+ * message loop and the scheduler (these tests were in
+ * test/review/loop3-review.test.ts).
+ */
+
+import { describe, expect, it } from "vitest";
+import { AgentProcess, DynamicSupervisor } from "../../src/index.js";
+import { gate, outcome, runtimes } from "../support/review-kit.js";
+
+const runtime = runtimes();
+
+describe("stop(name, { timeoutMs }) of a dynamic child", () => {
+  it("bounds the wait for onStop too, as StopOptions.timeoutMs documents, not only the drain", async () => {
+    class HangingStop extends AgentProcess {
+      override async onStop(): Promise<void> {
+        await new Promise<void>(() => undefined); // never returns
+      }
+    }
+    const pool = new DynamicSupervisor("pool");
+    const rt = runtime(pool);
+    await rt.start();
+    await pool.spawn(HangingStop, "worker", { shutdownTimeoutMs: 5000 });
+    const started = Date.now();
+    const stopped = await outcome(pool.stop("worker", { timeoutMs: 100 }), 2000);
+    // "How long to wait for the drain (and, separately, for onStop)": 100 ms + 100 ms, not shutdownTimeoutMs (5 s).
+    expect(stopped).not.toBe("pending");
+    expect(Date.now() - started).toBeLessThan(1000);
+  });
+
+  it("is bounded when the child is still in an onStart that never returns", async () => {
+    const entered = gate();
+    class HangingStart extends AgentProcess {
+      override async onStart(): Promise<void> {
+        entered.open();
+        await new Promise<void>(() => undefined); // never returns
+      }
+    }
+    const pool = new DynamicSupervisor("pool");
+    const rt = runtime(pool);
+    await rt.start();
+    void pool.spawn(HangingStart, "worker", { shutdownTimeoutMs: 100 }).catch(() => undefined);
+    await entered.promise;
+    const stopped = await outcome(pool.stop("worker", { timeoutMs: 100 }), 1500);
+    expect(stopped).not.toBe("pending");
+  });
+});
