@@ -10,9 +10,12 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, Supervisor, type Message } from "../../src/index.js";
-import { codeOf, gate, outcome, runtimes, sleep, until } from "../support/review-kit.js";
+import { codeOf, gate, outcome, runtimes, sleep, until, supervisedRuntimes } from "../support/review-kit.js";
+import { createMessage } from "civitas-ts";
 
 const runtime = runtimes();
+
+const supervised = supervisedRuntimes();
 
 describe("an agent messaging itself from a hook its own loop runs", () => {
   it("a send to itself from onError with its own mailbox full does not hang the agent", async () => {
@@ -93,5 +96,69 @@ describe("a send to itself from a timer of the agent", () => {
     await idle.sent;
     await until(() => seen.length === 3, "the tick handled", 1000);
     expect(seen).toEqual(["slow", "queued", "tick"]);
+  });
+});
+
+describe("an agent messaging itself", () => {
+  /** Handles `first` by waiting at a gate, then messaging itself; records what it handles. */
+  function loopback(how: "send" | "return"): { agent: AgentProcess; seen: string[]; release: () => void; selfSend: () => Promise<void> | undefined } {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const seen: string[] = [];
+    let selfSend: Promise<void> | undefined;
+    class Loopback extends AgentProcess {
+      override async handle(message: Message): Promise<Message | void> {
+        seen.push(String(message.payload.id));
+        if (message.payload.id !== "first") return;
+        await gate;
+        if (how === "return") return createMessage({ sender: this.name, recipient: this.name, payload: { id: "returned" } });
+        selfSend = this.send(this.name, { id: "self" });
+        await selfSend.catch(() => undefined);
+      }
+    }
+    return { agent: new Loopback("loop", { mailboxSize: 1, shutdownTimeoutMs: 100 }), seen, release: () => release(), selfSend: () => selfSend };
+  }
+
+  it("a send to itself from handle() with its own mailbox full is refused with MAILBOX_FULL instead of waiting forever", async () => {
+    const { agent, seen, release, selfSend } = loopback("send");
+    const rt = supervised([agent]);
+    await rt.start();
+    await rt.send("loop", { id: "first" });
+    await until(() => seen.length === 1);
+    await rt.send("loop", { id: "queued" }); // the one business slot is now taken
+    release();
+    await until(() => selfSend() !== undefined);
+    const result = await outcome(selfSend() as Promise<void>, 300);
+    expect(result !== "pending" && !result.ok && codeOf(result.error)).toBe("MAILBOX_FULL");
+    await until(() => seen.length === 2);
+    expect(seen).toEqual(["first", "queued"]);
+  });
+
+  it("a message handle() returns to its own agent is queued even past a full lane, and handled", async () => {
+    const { agent, seen, release } = loopback("return");
+    const rt = supervised([agent]);
+    await rt.start();
+    await rt.send("loop", { id: "first" });
+    await until(() => seen.length === 1);
+    await rt.send("loop", { id: "queued" });
+    release();
+    await until(() => seen.length === 3);
+    expect(seen).toEqual(["first", "queued", "returned"]);
+  });
+
+  it("a send to itself with room in its mailbox is delivered as usual", async () => {
+    const seen: number[] = [];
+    class Counter extends AgentProcess {
+      override async handle(message: Message): Promise<void> {
+        const n = message.payload.n as number;
+        seen.push(n);
+        if (n < 3) await this.send(this.name, { n: n + 1 });
+      }
+    }
+    const rt = supervised([new Counter("counter", { mailboxSize: 1 })]);
+    await rt.start();
+    await rt.send("counter", { n: 1 });
+    await until(() => seen.length === 3);
+    expect(seen).toEqual([1, 2, 3]);
   });
 });

@@ -8,7 +8,17 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { gate, outcome, runtimes, sleep, unannouncedRecord, until, WrappedStore } from "../support/review-kit.js";
+import {
+  gate,
+  outcome,
+  runtimes,
+  sleep,
+  unannouncedRecord,
+  until,
+  WrappedStore,
+  codeOf,
+  supervisedRuntimes,
+} from "../support/review-kit.js";
 import {
   AgentProcess,
   DynamicSupervisor,
@@ -20,6 +30,7 @@ import {
   Supervisor,
   type JsonObject,
 } from "../../src/index.js";
+import { type Message } from "civitas-ts";
 
 const runtime = runtimes();
 
@@ -52,6 +63,15 @@ class SlowGetStore extends WrappedStore {
     this.getEntered?.();
     if (this.getGate !== undefined) await this.getGate;
     return this.inner.get(name);
+  }
+}
+
+const supervised = supervisedRuntimes();
+
+class Sink extends AgentProcess {
+  readonly seen: Message[] = [];
+  override async handle(message: Message): Promise<void> {
+    this.seen.push(message);
   }
 }
 
@@ -437,5 +457,48 @@ describe("a stop of a child still starting", () => {
     held.open(); // now onStart runs (and hangs)
     // "a stop or despawn of a child still in onStart gives it shutdownTimeoutMs, then fails its start"
     expect(await outcome(stopped, 1500)).not.toBe("pending");
+  });
+});
+
+describe("stopping while an agent starts", () => {
+  it("runtime.stop() is bounded by shutdownTimeoutMs even when an onStart never returns", async () => {
+    const log: string[] = [];
+    class Stuck extends AgentProcess {
+      override async onStart(): Promise<void> {
+        log.push("onStart");
+        await new Promise(() => undefined); // never settles
+      }
+      override async onStop(): Promise<void> {
+        log.push("onStop");
+      }
+    }
+    const stuck = new Stuck("stuck", { shutdownTimeoutMs: 50 });
+    const rt = supervised([new Sink("before"), stuck]);
+    const starting = outcome(rt.start(), 2000);
+    await until(() => log.includes("onStart"));
+    const stopped = await outcome(rt.stop(), 1000);
+    expect(stopped).toEqual({ ok: true, value: undefined });
+    const started = await starting;
+    expect(started !== "pending" && !started.ok && codeOf(started.error)).toBe("START_FAILED");
+    expect(log).toEqual(["onStart", "onStop"]);
+    expect(stuck.status).toBe(ProcessStatus.CRASHED);
+  });
+
+  it("an onStart that finishes within shutdownTimeoutMs of the stop lets the agent start, then stop", async () => {
+    let release!: () => void;
+    class Slow extends AgentProcess {
+      override async onStart(): Promise<void> {
+        await new Promise<void>((r) => (release = r));
+      }
+    }
+    const slow = new Slow("slow", { shutdownTimeoutMs: 1000 });
+    const rt = supervised([slow]);
+    const starting = outcome(rt.start(), 2000);
+    await until(() => release !== undefined);
+    const stopping = rt.stop();
+    setTimeout(() => release(), 20);
+    expect(await outcome(stopping, 1500)).toEqual({ ok: true, value: undefined });
+    expect(await starting).toEqual({ ok: true, value: undefined });
+    expect(slow.status).toBe(ProcessStatus.STOPPED);
   });
 });

@@ -1,0 +1,29 @@
+/**
+ * Bad arguments to a Mailbox are refused with a CivitasError, never a raw
+ * TypeError.
+ *
+ * Each test pins a defect found by the review of the core runtime (issue 2)
+ * (these tests were in test/review/loop-review.test.ts).
+ */
+
+import { describe, expect, it } from "vitest";
+import { Mailbox, type Message } from "civitas-ts";
+import { codeOf, outcome } from "../support/review-kit.js";
+
+describe("Mailbox with bad input", () => {
+  it("new Mailbox(null) throws INVALID_ARGUMENT, not a TypeError", () => {
+    let thrown: unknown;
+    try {
+      new Mailbox(null as unknown as undefined);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(codeOf(thrown)).toBe("INVALID_ARGUMENT");
+  });
+
+  it("put() of something that is not a message rejects with a CivitasError, not a TypeError", async () => {
+    const mailbox = new Mailbox();
+    const result = await outcome(mailbox.put(undefined as unknown as Message), 200);
+    expect(result !== "pending" && !result.ok && codeOf(result.error)).toBe("INVALID_ARGUMENT");
+  });
+});
