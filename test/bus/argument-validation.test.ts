@@ -9,6 +9,8 @@
 import { describe, expect, it } from "vitest";
 import { AgentProcess, type JsonObject, type Message } from "civitas-ts";
 import { codeOf, outcome, supervisedRuntimes, until } from "../support/review-kit.js";
+import { createMessage, Mailbox } from "../../src/index.js";
+import { turns } from "../runtime/fixtures.js";
 
 const supervised = supervisedRuntimes();
 
@@ -30,6 +32,28 @@ class Doer extends AgentProcess {
       return this.reply({ ok: false, code: codeOf(error), message: error instanceof Error ? error.message : String(error) });
     }
   }
+}
+
+async function errorOf(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  return "resolved";
+}
+
+/** Blocks every handle() until released. */
+class Stuck extends AgentProcess {
+  release!: () => void;
+  gate = new Promise<void>((r) => (this.release = r));
+  override async handle(): Promise<void> {
+    await this.gate;
+  }
+}
+
+function msg(n: number, extra: Partial<Parameters<typeof createMessage>[0]> = {}): Message {
+  return createMessage({ sender: "t", recipient: "box", payload: { n }, ...extra });
 }
 
 describe("a message type that is not a string", () => {
@@ -84,5 +108,39 @@ describe("broadcast / sendCapable with bad input", () => {
     await until(() => a.seen.length + b.seen.length === 1);
     // nothing changed by the refused call: round-robin starts at the first capable agent
     expect(a.seen.map((m) => m.payload.n)).toEqual([2]);
+  });
+});
+
+describe("a signal that is not an AbortSignal", () => {
+  it("runtime.ask with a signal that is not an AbortSignal rejects with a CivitasError", async () => {
+    const rt = supervised([new Sink("s")]);
+    await rt.start();
+    const error = await errorOf(rt.ask("s", {}, { signal: null as unknown as AbortSignal, timeoutMs: 100 }));
+    expect(codeOf(error)).toBe("INVALID_ARGUMENT");
+  });
+
+  it("runtime.send waiting on a full mailbox with a signal that is not an AbortSignal rejects with a CivitasError", async () => {
+    const s = new Stuck("s", { mailboxSize: 1 });
+    const rt = supervised([s]);
+    await rt.start();
+    await rt.send("s", {}); // being handled
+    await turns();
+    await rt.send("s", {}); // fills the lane
+    const error = await errorOf(rt.send("s", {}, { signal: {} as AbortSignal }));
+    s.release();
+    expect(codeOf(error)).toBe("INVALID_ARGUMENT");
+  });
+
+  it("Mailbox.put on a full lane with a signal that is not an AbortSignal rejects with a CivitasError", async () => {
+    const box = new Mailbox({ capacity: 1 });
+    await box.put(msg(1));
+    const error = await errorOf(box.put(msg(2), { signal: {} as AbortSignal }));
+    expect(codeOf(error)).toBe("INVALID_ARGUMENT");
+  });
+
+  it("Mailbox.get on an empty mailbox with a signal that is not an AbortSignal rejects with a CivitasError", async () => {
+    const box = new Mailbox({ capacity: 1 });
+    const error = await errorOf(box.get({ signal: {} as AbortSignal }));
+    expect(codeOf(error)).toBe("INVALID_ARGUMENT");
   });
 });

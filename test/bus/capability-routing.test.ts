@@ -9,6 +9,8 @@
 import { describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, ProcessStatus, type JsonObject, type Message } from "civitas-ts";
 import { codeOf, supervisedRuntimes, until } from "../support/review-kit.js";
+import { DynamicSupervisor } from "../../src/index.js";
+import { eventually } from "../runtime/fixtures.js";
 
 const supervised = supervisedRuntimes();
 
@@ -28,6 +30,19 @@ class Doer extends AgentProcess {
       return this.reply({ ok: true, value: value === undefined ? null : (value as JsonObject) });
     } catch (error) {
       return this.reply({ ok: false, code: codeOf(error), message: error instanceof Error ? error.message : String(error) });
+    }
+  }
+}
+
+/** Runs `fn` inside handle() and replies with what it resolved to, or the error code. */
+class CodeReplier extends AgentProcess {
+  fn: ((self: CodeReplier) => Promise<unknown>) | undefined;
+  override async handle(): Promise<Message | void> {
+    try {
+      const value = await this.fn?.(this);
+      return this.reply({ ok: true, value: value === undefined ? null : (value as JsonObject) });
+    } catch (error) {
+      return this.reply({ ok: false, code: codeOf(error) });
     }
   }
 }
@@ -54,5 +69,56 @@ describe("broadcast with a stopped match", () => {
     await until(() => live.seen.length === 1);
     // it was delivered to w-live; the call must not report a failure for a broadcast that (partly) happened
     expect(reply.payload, JSON.stringify(reply.payload)).toMatchObject({ ok: true });
+  });
+});
+
+describe("sendCapable takes turns", () => {
+  it("a sendCapable refused for an empty type does not move the turn", async () => {
+    const a = new Sink("a", { capabilities: ["cap"] });
+    const b = new Sink("b", { capabilities: ["cap"] });
+    const doer = new CodeReplier("doer");
+    const rt = supervised([a, b, doer]);
+    await rt.start();
+    doer.fn = async (self) => self.sendCapable("cap", { n: 1 }, { type: "" });
+    expect((await rt.ask("doer", {})).payload.code).toBe("INVALID_ARGUMENT");
+    doer.fn = async (self) => self.sendCapable("cap", { n: 2 });
+    expect((await rt.ask("doer", {})).payload.ok).toBe(true);
+    await eventually(() => a.seen.length + b.seen.length === 1);
+    expect(a.seen.map((m) => m.payload.n)).toEqual([2]);
+  });
+
+  it("removing the agent whose turn just passed does not make the next one lose its turn", async () => {
+    const dyn = new DynamicSupervisor("pool");
+    const doer = new CodeReplier("doer");
+    const rt = supervised([doer, dyn]);
+    await rt.start();
+    const w1 = await dyn.spawn(Sink, "w1", { capabilities: ["cap"] });
+    const w2 = await dyn.spawn(Sink, "w2", { capabilities: ["cap"] });
+    const w3 = await dyn.spawn(Sink, "w3", { capabilities: ["cap"] });
+    doer.fn = async (self) => self.sendCapable("cap", { n: 1 });
+    await rt.ask("doer", {}); // w1's turn
+    await dyn.despawn("w1");
+    doer.fn = async (self) => self.sendCapable("cap", { n: 2 });
+    await rt.ask("doer", {}); // w2's turn now (registration order)
+    await eventually(() => w2.seen.length + w3.seen.length === 1);
+    expect(w1.seen.map((m) => m.payload.n)).toEqual([1]);
+    expect(w2.seen.map((m) => m.payload.n)).toEqual([2]);
+  });
+
+  it("agents that declare a capability again after all were removed take turns from the first", async () => {
+    const dyn = new DynamicSupervisor("pool");
+    const doer = new CodeReplier("doer");
+    const rt = supervised([doer, dyn]);
+    await rt.start();
+    await dyn.spawn(Sink, "old", { capabilities: ["cap"] });
+    doer.fn = async (self) => self.sendCapable("cap", { n: 1 });
+    await rt.ask("doer", {});
+    await dyn.despawn("old");
+    const x = await dyn.spawn(Sink, "x", { capabilities: ["cap"] });
+    const y = await dyn.spawn(Sink, "y", { capabilities: ["cap"] });
+    doer.fn = async (self) => self.sendCapable("cap", { n: 2 });
+    await rt.ask("doer", {});
+    await eventually(() => x.seen.length + y.seen.length === 1);
+    expect(x.seen.map((m) => m.payload.n)).toEqual([2]);
   });
 });

@@ -27,3 +27,15 @@ describe("Mailbox with bad input", () => {
     expect(result !== "pending" && !result.ok && codeOf(result.error)).toBe("INVALID_ARGUMENT");
   });
 });
+
+describe("Mailbox options", () => {
+  it("an onExpired that is not a function is refused when the mailbox is made, not by a TypeError at dequeue", async () => {
+    let code = "no throw";
+    try {
+      new Mailbox({ onExpired: 5 as unknown as () => void });
+    } catch (e) {
+      code = codeOf(e);
+    }
+    expect(code).toBe("INVALID_ARGUMENT");
+  });
+});

@@ -9,13 +9,25 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { AgentProcess, ErrorAction, Supervisor, type Message } from "../../src/index.js";
+import { AgentProcess, ErrorAction, Supervisor, type Message, createMessage, type JsonObject } from "../../src/index.js";
 import { codeOf, gate, outcome, runtimes, sleep, until, supervisedRuntimes } from "../support/review-kit.js";
-import { createMessage } from "civitas-ts";
 
 const runtime = runtimes();
 
 const supervised = supervisedRuntimes();
+
+/** Runs `fn` inside handle() and replies with what it resolved to, or the error code. */
+class CodeReplier extends AgentProcess {
+  fn: ((self: CodeReplier) => Promise<unknown>) | undefined;
+  override async handle(): Promise<Message | void> {
+    try {
+      const value = await this.fn?.(this);
+      return this.reply({ ok: true, value: value === undefined ? null : (value as JsonObject) });
+    } catch (error) {
+      return this.reply({ ok: false, code: codeOf(error) });
+    }
+  }
+}
 
 describe("an agent messaging itself from a hook its own loop runs", () => {
   it("a send to itself from onError with its own mailbox full does not hang the agent", async () => {
@@ -160,5 +172,25 @@ describe("an agent messaging itself", () => {
     await rt.send("counter", { n: 1 });
     await until(() => seen.length === 3);
     expect(seen).toEqual([1, 2, 3]);
+  });
+});
+
+describe("send to itself with an aborted signal", () => {
+  it("a send to itself from handle() with an already aborted signal rejects and enqueues nothing", async () => {
+    const doer = new CodeReplier("doer");
+    const rt = supervised([doer]);
+    await rt.start();
+    let size = -1;
+    doer.fn = async (self) => {
+      try {
+        await self.send("doer", { again: true }, { signal: AbortSignal.abort(new Error("no")) });
+        return { sent: true };
+      } finally {
+        size = self.mailbox.size;
+      }
+    };
+    const reply = await rt.ask("doer", {});
+    expect(reply.payload.ok).toBe(false);
+    expect(size).toBe(0);
   });
 });
