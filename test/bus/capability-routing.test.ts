@@ -7,8 +7,9 @@
  */
 
 import { describe, expect, it } from "vitest";
+import type { CivitasError } from "civitas-ts";
 import { AgentProcess, ErrorAction, ProcessStatus, type JsonObject, type Message } from "civitas-ts";
-import { codeOf, supervisedRuntimes, until } from "../support/review-kit.js";
+import { codeOf, supervisedRuntimes, until, runtimes } from "../support/review-kit.js";
 import { DynamicSupervisor } from "../../src/index.js";
 import { eventually } from "../runtime/fixtures.js";
 
@@ -120,5 +121,61 @@ describe("sendCapable takes turns", () => {
     await rt.ask("doer", {});
     await eventually(() => x.seen.length + y.seen.length === 1);
     expect(x.seen.map((m) => m.payload.n)).toEqual([2]);
+  });
+});
+
+const runtime = runtimes({ stop: "full" });
+
+// ---------------------------------------------------------------- capability routing
+/** Handles messages until one says `quit`, then stops for good (ErrorAction.STOP). */
+class Quitter extends AgentProcess {
+  readonly handled: Message[] = [];
+  override async handle(message: Message): Promise<void> {
+    if (message.payload.quit === true) throw new Error("quit");
+    this.handled.push(message);
+  }
+  override async onError(): Promise<ErrorAction> {
+    return ErrorAction.STOP;
+  }
+}
+
+describe("capability routing", () => {
+  it("sendCapable does not route to a capable agent that has stopped for good while another one runs", async () => {
+    const quitter = new Quitter("w1", { capabilities: ["work"] });
+    const worker = new Quitter("w2", { capabilities: ["work"] });
+    const outcomes: string[] = [];
+    class Router extends AgentProcess {
+      override async handle(): Promise<void> {
+        for (let i = 0; i < 4; i++) {
+          outcomes.push(await this.sendCapable("work", { i }).then(() => "sent", (e: CivitasError) => e.code));
+        }
+      }
+    }
+    const rt = runtime([new Router("router"), quitter, worker]);
+    await rt.start();
+    await rt.send("w1", { quit: true });
+    await eventually(() => quitter.status === ProcessStatus.STOPPED, "w1 to stop");
+    await rt.send("router", {});
+    await eventually(() => outcomes.length === 4, "the sends");
+    expect(outcomes).toEqual(["sent", "sent", "sent", "sent"]);
+    await eventually(() => worker.handled.length === 4, "w2 to get all four");
+  });
+
+  it("broadcast still reaches the live matches when one matching agent has stopped for good", async () => {
+    const w1 = new Quitter("w1");
+    const w2 = new Quitter("w2");
+    let outcome: unknown = "not run";
+    class Caster extends AgentProcess {
+      override async handle(): Promise<void> {
+        outcome = await this.broadcast("w*", { hello: true }).catch((e: CivitasError) => e.code);
+      }
+    }
+    const rt = runtime([new Caster("caster"), w1, w2]);
+    await rt.start();
+    await rt.send("w1", { quit: true });
+    await eventually(() => w1.status === ProcessStatus.STOPPED, "w1 to stop");
+    await rt.send("caster", {});
+    await eventually(() => outcome !== "not run", "the broadcast");
+    expect(outcome).toBe(1);
   });
 });
