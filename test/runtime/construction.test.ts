@@ -7,10 +7,11 @@
  */
 
 import { describe, expect, it } from "vitest";
-import type { CivitasError} from "civitas-ts";
+import { CivitasError } from "civitas-ts";
 import { AgentProcess, Runtime, silentLogger, type Message } from "civitas-ts";
 import { caught } from "../support/outcome.js";
 import { runtimes } from "../support/review-kit.js";
+import { type StateStore } from "../../src/index.js";
 
 const runtime = runtimes({ stop: "full" });
 
@@ -30,4 +31,28 @@ describe("Runtime construction", () => {
     // nothing happened: the first agent can still join a valid runtime
     expect(() => runtime([first])).not.toThrow();
   });
+});
+
+/** SPEC §1: every error is a CivitasError with a stable string code and a message. */
+function expectCivitasError(error: unknown, code?: string): void {
+  expect(error, "expected an error").toBeDefined();
+  expect(error).toBeInstanceOf(CivitasError);
+  expect(typeof (error as CivitasError).code).toBe("string");
+  if (code !== undefined) expect((error as CivitasError).code).toBe(code);
+}
+
+// ---------------------------------------------------------------- runtime store option
+describe("the Runtime store option", () => {
+  class Quiet extends AgentProcess {}
+
+  for (const [label, bad] of [
+    ["an empty object", {}],
+    ["a string", "state.db"],
+    ["an object with get() only", { durable: true, get: async () => undefined }],
+  ] as [string, unknown][]) {
+    it(`a store that is ${label} is refused by new Runtime() with INVALID_ARGUMENT, before any agent is started`, () => {
+      const error = caught(() => runtime([new Quiet("q")], { store: bad as StateStore }));
+      expectCivitasError(error, "INVALID_ARGUMENT");
+    });
+  }
 });
