@@ -7,9 +7,18 @@
  * test/review/diff2-review.test.ts).
  */
 
-import { describe, expect, it } from "vitest";
-import { AgentProcess, DynamicSupervisor, SUSPENSION_KEY, type JsonObject } from "../../src/index.js";
-import { gate, runtimes, sleep, WrappedStore } from "../support/review-kit.js";
+import { describe, expect, it, afterEach } from "vitest";
+import {
+  AgentProcess,
+  DynamicSupervisor,
+  SUSPENSION_KEY,
+  type JsonObject,
+  ProcessStatus,
+  Supervisor,
+  type Logger,
+} from "../../src/index.js";
+import { gate, runtimes, sleep, WrappedStore, GatedStore } from "../support/review-kit.js";
+import { Probe, harness, stopAll, turns, waitUntil } from "../support/agents.js";
 
 const runtime = runtimes();
 
@@ -64,5 +73,49 @@ describe("runtime.stop() and a despawn that begins while it stops", () => {
     await sleep(100);
     // S8: a despawn clears the marker, so a future agent of that name does not come back paused.
     expect((await store.inner.get("w"))?.[SUSPENSION_KEY]).toBeUndefined();
+  });
+});
+
+afterEach(stopAll);
+
+/** A logger that keeps the errors it is given. */
+function errorLog(): { logger: Logger; errors: string[] } {
+  const errors: string[] = [];
+  const logger: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: (message) => errors.push(message) };
+  return { logger, errors };
+}
+
+describe("runtime.stop() and a despawn in flight", () => {
+  it("runtime.stop() resolves only once a despawn in flight is done, so closing the store afterwards loses no write", async () => {
+    const store = new GatedStore();
+    const { logger, errors } = errorLog();
+    const dyn = new DynamicSupervisor("dyn");
+    const { runtime } = harness(new Supervisor("root", { children: [dyn] }), { store, logger });
+    await runtime.start();
+    const w = await dyn.spawn(Probe, "w");
+    await runtime.suspend("w", "needs approval");
+    expect(w.status).toBe(ProcessStatus.SUSPENDED);
+
+    // the despawn's marker clearing reads the store: a durable store takes a while
+    const held = gate();
+    store.holdNext = { name: "w", gate: held };
+    let despawned = false;
+    const despawning = dyn.despawn("w").then(() => (despawned = true));
+    await waitUntil(() => w.status === ProcessStatus.STOPPED, "w to stop");
+    await turns(10);
+
+    let stopped = false;
+    const stopping = runtime.stop().then(() => (stopped = true));
+    await turns(20);
+    expect(stopped).toBe(false); // the despawn's write is still in flight
+    held.open();
+    await stopping;
+    const despawnDoneAtStop = despawned;
+    // the application now closes the store it owns (SPEC 11.5: the runtime never does)
+    await store.close();
+    await despawning;
+    await turns(10);
+    expect(errors.filter((e) => e.includes("could not clear the suspension marker"))).toEqual([]);
+    expect(despawnDoneAtStop).toBe(true);
   });
 });

@@ -114,3 +114,20 @@ describe("DynamicSupervisor shutdown order", () => {
     expect(journal).toEqual(["stop:d2", "stop:d1", "stop:d0"]);
   });
 });
+
+describe("a despawn cancels a pending restart backoff", () => {
+  it("despawn of a child waiting out its restart backoff disarms the backoff timer (TSDoc: the pending backoff is cancelled)", async () => {
+    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 60_000, maxRestarts: 5 });
+    const { runtime, clock } = harness(new Supervisor("root", { children: [dyn] }));
+    await runtime.start();
+    const w = await dyn.spawn(Probe, "w");
+    await runtime.send("w", { op: "crash" });
+    await waitUntil(() => w.status === ProcessStatus.CRASHED, "the crash");
+    await turns(10);
+    expect(clock.pendingTimers).toBe(1); // the restart backoff
+    await dyn.despawn("w");
+    await turns(10);
+    expect(dyn.children).toEqual([]);
+    expect(clock.pendingTimers).toBe(0);
+  });
+});

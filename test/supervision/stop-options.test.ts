@@ -7,9 +7,11 @@
  * test/review/loop3-review.test.ts).
  */
 
-import { describe, expect, it } from "vitest";
-import { AgentProcess, DynamicSupervisor } from "../../src/index.js";
+import { describe, expect, it, afterEach } from "vitest";
+import { AgentProcess, DynamicSupervisor, ProcessStatus, Supervisor, type Message } from "../../src/index.js";
 import { gate, outcome, runtimes } from "../support/review-kit.js";
+import { settle } from "../../src/entries/testing.js";
+import { harness, stopAll, turns, waitUntil } from "../support/agents.js";
 
 const runtime = runtimes();
 
@@ -46,5 +48,37 @@ describe("stop(name, { timeoutMs }) of a dynamic child", () => {
     await entered.promise;
     const stopped = await outcome(pool.stop("worker", { timeoutMs: 100 }), 1500);
     expect(stopped).not.toBe("pending");
+  });
+});
+
+afterEach(stopAll);
+
+/** Handles a tick by sending itself the next one (a self-scheduling worker). */
+class Ticker extends AgentProcess {
+  ticks = 0;
+  override async handle(message: Message): Promise<void> {
+    this.ticks++;
+    await settle();
+    if (message.payload.op === "tick") await this.send(this.name, { op: "tick" });
+  }
+}
+
+describe("stop(name, { drain }) of a dynamic child", () => {
+  it('stop(name, { drain: "all" }) handles the messages queued when it was called, not the ones enqueued during the drain (it ends before its timeout)', async () => {
+    const dyn = new DynamicSupervisor("dyn");
+    const { runtime } = harness(new Supervisor("root", { children: [dyn] }));
+    await runtime.start();
+    const ticker = await dyn.spawn(Ticker, "t");
+    await runtime.send("t", { op: "tick" });
+    await waitUntil(() => ticker.ticks >= 3, "a few ticks");
+    const ticksAtStop = ticker.ticks;
+    let stopped = false;
+    void dyn.stop("t", { drain: "all" }).then(() => (stopped = true));
+    await turns(200);
+    // at most the one tick queued when stop was called (plus the one in hand) may be handled
+    const handledDuringDrain = ticker.ticks - ticksAtStop;
+    expect(handledDuringDrain).toBeLessThanOrEqual(2);
+    expect(stopped).toBe(true);
+    expect(ticker.status).toBe(ProcessStatus.STOPPED);
   });
 });
