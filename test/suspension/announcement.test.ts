@@ -7,7 +7,7 @@
  * test/review/diff2-review.test.ts).
  */
 
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, afterEach } from "vitest";
 import {
   AgentProcess,
   InMemoryStateStore,
@@ -18,9 +18,12 @@ import {
   type JsonObject,
   DynamicSupervisor,
   type Message,
+  ErrorAction,
+  Supervisor,
 } from "../../src/index.js";
 import { runtimes, gate, sleep, unannouncedRecord, until } from "../support/review-kit.js";
 import { testTracing } from "../support/tracing.js";
+import { Pausable, rig, teardown, waitUntil } from "../suspension/helpers.js";
 
 const runtime = runtimes();
 
@@ -224,5 +227,41 @@ describe("a this.suspend() during a restored announcement", () => {
     // No agent.suspend receipt after the agent.resume that settled the pause.
     expect.soft(events.lastIndexOf("agent.suspend"), events.join(",")).toBeLessThan(events.indexOf("agent.resume"));
     expect(overlaps, "handle() ran concurrently (two loops)").toBe(0);
+  });
+});
+
+afterEach(teardown);
+
+const S = ProcessStatus;
+
+/** Checkpoint-and-return exactly as docs/durable-suspension.md shows it, then a failure after the checkpoint. */
+class PayAfterApproval extends Pausable {
+  override async handle(message: Message): Promise<Message | void> {
+    if (message.payload.op !== "pay") return super.handle(message);
+    this.state.pending = message.payload.invoice ?? null;
+    this.suspend(`approve ${String(message.payload.invoice)}`);
+    await this.checkpoint(); // action and pause: one atomic write
+    throw new Error("the reply could not be sent"); // anything after the checkpoint can fail
+  }
+
+  override async onError(): Promise<ErrorAction> {
+    return ErrorAction.ESCALATE;
+  }
+}
+
+describe("a pause made durable by a checkpoint before the loop boundary", () => {
+  it("still gets its agent.suspend receipt and onSuspend when the agent crashes and restarts into it", async () => {
+    const agent = new PayAfterApproval("pay");
+    const r = rig(new Supervisor("sup", { backoffBaseMs: 0, children: [agent] }), { tracing: true });
+    await r.runtime.start();
+    await r.runtime.send("pay", { op: "pay", invoice: "INV-7" });
+    await waitUntil(() => agent.incarnation === 2 && agent.status === S.SUSPENDED, "restarted SUSPENDED");
+    const marker = agent.suspension!;
+    expect(await r.store.marker("pay")).toMatchObject({ suspensionId: marker.suspensionId });
+    // The pause is real (stored, restored, listed) — so it must have been announced exactly once.
+    const receipts = r.audit.ofType("agent.suspend", "pay");
+    expect(receipts.map((e) => e.details.suspensionId)).toEqual([marker.suspensionId]);
+    expect(agent.suspends).toEqual(["approve INV-7"]);
+    expect(r.tracing!.named("civitas.agent.suspend")).toHaveLength(1);
   });
 });

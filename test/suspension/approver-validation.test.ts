@@ -1,0 +1,28 @@
+/**
+ * A resume always names someone: approvers that are empty, invisible or that
+ * display as someone else are refused with INVALID_APPROVER.
+ *
+ * Each test pins a defect found by the review of durable suspension (SPEC §5,
+ * §11) (these tests were in test/review/suspension-review.test.ts).
+ */
+
+import { afterEach, describe, expect, it } from "vitest";
+import { ProcessStatus, SUSPENSION_KEY } from "../../src/index.js";
+import { Pausable, rejectsWithCode, rig, teardown } from "../suspension/helpers.js";
+
+afterEach(teardown);
+
+const S = ProcessStatus;
+
+describe("approver validation", () => {
+  it("an approver made only of U+0085 (NEXT LINE, Unicode White_Space) is refused with INVALID_APPROVER", async () => {
+    const agent = new Pausable("a");
+    const r = rig([agent]);
+    await r.runtime.start();
+    await r.runtime.suspend("a", "hold");
+    await rejectsWithCode(r.runtime.resume("a", "\u0085"), "INVALID_APPROVER");
+    expect(agent.status).toBe(S.SUSPENDED);
+    expect(agent.resumes).toEqual([]);
+    expect(Object.hasOwn((await r.store.get("a")) ?? {}, SUSPENSION_KEY)).toBe(true);
+  });
+});

@@ -1,0 +1,58 @@
+/**
+ * A resume sent while the agent is RUNNING is a no-op (SPEC 11.9): it lifts no
+ * pause asked for before or after it.
+ *
+ * Each test pins a defect found by the review of durable suspension (SPEC §5,
+ * §11) (these tests were in test/review/suspension-review.test.ts).
+ */
+
+import { afterEach, describe, expect, it } from "vitest";
+import { ProcessStatus, type Message } from "../../src/index.js";
+import { gate, Pausable, rig, teardown, track, turns, waitUntil } from "../suspension/helpers.js";
+
+afterEach(teardown);
+
+const S = ProcessStatus;
+
+/** Payments in the documented shape, with a gate before it decides it needs approval. */
+class GatedPayments extends Pausable {
+  readonly go = gate();
+  readonly paid: string[] = [];
+  override async handle(message: Message): Promise<Message | void> {
+    if (message.payload.op !== "pay") return super.handle(message);
+    this.entered++;
+    await this.go.promise; // e.g. asking a policy engine, which answers REQUIRE_APPROVAL
+    this.state.pending = message.payload.invoice ?? null;
+    this.suspend(`approve ${String(message.payload.invoice)}`);
+    await this.checkpoint();
+  }
+
+  override async onResume(approver: string): Promise<void> {
+    await super.onResume(approver);
+    if (typeof this.state.pending !== "string") return;
+    this.paid.push(`${this.state.pending} by ${approver}`);
+    this.state.pending = null;
+    await this.checkpoint();
+  }
+}
+
+describe("a resume sent while the agent is RUNNING (SPEC 11.9: a no-op)", () => {
+  it("does not lift a pause the agent asks for afterwards, and the pending action stays unpaid", async () => {
+    const agent = new GatedPayments("pay");
+    const r = rig([agent]);
+    await r.runtime.start();
+    await r.runtime.send("pay", { op: "pay", invoice: "INV-9" });
+    await waitUntil(() => agent.entered === 1, "handling");
+    // Not suspended, and no pause asked for yet: this resume is a no-op by contract.
+    expect(agent.status).toBe(S.RUNNING);
+    expect(agent.suspension).toBeUndefined();
+    const resuming = track(r.runtime.resume("pay", "bob"));
+    await turns(5);
+    agent.go.open(); // only now does the agent decide the payment needs approval
+    await waitUntil(() => resuming.state !== "pending", "resume settled");
+    await turns(20);
+    expect(agent.paid).toEqual([]);
+    expect(agent.status).toBe(S.SUSPENDED);
+    expect(r.audit.ofType("agent.resume", "pay")).toEqual([]);
+  });
+});
