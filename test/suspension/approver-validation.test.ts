@@ -26,3 +26,34 @@ describe("approver validation", () => {
     expect(Object.hasOwn((await r.store.get("a")) ?? {}, SUSPENSION_KEY)).toBe(true);
   });
 });
+
+describe("approver validation (S6: a resume always names someone)", () => {
+  it.each([
+    ["NUL", "\u0000"],
+    ["BEL", "\u0007"],
+    ["HANGUL FILLER", "\u3164"],
+    ["BRAILLE PATTERN BLANK", "\u2800"],
+  ])("an approver made only of %s (nothing visible) is refused with INVALID_APPROVER and the agent stays SUSPENDED", async (_name, approver) => {
+    const agent = new Pausable("a");
+    const r = rig([agent]);
+    await r.runtime.start();
+    await r.runtime.suspend("a", "hold");
+    await rejectsWithCode(r.runtime.resume("a", approver), "INVALID_APPROVER");
+    expect(agent.status).toBe(S.SUSPENDED);
+    expect(agent.resumes).toEqual([]);
+  });
+});
+
+describe("approvers that display as someone else", () => {
+  it.each([
+    ["RIGHT-TO-LEFT OVERRIDE", "\u202Eecila"],
+    ["RIGHT-TO-LEFT ISOLATE", "bob\u2067ecila"],
+  ])("an approver with a %s (shows as another name) is refused with INVALID_APPROVER", async (_name, approver) => {
+    const agent = new Pausable("a");
+    const r = rig([agent]);
+    await r.runtime.start();
+    await r.runtime.suspend("a", "hold");
+    await rejectsWithCode(r.runtime.resume("a", approver), "INVALID_APPROVER");
+    expect(agent.status).toBe(S.SUSPENDED);
+  });
+});
