@@ -1,8 +1,12 @@
 /**
- * Final sweep of today's change (bf6678e..HEAD) for high-impact defects in the
- * interactions of its pieces. No high-impact defect was reproduced; the probe
- * below asserts the contracted behaviour and passes (kept as a regression test).
+ * A resume sent while the agent is SUSPENDED and queued across a ONE_FOR_ALL
+ * restart into the same pause is acted on: runtime.resume() resolving means
+ * the agent runs again.
+ *
+ * Each test pins a defect found by the sweep of bf6678e..HEAD (these tests
+ * were in test/review/sweep-review.test.ts).
  */
+
 import { describe, expect, it } from "vitest";
 import { outcome, runtimes, sleep, until } from "../support/review-kit.js";
 import { AgentProcess, ProcessStatus, Supervisor } from "../../src/index.js";
