@@ -6,11 +6,13 @@
  * lifecycle (these tests were in test/review/loop2-review.test.ts).
  */
 
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, afterEach } from "vitest";
 import { AgentProcess, createMessage, ErrorAction, ProcessStatus, Supervisor, type Message } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { eventually, gate } from "../runtime/fixtures.js";
 import { runtimes } from "../support/review-kit.js";
+import { Probe } from "../support/agents.js";
+import { rig, teardown, turns, waitUntil } from "../suspension/helpers.js";
 
 const runtime = runtimes();
 
@@ -108,5 +110,57 @@ describe("a result blocked on a full recipient when the stop gives up", () => {
     // docs/supervision.md: what an abandoned incarnation returns "is dropped"; the new one waits only for a handle() still running
     expect(fwd.seen).toEqual(["forward@1", "ping@2"]);
     expect((reply as Message).payload).toEqual({ pong: 2 });
+  });
+});
+
+afterEach(teardown);
+
+const S = ProcessStatus;
+
+/** Its "hang" handler waits, then notes something to itself; everything else is recorded. */
+class HangsThenNotesItself extends AgentProcess {
+  readonly hang = gate();
+  readonly handled: number[] = [];
+  hanging = false;
+  selfSend = "pending";
+  override async handle(message: Message): Promise<void> {
+    if (message.payload.op === "hang") {
+      this.hanging = true;
+      await this.hang.promise;
+      try {
+        await this.send(this.name, { seq: 99 });
+        this.selfSend = "sent";
+      } catch (error) {
+        this.selfSend = String((error as { code?: unknown }).code ?? error);
+      }
+      return;
+    }
+    this.handled.push(message.payload.seq as number);
+  }
+}
+
+describe("a handler the stop gave up on, sending to itself", () => {
+  it("an abandoned handler that sends to itself into a full mailbox does not deadlock the restarted incarnation", async () => {
+    const crasher = new Probe("c0");
+    const agent = new HangsThenNotesItself("a", { mailboxSize: 2, shutdownTimeoutMs: 100 });
+    const r = rig(new Supervisor("sup", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [crasher, agent] }));
+    await r.runtime.start();
+    await r.runtime.send("a", { op: "hang" });
+    await waitUntil(() => agent.hanging, "a hanging");
+    await r.runtime.send("c0", { op: "crash" }); // ONE_FOR_ALL: a is stopped too; its stop gives up after 100 ms
+    for (let i = 0; i < 10 && !(agent.incarnation === 2 && agent.status === S.RUNNING); i++) {
+      await r.clock.advance(100);
+      await turns(5);
+    }
+    expect(agent.incarnation).toBe(2);
+    // The restarted a dispatches nothing until the abandoned handle() returns (by design); its mailbox fills meanwhile.
+    await r.runtime.send("a", { seq: 1 });
+    await r.runtime.send("a", { seq: 2 });
+    agent.hang.open();
+    // Before this change the abandoned handler's send to itself got MAILBOX_FULL (current was still set);
+    // now it waits for room only the loop waiting for that very handler can make.
+    await waitUntil(() => agent.handled.length >= 2, "the restarted a handles its queue", 2_000).catch(() => undefined);
+    expect(agent.selfSend).not.toBe("pending");
+    expect(agent.handled.slice(0, 2)).toEqual([1, 2]);
   });
 });

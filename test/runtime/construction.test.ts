@@ -6,12 +6,14 @@
  * (these tests were in test/review/runtime-review.test.ts).
  */
 
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, afterEach } from "vitest";
 import { CivitasError } from "civitas-ts";
 import { AgentProcess, Runtime, silentLogger, type Message } from "civitas-ts";
 import { caught } from "../support/outcome.js";
 import { runtimes } from "../support/review-kit.js";
 import { type StateStore } from "../../src/index.js";
+import { Silent, throwsWithCode } from "../runtime/fixtures.js";
+import { teardown } from "../suspension/helpers.js";
 
 const runtime = runtimes({ stop: "full" });
 
@@ -55,4 +57,13 @@ describe("the Runtime store option", () => {
       expectCivitasError(error, "INVALID_ARGUMENT");
     });
   }
+});
+
+afterEach(teardown);
+
+describe("the Runtime clock option", () => {
+  it("refuses a clock without setTimeout at new Runtime(), instead of a TypeError at the first stop or ask", () => {
+    // Clock is { now(), setTimeout() }; the check only looks for now().
+    throwsWithCode(() => new Runtime({ root: [new Silent("s")], logger: silentLogger, clock: { now: () => Date.now() } as never }), "INVALID_ARGUMENT");
+  });
 });

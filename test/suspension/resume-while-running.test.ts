@@ -109,3 +109,44 @@ describe("a resume sent while RUNNING (SPEC 11.9: a no-op) and a crash-restart",
     expect(r.audit.ofType("agent.resume", "pay")).toEqual([]);
   });
 });
+
+/** The documented "store the action, suspend(), checkpoint(), return" handler, whose checkpoint takes a while. */
+class SlowCheckpointPayments extends Pausable {
+  readonly go = gate();
+  readonly paid: string[] = [];
+  override async handle(message: Message): Promise<Message | void> {
+    if (message.payload.op !== "pay") return super.handle(message);
+    this.entered++;
+    this.state.pending = message.payload.invoice ?? null;
+    this.suspend(`approve ${String(message.payload.invoice)}`);
+    await this.go.promise; // e.g. a checkpoint to a busy store
+    await this.checkpoint();
+  }
+  override async onResume(approver: string): Promise<void> {
+    await super.onResume(approver);
+    if (typeof this.state.pending !== "string") return;
+    this.paid.push(`${this.state.pending} by ${approver}`);
+    this.state.pending = null;
+  }
+}
+
+describe("a resume sent while RUNNING (SPEC 11.9: a no-op) and a pause asked for earlier in the handler", () => {
+  it("does not lift a pause asked for earlier in the running handler, which no caller could see yet", async () => {
+    const agent = new SlowCheckpointPayments("pay");
+    const r = rig([agent]);
+    await r.runtime.start();
+    await r.runtime.send("pay", { op: "pay", invoice: "INV-1" });
+    await waitUntil(() => agent.entered === 1, "handling");
+    // What an approver can see: RUNNING, no pause, nothing listed.
+    expect(agent.status).toBe(S.RUNNING);
+    expect(agent.suspension).toBeUndefined();
+    expect(r.runtime.listSuspended()).toEqual([]);
+    const resuming = track(r.runtime.resume("pay", "bob")); // by contract a no-op on a running agent
+    await turns(5);
+    agent.go.open();
+    await waitUntil(() => resuming.state !== "pending", "resume settled");
+    await turns(20);
+    expect(agent.paid).toEqual([]);
+    expect(agent.status).toBe(S.SUSPENDED);
+  });
+});
