@@ -7,9 +7,12 @@
  */
 
 import type { Span, Tracer, TracerProvider } from "@opentelemetry/api";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, afterEach } from "vitest";
 import { AgentProcess, type Message } from "civitas-ts";
 import { runtimes } from "../support/review-kit.js";
+import { type Context } from "@opentelemetry/api";
+import { ErrorAction, InMemoryStateStore, ProcessStatus, Runtime, silentLogger, type RuntimeOptions } from "../../src/index.js";
+import { testTracing, type TestTracing } from "../support/tracing.js";
 
 const runtime = runtimes({ stop: "full" });
 
@@ -54,5 +57,117 @@ describe("telemetry never throws into user code", () => {
     const reply = await rt.ask("fwd", { n: 7 }, { timeoutMs: 1_000 });
     expect(reply.payload).toEqual({ ok: 7 });
     await eventually(() => sink.handled.length === 1, "the forwarded message");
+  });
+});
+
+const started: Runtime[] = [];
+
+const tracings: TestTracing[] = [];
+
+function tracedRuntime(root: RuntimeOptions["root"], options: Partial<RuntimeOptions> = {}): Runtime {
+  const rt = new Runtime({ root, logger: silentLogger, keepAlive: false, ...options });
+  started.push(rt);
+  return rt;
+}
+
+function tracing(): TestTracing {
+  const t = testTracing();
+  tracings.push(t);
+  return t;
+}
+
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((rt) => Promise.race([rt.stop(), new Promise((r) => setTimeout(r, 500))])));
+  await Promise.all(tracings.splice(0).map((t) => t.close()));
+});
+
+/** Settles with "timeout" when `p` has not settled within `ms`. */
+function within<T>(p: Promise<T>, ms: number): Promise<T | "timeout"> {
+  return Promise.race([p, new Promise<"timeout">((r) => setTimeout(() => r("timeout"), ms))]);
+}
+
+/** A provider over a real SDK tracer whose spans have some methods replaced by throwing ones. */
+function hostile(real: TestTracing, broken: readonly (keyof Span)[]): TracerProvider {
+  const tracer = real.provider.getTracer("civitas-ts");
+  const wrap = (span: Span): Span =>
+    new Proxy(span, {
+      get(target, prop, receiver) {
+        if ((broken as readonly PropertyKey[]).includes(prop)) {
+          return () => {
+            throw new Error(`${String(prop)} exploded`);
+          };
+        }
+        const value: unknown = Reflect.get(target, prop, receiver);
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  const hostileTracer = {
+    startSpan: (name: string, options?: unknown, ctx?: Context) => wrap(tracer.startSpan(name, options as never, ctx)),
+    startActiveSpan: () => {
+      throw new Error("not used");
+    },
+  } as unknown as Tracer;
+  return { getTracer: () => hostileTracer };
+}
+
+class Idle extends AgentProcess {
+  override async handle(): Promise<void> {}
+}
+
+class AlwaysFails extends AgentProcess {
+  override async handle(): Promise<void> {
+    throw new Error("nope");
+  }
+  override async onError(): Promise<ErrorAction> {
+    return ErrorAction.SKIP;
+  }
+}
+
+/** A store whose set fails: every persist is refused. */
+class FailingSetStore extends InMemoryStateStore {
+  override async set(): Promise<void> {
+    throw new Error("store down");
+  }
+}
+
+describe("a hostile tracer never throws into user code", () => {
+  it("runtime.suspend resolves when the suspend span's setAttribute throws", async () => {
+    const t = tracing();
+    const rt = tracedRuntime([new Idle("a")], { tracerProvider: hostile(t, ["setAttribute"]) });
+    await rt.start();
+    const outcome = await within(
+      rt.suspend("a", "review").then(
+        () => "ok",
+        (e: unknown) => `rejected: ${(e as Error).message}`,
+      ),
+      1_000,
+    );
+    expect(outcome).toBe("ok");
+    expect(rt.getAgent("a")!.status).toBe(ProcessStatus.SUSPENDED);
+  });
+
+  it("runtime.suspend resolves when the store fails and the suspend span's addEvent throws (degraded durability)", async () => {
+    const t = tracing();
+    const rt = tracedRuntime([new Idle("a")], { tracerProvider: hostile(t, ["addEvent"]), store: new FailingSetStore() });
+    await rt.start();
+    const outcome = await within(
+      rt.suspend("a", "review").then(
+        () => "ok",
+        (e: unknown) => `rejected: ${(e as Error).message}`,
+      ),
+      1_000,
+    );
+    expect(outcome).toBe("ok");
+  });
+
+  it("a failed handle span is still ended when the span's recordException throws", async () => {
+    const t = tracing();
+    const agent = new AlwaysFails("a");
+    const rt = tracedRuntime([agent], { tracerProvider: hostile(t, ["recordException"]) });
+    await rt.start();
+    await rt.send("a", {}, { type: "job" });
+    // give the loop time to handle and end the span
+    await new Promise((r) => setTimeout(r, 50));
+    expect(t.named("civitas.agent.handle")).toHaveLength(1);
   });
 });
