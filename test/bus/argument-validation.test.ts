@@ -8,9 +8,10 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, type JsonObject, type Message } from "civitas-ts";
-import { codeOf, outcome, supervisedRuntimes, until } from "../support/review-kit.js";
 import { createMessage, Mailbox } from "../../src/index.js";
 import { turns } from "../runtime/fixtures.js";
+import { codeOf, outcome } from "../support/outcome.js";
+import { supervisedRuntimes, until } from "../support/runtimes.js";
 
 const supervised = supervisedRuntimes();
 

@@ -9,9 +9,10 @@
 import { describe, expect, it } from "vitest";
 import type { CivitasError } from "civitas-ts";
 import { AgentProcess, ErrorAction, ProcessStatus, type JsonObject, type Message } from "civitas-ts";
-import { codeOf, supervisedRuntimes, until, runtimes } from "../support/review-kit.js";
 import { DynamicSupervisor } from "../../src/index.js";
 import { eventually } from "../runtime/fixtures.js";
+import { codeOf } from "../support/outcome.js";
+import { supervisedRuntimes, until, runtimes } from "../support/runtimes.js";
 
 const supervised = supervisedRuntimes();
 

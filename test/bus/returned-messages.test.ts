@@ -8,10 +8,11 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, createMessage, ProcessStatus, type Message } from "civitas-ts";
-import { sleep, supervisedRuntimes, until, codeOf } from "../support/review-kit.js";
 import { type JsonObject } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { eventually, turns } from "../runtime/fixtures.js";
+import { sleep, supervisedRuntimes, until } from "../support/runtimes.js";
+import { codeOf } from "../support/outcome.js";
 
 const supervised = supervisedRuntimes();
 

@@ -9,10 +9,11 @@
 
 import { describe, expect, it } from "vitest";
 import { createMessage, Mailbox, AgentProcess, type JsonObject, type Message } from "../../src/index.js";
-import { outcome, codeOf, supervisedRuntimes } from "../support/review-kit.js";
 import v8 from "node:v8";
 import vm from "node:vm";
-import { eventually, track, turns } from "../runtime/fixtures.js";
+import { eventually, turns } from "../runtime/fixtures.js";
+import { outcome, codeOf, track } from "../support/outcome.js";
+import { supervisedRuntimes } from "../support/runtimes.js";
 
 v8.setFlagsFromString("--expose-gc");
 

@@ -8,7 +8,7 @@
 
 import { describe, expect, it } from "vitest";
 import { Mailbox, type Message } from "civitas-ts";
-import { codeOf, outcome } from "../support/review-kit.js";
+import { codeOf, outcome } from "../support/outcome.js";
 
 describe("Mailbox with bad input", () => {
   it("new Mailbox(null) throws INVALID_ARGUMENT, not a TypeError", () => {

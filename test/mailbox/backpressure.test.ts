@@ -8,8 +8,9 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, type Message } from "../../src/index.js";
-import { eventually, track, turns } from "../runtime/fixtures.js";
-import { supervisedRuntimes } from "../support/review-kit.js";
+import { eventually, turns } from "../runtime/fixtures.js";
+import { track } from "../support/outcome.js";
+import { supervisedRuntimes } from "../support/runtimes.js";
 
 const supervised = supervisedRuntimes();
 

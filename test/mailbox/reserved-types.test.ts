@@ -8,7 +8,8 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, createMessage, ProcessStatus, type Message } from "civitas-ts";
-import { codeOf, outcome, sleep, supervisedRuntimes } from "../support/review-kit.js";
+import { codeOf, outcome } from "../support/outcome.js";
+import { sleep, supervisedRuntimes } from "../support/runtimes.js";
 
 const supervised = supervisedRuntimes();
 

@@ -9,10 +9,10 @@
 import type { Span, Tracer, TracerProvider } from "@opentelemetry/api";
 import { describe, expect, it, afterEach } from "vitest";
 import { AgentProcess, type Message } from "civitas-ts";
-import { runtimes } from "../support/review-kit.js";
 import { type Context } from "@opentelemetry/api";
 import { ErrorAction, InMemoryStateStore, ProcessStatus, Runtime, silentLogger, type RuntimeOptions } from "../../src/index.js";
 import { testTracing, type TestTracing } from "../support/tracing.js";
+import { runtimes } from "../support/runtimes.js";
 
 const runtime = runtimes({ stop: "full" });
 

@@ -10,7 +10,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createMessage, Runtime, silentLogger, type Message } from "../../src/index.js";
 import { testTracing } from "../support/tracing.js";
 import { Silent } from "../runtime/fixtures.js";
-import { teardown, waitUntil } from "../suspension/helpers.js";
+import { teardown } from "../suspension/helpers.js";
+import { waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
 

@@ -9,10 +9,10 @@
 import { describe, expect, it, afterEach } from "vitest";
 import { AgentProcess, createMessage, ErrorAction, ProcessStatus, Supervisor, type Message } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
-import { eventually, gate } from "../runtime/fixtures.js";
-import { runtimes } from "../support/review-kit.js";
-import { Probe } from "../support/agents.js";
-import { rig, teardown, turns, waitUntil } from "../suspension/helpers.js";
+import { eventually } from "../runtime/fixtures.js";
+import { Probe, gate, turns, waitUntil } from "../support/agents.js";
+import { rig, teardown } from "../suspension/helpers.js";
+import { runtimes } from "../support/runtimes.js";
 
 const runtime = runtimes();
 

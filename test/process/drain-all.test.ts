@@ -9,7 +9,8 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, createMessage, DynamicSupervisor, ProcessStatus, type Message, ErrorAction } from "../../src/index.js";
-import { gate, runtimes, until } from "../support/review-kit.js";
+import { gate } from "../support/agents.js";
+import { runtimes, until } from "../support/runtimes.js";
 
 const runtime = runtimes();
 

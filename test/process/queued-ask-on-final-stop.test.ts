@@ -9,7 +9,9 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, DynamicSupervisor, ErrorAction, type Message, Supervisor } from "../../src/index.js";
-import { gate, outcome, runtimes, until, settlement, sleep, supervisedRuntimes, codeOf } from "../support/review-kit.js";
+import { gate } from "../support/agents.js";
+import { outcome, settlement, codeOf } from "../support/outcome.js";
+import { runtimes, until, sleep, supervisedRuntimes } from "../support/runtimes.js";
 
 const runtime = runtimes();
 

@@ -9,7 +9,8 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, ProcessStatus, Supervisor, type Message } from "../../src/index.js";
-import { gate, runtimes, until, sleep, supervisedRuntimes } from "../support/review-kit.js";
+import { gate } from "../support/agents.js";
+import { runtimes, until, sleep, supervisedRuntimes } from "../support/runtimes.js";
 
 const runtime = runtimes();
 

@@ -8,7 +8,7 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, Supervisor } from "../../src/index.js";
-import { runtimes } from "../support/review-kit.js";
+import { runtimes } from "../support/runtimes.js";
 
 const runtime = runtimes();
 

@@ -10,7 +10,9 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, Supervisor, type Message, createMessage, type JsonObject } from "../../src/index.js";
-import { codeOf, gate, outcome, runtimes, sleep, until, supervisedRuntimes } from "../support/review-kit.js";
+import { codeOf, outcome } from "../support/outcome.js";
+import { gate } from "../support/agents.js";
+import { runtimes, sleep, until, supervisedRuntimes } from "../support/runtimes.js";
 
 const runtime = runtimes();
 

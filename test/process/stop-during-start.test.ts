@@ -9,17 +9,6 @@
 
 import { describe, expect, it } from "vitest";
 import {
-  gate,
-  outcome,
-  runtimes,
-  sleep,
-  unannouncedRecord,
-  until,
-  WrappedStore,
-  codeOf,
-  supervisedRuntimes,
-} from "../support/review-kit.js";
-import {
   AgentProcess,
   DynamicSupervisor,
   InMemoryStateStore,
@@ -31,6 +20,10 @@ import {
   type JsonObject,
 } from "../../src/index.js";
 import { type Message } from "civitas-ts";
+import { gate } from "../support/agents.js";
+import { outcome, codeOf } from "../support/outcome.js";
+import { runtimes, sleep, until, supervisedRuntimes } from "../support/runtimes.js";
+import { unannouncedRecord, WrappedStore } from "../support/stores.js";
 
 const runtime = runtimes();
 

@@ -9,11 +9,11 @@
 import { describe, expect, it, afterEach } from "vitest";
 import { CivitasError } from "civitas-ts";
 import { AgentProcess, Runtime, silentLogger, type Message } from "civitas-ts";
-import { caught } from "../support/outcome.js";
-import { runtimes } from "../support/review-kit.js";
+import { caught, throwsWithCode } from "../support/outcome.js";
 import { type StateStore } from "../../src/index.js";
-import { Silent, throwsWithCode } from "../runtime/fixtures.js";
+import { Silent } from "../runtime/fixtures.js";
 import { teardown } from "../suspension/helpers.js";
+import { runtimes } from "../support/runtimes.js";
 
 const runtime = runtimes({ stop: "full" });
 

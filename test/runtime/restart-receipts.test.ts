@@ -8,7 +8,7 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, MemoryAuditSink, Supervisor, type Message } from "civitas-ts";
-import { runtimes } from "../support/review-kit.js";
+import { runtimes } from "../support/runtimes.js";
 
 const runtime = runtimes({ stop: "full" });
 

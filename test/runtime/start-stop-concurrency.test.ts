@@ -9,7 +9,7 @@
 import { describe, expect, it } from "vitest";
 import type { CivitasError } from "civitas-ts";
 import { AgentProcess } from "civitas-ts";
-import { runtimes } from "../support/review-kit.js";
+import { runtimes } from "../support/runtimes.js";
 
 const runtime = runtimes({ stop: "full" });
 

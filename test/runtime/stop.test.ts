@@ -8,11 +8,12 @@
 
 import { describe, expect, it, afterEach, vi } from "vitest";
 import { AgentProcess } from "civitas-ts";
-import { codeOf, outcome, sleep, supervisedRuntimes } from "../support/review-kit.js";
 import type { CivitasError} from "../../src/index.js";
 import { ProcessStatus, Runtime, Supervisor, silentLogger, type Message } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
-import { eventually, track, turns } from "../runtime/fixtures.js";
+import { eventually, turns } from "../runtime/fixtures.js";
+import { codeOf, outcome, track } from "../support/outcome.js";
+import { sleep, supervisedRuntimes } from "../support/runtimes.js";
 
 const supervised = supervisedRuntimes();
 

@@ -8,7 +8,7 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, ProcessStatus, type Message } from "civitas-ts";
-import { sleep, supervisedRuntimes, until } from "../support/review-kit.js";
+import { sleep, supervisedRuntimes, until } from "../support/runtimes.js";
 
 const supervised = supervisedRuntimes();
 

@@ -8,7 +8,8 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, InMemoryStateStore, type JsonObject, type Message } from "civitas-ts";
-import { codeOf, supervisedRuntimes } from "../support/review-kit.js";
+import { codeOf } from "../support/outcome.js";
+import { supervisedRuntimes } from "../support/runtimes.js";
 
 const supervised = supervisedRuntimes();
 

@@ -3,7 +3,7 @@ import { InMemoryStateStore } from "../../src/state/in-memory-state-store.js";
 import { StoreClosedError } from "../../src/state/store-closed-error.js";
 import { describeStateStoreContract } from "./store-contract.js";
 import { AgentProcess, ProcessStatus, Supervisor, type Message } from "civitas-ts";
-import { runtimes } from "../support/review-kit.js";
+import { runtimes } from "../support/runtimes.js";
 
 describeStateStoreContract("InMemoryStateStore", async () => {
   const store = new InMemoryStateStore();

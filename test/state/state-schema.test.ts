@@ -15,7 +15,7 @@ import { CivitasError } from "civitas-ts";
 import { AgentProcess } from "civitas-ts";
 import { SqliteStateStore } from "civitas-ts/sqlite";
 import { rejected } from "../support/outcome.js";
-import { runtimes } from "../support/review-kit.js";
+import { runtimes } from "../support/runtimes.js";
 
 const dirs: string[] = [];
 

@@ -17,8 +17,9 @@ import {
   Supervisor,
   type Logger,
 } from "../../src/index.js";
-import { gate, runtimes, sleep, WrappedStore, GatedStore } from "../support/review-kit.js";
-import { Probe, harness, stopAll, turns, waitUntil } from "../support/agents.js";
+import { Probe, harness, stopAll, turns, waitUntil, gate } from "../support/agents.js";
+import { runtimes, sleep } from "../support/runtimes.js";
+import { WrappedStore, GatedStore } from "../support/stores.js";
 
 const runtime = runtimes();
 

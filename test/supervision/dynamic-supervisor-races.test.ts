@@ -10,7 +10,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { CivitasError, DynamicSupervisor, ProcessStatus, Supervisor } from "civitas-ts";
 import { Probe, Spawner, gate, harness, stopAll, turns, waitUntil } from "../support/agents.js";
-import { GatedStore } from "../support/review-kit.js";
+import { GatedStore } from "../support/stores.js";
 
 afterEach(stopAll);
 

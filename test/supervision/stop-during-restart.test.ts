@@ -9,7 +9,7 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, Supervisor, DynamicSupervisor } from "../../src/index.js";
-import { runtimes, sleep, until } from "../support/review-kit.js";
+import { runtimes, sleep, until } from "../support/runtimes.js";
 
 const runtime = runtimes();
 

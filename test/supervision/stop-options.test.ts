@@ -9,9 +9,10 @@
 
 import { describe, expect, it, afterEach } from "vitest";
 import { AgentProcess, DynamicSupervisor, ProcessStatus, Supervisor, type Message } from "../../src/index.js";
-import { gate, outcome, runtimes } from "../support/review-kit.js";
 import { settle } from "../../src/entries/testing.js";
-import { harness, stopAll, turns, waitUntil } from "../support/agents.js";
+import { harness, stopAll, turns, waitUntil, gate } from "../support/agents.js";
+import { outcome } from "../support/outcome.js";
+import { runtimes } from "../support/runtimes.js";
 
 const runtime = runtimes();
 

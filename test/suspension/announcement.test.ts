@@ -21,9 +21,11 @@ import {
   ErrorAction,
   Supervisor,
 } from "../../src/index.js";
-import { runtimes, gate, sleep, unannouncedRecord, until } from "../support/review-kit.js";
 import { testTracing } from "../support/tracing.js";
-import { Pausable, rig, teardown, waitUntil } from "../suspension/helpers.js";
+import { Pausable, rig, teardown } from "../suspension/helpers.js";
+import { runtimes, sleep, until } from "../support/runtimes.js";
+import { gate, waitUntil } from "../support/agents.js";
+import { unannouncedRecord } from "../support/stores.js";
 
 const runtime = runtimes();
 

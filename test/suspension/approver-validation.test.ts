@@ -8,7 +8,8 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus, SUSPENSION_KEY } from "../../src/index.js";
-import { Pausable, rejectsWithCode, rig, teardown } from "../suspension/helpers.js";
+import { Pausable, rig, teardown } from "../suspension/helpers.js";
+import { rejectsWithCode } from "../support/outcome.js";
 
 afterEach(teardown);
 

@@ -9,7 +9,8 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, DynamicSupervisor, InMemoryStateStore, ProcessStatus, SUSPENSION_KEY } from "../../src/index.js";
-import { gate, runtimes } from "../support/review-kit.js";
+import { gate } from "../support/agents.js";
+import { runtimes } from "../support/runtimes.js";
 
 const runtime = runtimes();
 

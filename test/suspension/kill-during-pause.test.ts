@@ -14,8 +14,9 @@ import path from "node:path";
 import { afterEach, describe, expect, it, onTestFinished } from "vitest";
 import { ProcessStatus, SUSPENSION_KEY } from "../../src/index.js";
 import { verifySuspension } from "../../src/entries/audit.js";
+import { waitUntil } from "../support/agents.js";
 import { runTsChild } from "../support/child-process.js";
-import { Pausable, rig, teardown, waitUntil } from "../suspension/helpers.js";
+import { Pausable, rig, teardown } from "../suspension/helpers.js";
 
 afterEach(teardown);
 

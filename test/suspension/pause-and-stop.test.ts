@@ -17,8 +17,10 @@ import {
   Supervisor,
   type Message,
 } from "../../src/index.js";
-import { gate, runtimes, sleep } from "../support/review-kit.js";
-import { Pausable, RecordingStore, rig, teardown, track, turns, waitUntil } from "../suspension/helpers.js";
+import { Pausable, RecordingStore, rig, teardown } from "../suspension/helpers.js";
+import { gate, turns, waitUntil } from "../support/agents.js";
+import { runtimes, sleep } from "../support/runtimes.js";
+import { track } from "../support/outcome.js";
 
 const runtime = runtimes();
 

@@ -8,7 +8,8 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, ProcessStatus, Supervisor, type Message } from "../../src/index.js";
-import { rig, teardown, turns, waitUntil } from "../suspension/helpers.js";
+import { rig, teardown } from "../suspension/helpers.js";
+import { turns, waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
 

@@ -8,7 +8,8 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { createMessage, ProcessStatus } from "../../src/index.js";
-import { Pausable, rig, teardown, turns } from "../suspension/helpers.js";
+import { Pausable, rig, teardown } from "../suspension/helpers.js";
+import { turns } from "../support/agents.js";
 
 afterEach(teardown);
 

@@ -8,8 +8,9 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { outcome, runtimes, sleep, until } from "../support/review-kit.js";
 import { AgentProcess, ProcessStatus, Supervisor } from "../../src/index.js";
+import { outcome } from "../support/outcome.js";
+import { runtimes, sleep, until } from "../support/runtimes.js";
 
 const runtime = runtimes();
 

@@ -9,7 +9,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
-import { Pausable, rig, teardown, waitUntil } from "../suspension/helpers.js";
+import { Pausable, rig, teardown } from "../suspension/helpers.js";
+import { waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
 

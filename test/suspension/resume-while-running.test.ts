@@ -8,7 +8,9 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus, type Message, ErrorAction, Supervisor } from "../../src/index.js";
-import { gate, Pausable, rig, teardown, track, turns, waitUntil } from "../suspension/helpers.js";
+import { Pausable, rig, teardown } from "../suspension/helpers.js";
+import { gate, turns, waitUntil } from "../support/agents.js";
+import { track } from "../support/outcome.js";
 
 afterEach(teardown);
 

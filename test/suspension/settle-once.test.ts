@@ -8,8 +8,8 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus, Supervisor } from "../../src/index.js";
-import { Probe } from "../support/agents.js";
-import { Pausable, rig, teardown, turns, waitUntil } from "../suspension/helpers.js";
+import { Probe, turns, waitUntil } from "../support/agents.js";
+import { Pausable, rig, teardown } from "../suspension/helpers.js";
 
 afterEach(teardown);
 
