@@ -68,7 +68,7 @@ class Sink extends AgentProcess {
   }
 }
 
-describe("Supervisor.shutdown abandons only the start in flight at that instant", () => {
+describe("a supervisor stopped while its subtree starts abandons only the start in flight at that instant", () => {
   it("a nested supervisor's startup (a parent's restart) starts no further child once a stop came, so the stop finishes", async () => {
     const log = { k1Starts: 0, k2Starts: 0, k1InSecondStart: false };
     class K1 extends AgentProcess {
@@ -167,7 +167,7 @@ describe("a stop that comes during onStart of an agent restoring an unannounced 
   });
 });
 
-describe("a parent's abandonChildStart reaches a DynamicSupervisor's children while it still runs", () => {
+describe("a parent's stop reaches the children a DynamicSupervisor is still starting", () => {
   it("a child restart in onStart is not failed by a parent's stop of a sibling first: its spawner never hears 'restarts_exhausted' during a plain stop", async () => {
     const terminated: string[] = [];
     let wStarts = 0;
@@ -258,7 +258,7 @@ describe("a restart after a start the parent's stop abandoned", () => {
   });
 });
 
-describe("stopChild waits for a start that is announcing a restored pause", () => {
+describe("a stop of a child that is announcing a restored pause", () => {
   it("dyn.stop(name, { timeoutMs: 50 }) during a restored pause's announcement is bounded by its timeoutMs, not by onSuspend's shutdownTimeoutMs", async () => {
     const store = new InMemoryStateStore();
     await store.set("a", unannouncedRecord("r1"));
