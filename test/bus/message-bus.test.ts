@@ -16,7 +16,9 @@ import {
   type Message,
 } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
-import { Echo, eventually, gate, rejection, rejectsWithCode, Silent, track, turns, type Gate } from "../runtime/fixtures.js";
+import { Echo, eventually, Silent, turns } from "../runtime/fixtures.js";
+import { gate, type Gate } from "../support/agents.js";
+import { rejection, rejectsWithCode, track } from "../support/outcome.js";
 
 const runtimes: Runtime[] = [];
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { assertValidName, Registry } from "../../src/bus/registry.js";
 import { AgentProcess, DuplicateNameError, InvalidArgumentError, Supervisor } from "../../src/index.js";
 import type { SupervisedChild } from "../../src/supervision/child.js";
-import { throwsWithCode } from "../runtime/fixtures.js";
+import { throwsWithCode } from "../support/outcome.js";
 
 function agent(name: string, capabilities: string[] = []): AgentProcess {
   return new AgentProcess(name, { capabilities });

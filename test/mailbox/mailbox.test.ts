@@ -5,7 +5,7 @@ import { InvalidArgumentError, MailboxClosedError } from "../../src/errors/error
 import { forceMessage, Mailbox } from "../../src/mailbox/mailbox.js";
 import { buildMessage, type Message } from "../../src/message/message.js";
 import type { Clock, TimerHandle } from "../../src/time/clock.js";
-import { track } from "../runtime/fixtures.js";
+import { track } from "../support/outcome.js";
 
 let counter = 0;
 

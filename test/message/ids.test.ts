@@ -144,3 +144,28 @@ describe("trace and span ids", () => {
     expect(spans.has("0".repeat(16))).toBe(false);
   });
 });
+
+// ---------------------------------------------------------------- ids
+describe("UUIDv7 order", () => {
+  it("ids minted in one millisecond are in strictly increasing order (monotonic within a process)", () => {
+    const ms = 1_700_000_000_123;
+    const ids: string[] = [];
+    for (let i = 0; i < 5_000; i++) ids.push(uuidv7(ms));
+    let firstDrop = -1;
+    for (let i = 1; i < ids.length; i++) {
+      if (!((ids[i] as string) > (ids[i - 1] as string))) {
+        firstDrop = i;
+        break;
+      }
+    }
+    expect(firstDrop, `id ${firstDrop} (${ids[firstDrop]}) sorts before id ${firstDrop - 1} (${ids[firstDrop - 1]})`).toBe(-1);
+  });
+
+  it("ids minted back to back on the real clock never go backwards", () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 200_000; i++) ids.push(uuidv7());
+    let backwards = 0;
+    for (let i = 1; i < ids.length; i++) if ((ids[i] as string) <= (ids[i - 1] as string)) backwards++;
+    expect(backwards).toBe(0);
+  });
+});

@@ -18,7 +18,7 @@ import {
   type JsonPayload,
   type Message,
 } from "../../src/index.js";
-import { rejectsWithCode } from "../runtime/fixtures.js";
+import { rejectsWithCode } from "../support/outcome.js";
 
 interface Payment {
   invoice: string;

@@ -5,6 +5,7 @@ import { InvalidWireMessageError } from "../../src/errors/errors.js";
 import type { JsonObject } from "../../src/message/json.js";
 import { buildMessage, createMessage, type Message } from "../../src/message/message.js";
 import { fromWire, toWire, WIRE_SCHEMA_VERSION, type WireMessage } from "../../src/message/wire.js";
+import { caught } from "../support/outcome.js";
 
 const name = fc.string({ minLength: 1, maxLength: 12 });
 const hex = (length: number): fc.Arbitrary<string> =>
@@ -447,5 +448,75 @@ describe("fromWire on exotic objects", () => {
     const payload = {};
     Object.defineProperty(payload, "when", { enumerable: true, get: () => new Date(0) });
     expect(wireError({ ...sample(), payload }).message).toContain("$.payload.when");
+  });
+});
+
+// ---------------------------------------------------------------- wire
+describe("fromWire and toWire on hostile input", () => {
+  it("a deeply nested payload (valid JSON text) is refused with a CivitasError, not a RangeError", () => {
+    const depth = 100_000;
+    const nested = '{"n":'.repeat(depth) + "1" + "}".repeat(depth);
+    const text = `{"schema_version":1,"id":"0190b7c2-6d3e-7000-8000-000000000000","type":"t","sender":"a","recipient":"b","timestamp":1,"trace_id":"${"a".repeat(32)}","span_id":"${"b".repeat(16)}","attempt":0,"priority":0,"payload":${nested}}`;
+    expect((): unknown => JSON.parse(text)).not.toThrow(); // the text itself is fine JSON
+    const error = caught(() => fromWire(text));
+    expect(error).toBeInstanceOf(CivitasError);
+    expect((error as CivitasError).code).toBe("INVALID_WIRE_MESSAGE");
+  });
+
+  it("every message createMessage accepts survives toWire/fromWire (empty type or correlationId)", () => {
+    const results: Record<string, string> = {};
+    const inits = {
+      "empty type": { type: "" },
+      "empty correlationId": { correlationId: "" },
+      "empty replyTo": { replyTo: "" },
+    };
+    for (const [what, extra] of Object.entries(inits)) {
+      const m = createMessage({ sender: "a", recipient: "b", payload: { x: 1 }, ...extra });
+      try {
+        results[what] = JSON.stringify(fromWire(toWire(m))) === JSON.stringify(m) ? "lossless" : "changed";
+      } catch (error) {
+        results[what] = (error as CivitasError).code;
+      }
+    }
+    expect(results).toEqual({ "empty type": "lossless", "empty correlationId": "lossless", "empty replyTo": "lossless" });
+  });
+
+  it("toWire refuses something that is not a message with a CivitasError instead of a TypeError or a broken wire object", () => {
+    const outcome = (input: unknown): string => {
+      try {
+        const wire = toWire(input as Message);
+        return `returned ${JSON.stringify(wire)}`;
+      } catch (error) {
+        return error instanceof CivitasError ? error.code : `${(error as Error).name}`;
+      }
+    };
+    expect([outcome(null), outcome({})]).toEqual(["INVALID_WIRE_MESSAGE", "INVALID_WIRE_MESSAGE"]);
+  });
+
+  it("round-trips optional fields, unicode (astral, combining, lone surrogates), and a multi-megabyte payload through text", () => {
+    const big = "x".repeat(4 * 1024 * 1024);
+    const payload: JsonObject = {
+      text: "ünïcødé 🚀 e\u0301 \u{10FFFF} \ud800 alone",
+      "🔑": ["\u0000", "\u2028\u2029", -0.5, 1e308, 0],
+      __proto__key: { nested: [null, true, { deep: big }] },
+    };
+    const m = createMessage({
+      sender: "sénder",
+      recipient: "récipient-日本",
+      payload,
+      type: "typ€",
+      correlationId: "c",
+      replyTo: "r",
+      parentSpanId: "a".repeat(16),
+      ttlMs: 0,
+      attempt: 7,
+      priority: 3,
+      timestamp: 1_700_000_000_000.5,
+    });
+    const back = fromWire(JSON.stringify(toWire(m)));
+    expect(back).toEqual(m);
+    expect(Object.keys(back).sort()).toEqual(Object.keys(m).sort());
+    const bytes = fromWire(new TextEncoder().encode(JSON.stringify(toWire(m))));
+    expect(bytes).toEqual(m);
   });
 });

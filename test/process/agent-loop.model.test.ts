@@ -69,7 +69,7 @@ import {
 import { TestClock } from "../../src/entries/testing.js";
 import { queuedBusiness } from "../../src/mailbox/mailbox.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
-import { track, type Tracked } from "../runtime/fixtures.js";
+import { track, type Tracked } from "../support/outcome.js";
 
 const NAME = "w";
 const MAILBOX = 4;

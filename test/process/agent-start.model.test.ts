@@ -96,7 +96,7 @@ import {
 } from "../../src/index.js";
 import { TestClock } from "../../src/entries/testing.js";
 import { turns, waitUntil } from "../support/agents.js";
-import { track, type Tracked } from "../runtime/fixtures.js";
+import { track, type Tracked } from "../support/outcome.js";
 
 const NAME = "w";
 const STEP_MS = 10;

@@ -16,7 +16,9 @@ import {
   type RuntimeOptions,
 } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
-import { eventually, gate, track } from "./fixtures.js";
+import { eventually } from "./fixtures.js";
+import { gate } from "../support/agents.js";
+import { track } from "../support/outcome.js";
 
 const runtimes: Runtime[] = [];
 

@@ -3,7 +3,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, Runtime, silentLogger, Supervisor, type AuditEvent, type AuditSink, type Logger, type Message } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
-import { eventually, track, turns } from "./fixtures.js";
+import { eventually, turns } from "./fixtures.js";
+import { track } from "../support/outcome.js";
 
 /** A sink that records an event only when the test lets it: `release()` records everything held. */
 class HeldSink implements AuditSink {

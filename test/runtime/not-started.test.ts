@@ -3,7 +3,9 @@
 // tree starts up queue as usual (SPEC 7; issue 11, section 3).
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, CivitasError, Runtime, RuntimeStateError, silentLogger, type Message, type RuntimeOptions } from "../../src/index.js";
-import { Echo, eventually, gate, rejection, Silent } from "./fixtures.js";
+import { Echo, eventually, Silent } from "./fixtures.js";
+import { gate } from "../support/agents.js";
+import { rejection } from "../support/outcome.js";
 
 const runtimes: Runtime[] = [];
 

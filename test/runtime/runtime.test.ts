@@ -16,7 +16,9 @@ import {
   type RuntimeOptions,
 } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
-import { Echo, eventually, gate, rejectsWithCode, Silent, throwsWithCode, track, type Gate } from "./fixtures.js";
+import { Echo, eventually, Silent } from "./fixtures.js";
+import { gate, type Gate } from "../support/agents.js";
+import { rejectsWithCode, throwsWithCode, track } from "../support/outcome.js";
 
 const runtimes: Runtime[] = [];
 

@@ -10,7 +10,9 @@ import {
   type AgentProcessOptions,
   type Message,
 } from "../../src/index.js";
-import { gate, track, turns } from "./fixtures.js";
+import { turns } from "./fixtures.js";
+import { gate } from "../support/agents.js";
+import { track } from "../support/outcome.js";
 
 const runtimes: Runtime[] = [];
 

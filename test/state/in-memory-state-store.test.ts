@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { InMemoryStateStore } from "../../src/state/in-memory-state-store.js";
 import { StoreClosedError } from "../../src/state/store-closed-error.js";
 import { describeStateStoreContract } from "./store-contract.js";
+import { AgentProcess, ProcessStatus, Supervisor, type Message } from "civitas-ts";
+import { runtimes } from "../support/runtimes.js";
 
 describeStateStoreContract("InMemoryStateStore", async () => {
   const store = new InMemoryStateStore();
@@ -35,5 +37,44 @@ describe("StoreClosedError", () => {
     expect(err.code).toBe("STORE_CLOSED");
     expect(err.store).toBe("InMemoryStateStore");
     expect(err.message).toContain("InMemoryStateStore is closed");
+  });
+});
+
+const runtime = runtimes({ stop: "full" });
+
+async function eventually(condition: () => boolean, what = "condition", timeoutMs = 3_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+// ---------------------------------------------------------------- state through the runtime
+describe("InMemoryStateStore through the runtime", () => {
+  it("a restart restores the checkpoint, not later in-memory mutations (nested ones included)", async () => {
+    const store = new InMemoryStateStore();
+    class Holder extends AgentProcess<{ nested: { items: number[] }; n: number }> {
+      override state = { nested: { items: [1] }, n: 0 };
+      override async handle(message: Message): Promise<void> {
+        if (message.type === "save") {
+          this.state.n = 1;
+          await this.checkpoint();
+          this.state.nested.items.push(99); // after the checkpoint: must not reach the store
+          this.state.n = 2;
+          return;
+        }
+        throw new Error("crash");
+      }
+    }
+    const holder = new Holder("holder");
+    const rt = runtime(new Supervisor("sup", { children: [holder], backoffBaseMs: 0 }), { store });
+    await rt.start();
+    await rt.send("holder", {}, { type: "save" });
+    await eventually(() => holder.state.n === 2, "the save");
+    await rt.send("holder", {}, { type: "boom" });
+    await eventually(() => holder.incarnation === 2 && holder.status === ProcessStatus.RUNNING, "the restart");
+    expect(holder.state).toEqual({ nested: { items: [1] }, n: 1 });
+    expect(await store.get("holder")).toEqual({ nested: { items: [1] }, n: 1 });
   });
 });

@@ -21,7 +21,7 @@ import type { JsonObject } from "../../src/message/json.js";
 import type { ChildTerminationReason } from "../../src/supervision/dynamic-host.js";
 import type { TestClock } from "../../src/testing/test-clock.js";
 import { Probe, Spawner, harness, stopAll, turns, waitUntil } from "../support/agents.js";
-import { track, type Tracked } from "../runtime/fixtures.js";
+import { track, type Tracked } from "../support/outcome.js";
 
 afterEach(stopAll);
 

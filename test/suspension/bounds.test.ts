@@ -2,7 +2,9 @@
 // refused with a coded error before anything is sent (issue 11, section 5).
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, CivitasError, InvalidApproverError, InvalidArgumentError, ProcessStatus, type Message } from "../../src/index.js";
-import { Pausable, rejectsWithCode, rig, teardown, turns, waitUntil } from "./helpers.js";
+import { Pausable, rig, teardown } from "./helpers.js";
+import { rejectsWithCode } from "../support/outcome.js";
+import { turns, waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
 

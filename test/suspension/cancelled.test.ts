@@ -5,7 +5,8 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, DynamicSupervisor, MemoryAuditSink, ProcessStatus, Supervisor, SUSPENSION_KEY, type AuditEvent, type Message } from "../../src/index.js";
-import { Pausable, RecordingStore, rig, teardown, TimelineAudit, waitUntil } from "./helpers.js";
+import { Pausable, RecordingStore, rig, teardown, TimelineAudit } from "./helpers.js";
+import { waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
 

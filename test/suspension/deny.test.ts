@@ -24,7 +24,9 @@ import {
   type SuspensionMarker,
 } from "../../src/index.js";
 import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
-import { gate, Pausable, rejectsWithCode, rig, teardown, TimelineAudit, turns, waitUntil, type RigOptions } from "./helpers.js";
+import { Pausable, rig, teardown, TimelineAudit, type RigOptions } from "./helpers.js";
+import { gate, turns, waitUntil } from "../support/agents.js";
+import { rejectsWithCode } from "../support/outcome.js";
 
 afterEach(teardown);
 

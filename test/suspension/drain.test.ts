@@ -2,8 +2,10 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createMessage, ProcessStatus, SUSPENSION_KEY, type Message } from "../../src/index.js";
 import { forceMessage } from "../../src/mailbox/mailbox.js";
 import { mintControl } from "../../src/process/control-authority.js";
-import { Pausable, rig, teardown, track, turns, waitUntil } from "./helpers.js";
+import { Pausable, rig, teardown } from "./helpers.js";
 import { ProcessRunner } from "../../src/process/process-runner.js";
+import { track } from "../support/outcome.js";
+import { turns, waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
 

@@ -8,7 +8,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, ProcessStatus, SUSPENSION_KEY, type AuditEvent, type Message } from "../../src/index.js";
 import { MemoryAuditSink } from "../../src/audit/memory-audit-sink.js";
 import { TestClock } from "../../src/testing/test-clock.js";
-import { Pausable, RecordingStore, rejectsWithCode, rig, teardown, turns, waitUntil } from "./helpers.js";
+import { Pausable, RecordingStore, rig, teardown } from "./helpers.js";
+import { rejectsWithCode } from "../support/outcome.js";
+import { turns, waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
 

@@ -17,7 +17,8 @@ import {
   type Message,
   type SuspensionMarker,
 } from "../../src/index.js";
-import { Pausable, rig, turns, type Rig } from "./helpers.js";
+import { Pausable, rig, type Rig } from "./helpers.js";
+import { turns } from "../support/agents.js";
 
 /** What an attack is run with. */
 export interface Scene extends Rig {

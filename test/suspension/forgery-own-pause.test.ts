@@ -8,7 +8,8 @@
 import { afterAll, afterEach, expect, it } from "vitest";
 import { createMessage, ErrorAction, ProcessStatus, type Message } from "../../src/index.js";
 import { expectNoEffect, expectOwnPauseKept, scene, tally, type Mutable, type Scene } from "./forgery-kit.js";
-import { rejectsWithCode, teardown } from "./helpers.js";
+import { teardown } from "./helpers.js";
+import { rejectsWithCode } from "../support/outcome.js";
 
 afterEach(teardown);
 afterAll(() => {

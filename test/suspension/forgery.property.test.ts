@@ -8,7 +8,8 @@ import fc from "fast-check";
 import { afterEach, expect, it } from "vitest";
 import { createMessage, ErrorAction, SUSPENSION_KEY } from "../../src/index.js";
 import { scene, type Mallory, type Mutable, type Scene } from "./forgery-kit.js";
-import { teardown, turns } from "./helpers.js";
+import { teardown } from "./helpers.js";
+import { turns } from "../support/agents.js";
 
 afterEach(teardown);
 

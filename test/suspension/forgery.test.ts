@@ -9,7 +9,9 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createMessage, fromWire, Mailbox, ProcessStatus, SUSPENSION_KEY, toWire, type Message } from "../../src/index.js";
 import { businessLike, expectNoEffect, scene, tally, type Mutable, type Scene } from "./forgery-kit.js";
-import { rejectsWithCode, teardown, turns } from "./helpers.js";
+import { teardown } from "./helpers.js";
+import { rejectsWithCode } from "../support/outcome.js";
+import { turns } from "../support/agents.js";
 
 afterEach(teardown);
 afterAll(() => {

@@ -28,7 +28,6 @@ import type { TracerProvider } from "@opentelemetry/api";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { testTracing, type TestTracing } from "../support/tracing.js";
 
-export { gate, turns, waitUntil, type Gate } from "../support/agents.js";
 import type { Gate } from "../support/agents.js";
 
 
@@ -212,45 +211,6 @@ export async function teardown(): Promise<void> {
     }),
   );
   for (const r of rigs) expectLegal(r.statuses);
-}
-
-// ---- errors -----------------------------------------------------------------
-
-/** Awaits `promise`, expecting a rejection; returns the reason. */
-export async function rejection(promise: Promise<unknown>): Promise<Error & { code?: string }> {
-  return promise.then(
-    () => {
-      throw new Error("expected the promise to reject, but it resolved");
-    },
-    (error: unknown) => error as Error & { code?: string },
-  );
-}
-
-/** Expects `promise` to reject with a CivitasError of `code`; returns the error. */
-export async function rejectsWithCode(promise: Promise<unknown>, code: string): Promise<Error & { code?: string }> {
-  const error = await rejection(promise);
-  expect(error).toBeInstanceOf(Error);
-  expect(error.code, `expected ${code}, got ${String(error.code)}: ${error.message}`).toBe(code);
-  return error;
-}
-
-/** Observes a promise without awaiting it. */
-export interface Tracked<T> {
-  readonly promise: Promise<T>;
-  state: "pending" | "resolved" | "rejected";
-  reason?: unknown;
-}
-
-export function track<T>(promise: Promise<T>): Tracked<T> {
-  const tracked: Tracked<T> = { promise, state: "pending" };
-  promise.then(
-    () => (tracked.state = "resolved"),
-    (reason: unknown) => {
-      tracked.state = "rejected";
-      tracked.reason = reason;
-    },
-  );
-  return tracked;
 }
 
 // ---- agents -----------------------------------------------------------------

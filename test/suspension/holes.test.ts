@@ -7,7 +7,9 @@ import {
   type JsonObject,
   type Message,
 } from "../../src/index.js";
-import { Pausable, RecordingStore, rejectsWithCode, rig, teardown, track, turns, waitUntil } from "./helpers.js";
+import { Pausable, RecordingStore, rig, teardown } from "./helpers.js";
+import { rejectsWithCode, track } from "../support/outcome.js";
+import { turns, waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
 

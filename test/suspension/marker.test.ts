@@ -10,7 +10,9 @@ import {
   type Message,
 } from "../../src/index.js";
 import { isoTime } from "../../src/time/clock.js";
-import { expectIsoMs, Pausable, RecordingStore, rejectsWithCode, rig, teardown, turns, waitUntil } from "./helpers.js";
+import { expectIsoMs, Pausable, RecordingStore, rig, teardown } from "./helpers.js";
+import { rejectsWithCode } from "../support/outcome.js";
+import { turns, waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
 

@@ -2,7 +2,9 @@ import type { Context } from "@opentelemetry/api";
 import { BasicTracerProvider, type ReadableSpan, type Span, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ProcessStatus, ResumeRefusedError, SUSPENSION_KEY, type AuthorizeResume, type SuspensionMarker } from "../../src/index.js";
-import { expectIsoMs, gate, Pausable, rejectsWithCode, rig, teardown, TimelineAudit, track, turns, waitUntil, type RigOptions } from "./helpers.js";
+import { expectIsoMs, Pausable, rig, teardown, TimelineAudit, type RigOptions } from "./helpers.js";
+import { gate, turns, waitUntil } from "../support/agents.js";
+import { rejectsWithCode, track } from "../support/outcome.js";
 
 afterEach(teardown);
 

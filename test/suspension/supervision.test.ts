@@ -1,8 +1,9 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { DynamicSupervisor, ProcessStatus, Supervisor, SUSPENSION_KEY, type RestartStrategy } from "../../src/index.js";
-import { Probe } from "../support/agents.js";
-import { gate, Pausable, pathOf, RecordingStore, rejectsWithCode, rig, teardown, track, turns, waitUntil } from "./helpers.js";
+import { Probe, gate, turns, waitUntil } from "../support/agents.js";
+import { Pausable, pathOf, RecordingStore, rig, teardown } from "./helpers.js";
 import { ProcessRunner } from "../../src/process/process-runner.js";
+import { rejectsWithCode, track } from "../support/outcome.js";
 
 afterEach(teardown);
 

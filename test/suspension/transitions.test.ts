@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { DynamicSupervisor, ProcessStatus, Supervisor, SUSPENSION_KEY, uuidv7 } from "../../src/index.js";
-import { expectLegal, gate, Pausable, pathOf, RecordingStore, rig, teardown, track, turns, waitUntil } from "./helpers.js";
+import { expectLegal, Pausable, pathOf, RecordingStore, rig, teardown } from "./helpers.js";
+import { gate, turns, waitUntil } from "../support/agents.js";
+import { track } from "../support/outcome.js";
 
 afterEach(teardown);
 

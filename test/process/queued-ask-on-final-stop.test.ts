@@ -1,0 +1,141 @@
+/**
+ * An ask queued for an agent that then stops for good fails at once
+ * (MAILBOX_CLOSED), instead of waiting out its timeoutMs.
+ *
+ * Each test pins a defect found by the review of e18d1d6..HEAD
+ * (stopWhileStarting, announcementOwed, startedAfter) (these tests were in
+ * test/review/fixes-review.test.ts).
+ */
+
+import { describe, expect, it } from "vitest";
+import { AgentProcess, DynamicSupervisor, ErrorAction, type Message, Supervisor } from "../../src/index.js";
+import { gate } from "../support/agents.js";
+import { outcome, settlement, codeOf } from "../support/outcome.js";
+import { runtimes, until, sleep, supervisedRuntimes } from "../support/runtimes.js";
+
+const runtime = runtimes();
+
+// a stop that fails fails the test (awaited in full)
+const supervised = supervisedRuntimes({ stop: "full" });
+
+/** Holds its first message until `release()` is called, then answers every ask. */
+class Gate extends AgentProcess {
+  release!: () => void;
+  private readonly gate = new Promise<void>((resolve) => (this.release = resolve));
+  override async handle(message: Message): Promise<Message | void> {
+    if (message.payload.hold === true) await this.gate;
+    if (message.payload.stop === true) throw new Error("stop me");
+    return this.reply({ ok: true });
+  }
+  override async onError(): Promise<ErrorAction> {
+    return ErrorAction.STOP;
+  }
+}
+
+describe("a queued ask on the priority lane when the mailbox closes", () => {
+  it("fails a queued ask on the priority lane (civitas.eval.halt) with MAILBOX_CLOSED, as before d26c756, instead of leaving it to time out", async () => {
+    const busy = gate();
+    let entered = false;
+    class Busy extends AgentProcess {
+      override async handle(): Promise<void> {
+        entered = true;
+        await busy.promise;
+      }
+    }
+    const dyn = new DynamicSupervisor("dyn");
+    const rt = runtime([dyn]);
+    await rt.start();
+    await dyn.spawn(Busy, "b");
+    void rt.send("b", {});
+    await until(() => entered, "the handler entered", 1000, 2);
+    const halt = rt.ask("b", {}, { type: "civitas.eval.halt", timeoutMs: 5000 });
+    const despawn = dyn.despawn("b");
+    busy.open();
+    await despawn;
+    const result = await outcome(halt, 300);
+    expect(result, "the ask is silently dropped when the mailbox closes").not.toBe("pending");
+    expect(result !== "pending" && !result.ok && (result.error as { code?: string }).code).toBe("MAILBOX_CLOSED");
+  });
+});
+
+describe("an ask queued in the mailbox of an agent that then stops for good", () => {
+  // docs/supervision.md "Normal exits are not restarted": "its mailbox is closed: sends and asks to it
+  // reject with MAILBOX_CLOSED". ProcessRunner.close() fails the *control* requests still queued
+  // ("Nobody will answer control requests still waiting here: fail them rather than leave callers
+  // hanging") but drops queued business asks silently: their callers wait out the whole timeoutMs
+  // (30 s by default) for an agent that is gone.
+  it("rejects with MAILBOX_CLOSED when the agent halts (civitas.eval.halt), instead of waiting out timeoutMs", async () => {
+    const worker = new Gate("worker");
+    const rt = supervised([worker]);
+    await rt.start();
+    void rt.send("worker", { hold: true });
+    await sleep(10);
+    const asked = settlement(rt.ask("worker", {}, { timeoutMs: 5_000 }), 2_000); // queued behind the held message
+    await rt.send("worker", {}, { type: "civitas.eval.halt" }); // priority lane: acted on right after the held message
+    worker.release();
+    await sleep(50);
+    expect(worker.status).toBe("STOPPED");
+    expect(await asked).toBe("MAILBOX_CLOSED");
+  });
+
+  it("rejects with MAILBOX_CLOSED when onError returns STOP, instead of waiting out timeoutMs", async () => {
+    const worker = new Gate("worker");
+    const rt = supervised([worker]);
+    await rt.start();
+    void rt.send("worker", { hold: true, stop: true });
+    await sleep(10);
+    const asked = settlement(rt.ask("worker", {}, { timeoutMs: 5_000 }), 2_000);
+    worker.release();
+    await sleep(50);
+    expect(worker.status).toBe("STOPPED");
+    expect(await asked).toBe("MAILBOX_CLOSED");
+  });
+
+  it("rejects (not a silent 30 s wait) when a dynamic child is despawned with an ask queued", async () => {
+    const workers = new DynamicSupervisor("workers");
+    const rt = supervised([workers]);
+    await rt.start();
+    const worker = await workers.spawn(Gate, "w1");
+    void rt.send("w1", { hold: true });
+    await sleep(10);
+    const asked = settlement(rt.ask("w1", {}, { timeoutMs: 5_000 }), 2_000);
+    const despawned = workers.despawn("w1");
+    worker.release();
+    await despawned;
+    expect(rt.getAgent("w1")).toBeUndefined();
+    expect(await asked).toBe("MAILBOX_CLOSED");
+  });
+});
+
+describe("an agent that stops itself for good", () => {
+  it("an ask already queued when the agent stops itself (ErrorAction.STOP) fails at once, like one still waiting for room", async () => {
+    const entered = gate();
+    const proceed = gate();
+    class Stopper extends AgentProcess {
+      override async handle(message: Message): Promise<Message | void> {
+        if (message.payload.id === "fatal") {
+          entered.open();
+          await proceed.promise;
+          throw new Error("unrecoverable");
+        }
+        return this.reply({ ok: true });
+      }
+      override async onError(): Promise<ErrorAction> {
+        return ErrorAction.STOP;
+      }
+    }
+    const rt = runtime(new Supervisor("root", { children: [new Stopper("stopper", { mailboxSize: 1 })] }));
+    await rt.start();
+    await rt.send("stopper", { id: "fatal" });
+    await entered.promise;
+    const queued = rt.ask("stopper", { id: "queued" }, { timeoutMs: 5000 }); // takes the one slot
+    const waiting = rt.ask("stopper", { id: "waiting" }, { timeoutMs: 5000 }); // waits for room
+    proceed.open();
+    const waitingOutcome = await outcome(waiting, 1000);
+    // The ask that was still waiting for room is told MAILBOX_CLOSED at once ...
+    expect(waitingOutcome !== "pending" && !waitingOutcome.ok && codeOf(waitingOutcome.error)).toBe("MAILBOX_CLOSED");
+    // ... but the one that got in first is left hanging until its timeout: nobody will ever take it.
+    const queuedOutcome = await outcome(queued, 1000);
+    expect(queuedOutcome).not.toBe("pending");
+  });
+});
