@@ -330,7 +330,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (this.suspension.marker?.announced === false) await this.suspension.announceRestored();
     // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.
     else if (settledInStore && this.suspension.marker === undefined) await this.suspension.persistMarker("resume", undefined);
-    // A stop that came meanwhile has begun, or will begin, the loop itself.
+    // A stop that came meanwhile (this agent's, or the runtime's) has begun, or will begin, the loop itself.
+    if (services.stopping.aborted) this.stopWhileStarting = true;
     if (this.currentStatus !== ProcessStatus.STOPPING && this.currentStatus !== ProcessStatus.STOPPED) this.mailboxReady();
     // runtime.start() resolves once this receipt is recorded: a kill right after leaves it in the log. Not awaited
     // here: a crash while it is being written must find this start over, so its restart can begin.
@@ -381,9 +382,13 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   private async settlesUnlessStopped(onStart: Promise<void>): Promise<boolean> {
     const services = this.requireServices();
     const stop = new AbortController();
-    const abandon = (): void => stop.abort();
+    const abandon = (): void => {
+      // The runtime stopping is a stop during this start too: no loop begins after it, so nothing queued is taken.
+      this.stopWhileStarting = true;
+      stop.abort();
+    };
     services.stopping.addEventListener("abort", abandon, { once: true });
-    if (services.stopping.aborted || this.stopWhileStarting) stop.abort();
+    if (services.stopping.aborted || this.stopWhileStarting) abandon();
     this.abandonOnStart = abandon;
     try {
       return await settlesUnlessAbandoned(onStart, stop.signal, services.clock, this.options.shutdownTimeoutMs);
