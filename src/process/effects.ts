@@ -55,7 +55,7 @@ export function sendToSelf(r: ProcessRunner, message: Message, signal: AbortSign
   if (signal?.aborted) return Promise.reject(signal.reason as Error);
   const services = r.requireServices();
   const mailbox = r.mailbox;
-  // Only the loop (busy with r very code, or one a stop gave up on) could make room: waiting would wait for itself.
+  // Only the loop (busy with this very code, or one a stop gave up on) could make room: waiting would wait for itself.
   if (!r.busyWithOwnCode() || mailbox.closed) return services.bus.deliver(message, signal);
   try {
     if (offerTrusted(mailbox, message)) return RESOLVED;
@@ -99,7 +99,7 @@ export function routeResult(r: ProcessRunner, result: unknown): Promise<void> | 
     return undefined;
   }
   if (message.recipient === r.agent.name && !r.mailbox.closed && !isReservedType(message.type)) {
-    // The loop awaiting r delivery is the only one that could make room: enqueue past a full lane
+    // The loop awaiting this delivery is the only one that could make room: enqueue past a full lane
     // (at most one message per message handled) rather than wait forever.
     forceMessage(r.mailbox, message);
     return undefined;
@@ -141,7 +141,7 @@ export function reportForgedControl(r: ProcessRunner, message: Message, type: st
 }
 
 /**
- * Runs `remove` (a despawn or stop of `name`) on r agent's dynamic
+ * Runs `remove` (a despawn or stop of `name`) on this agent's dynamic
  * host. On itself, from inside its own loop (a handler, a hook such as
  * `onChildTerminated`, one a stop gave up on) or from `onStart`, it is not
  * awaited: the stop waits for that very code to return, so awaiting it

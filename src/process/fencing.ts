@@ -32,10 +32,7 @@ export function afterFailedPersist(runner: ProcessRunner, error: unknown): never
     if (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED) {
       beginSelfStop(runner, "fenced");
       // Parked (a write from outside a handler, such as a timer's checkpoint): wake the loop so it finishes the stop.
-      if (!runner.driving) {
-        runner.mailbox.unpark();
-        runner.drive();
-      }
+      runner.wake();
     }
   }
   throw error;

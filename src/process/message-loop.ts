@@ -41,7 +41,7 @@ export async function run(r: ProcessRunner, generation: number): Promise<void> {
     for (;;) {
       // Only a dispatch counts towards the next yield: finding the mailbox empty (and parking) is not one.
       if (mailbox.size > 0 || mailbox.prioritySize > 0) {
-        // After a yield, r dispatch is counted again: agents all woken by the same yield do not dispatch for free.
+        // After a yield, this dispatch is counted again: agents all woken by the same yield do not dispatch for free.
         for (let pause = scheduler.tick(); pause !== undefined; pause = scheduler.tick()) await pause;
       }
       if (generation !== r.generation) break;
@@ -72,8 +72,8 @@ export async function run(r: ProcessRunner, generation: number): Promise<void> {
         case ProcessStatus.STOPPING:
           // A pause asked for (before or during the drain) makes the rest of the business unapproved work.
           message =
-            r.drainAll && r.suspension.request === undefined
-              ? (mailbox.pollPriority() ?? (mailbox.businessTakenCount < r.drainEnd ? mailbox.poll() : undefined))
+            r.plan?.drainAll === true && r.suspension.request === undefined
+              ? (mailbox.pollPriority() ?? (mailbox.businessTakenCount < r.plan.drainEnd ? mailbox.poll() : undefined))
               : undefined;
           break;
         default:
@@ -107,7 +107,7 @@ export async function run(r: ProcessRunner, generation: number): Promise<void> {
       }
       if (span !== undefined) telemetry.endSpan(span, failure?.error);
       if (generation !== r.generation) {
-        // A stop gave up waiting for r handler: whatever it produced is dropped, it can no longer act.
+        // A stop gave up waiting for this handler: whatever it produced is dropped, it can no longer act.
         services.logger.warn(`'${r.agent.name}' finished message ${message.id} after its stop timed out; its result is dropped`, failure);
         break;
       }
@@ -131,7 +131,7 @@ export async function run(r: ProcessRunner, generation: number): Promise<void> {
       }
     }
   }
-  if (generation !== r.generation || r.stopRequested) return;
+  if (generation !== r.generation || r.plan !== undefined) return;
   // Stopped on its own (STOP, halt) it takes no more messages: senders get MAILBOX_CLOSED, not silence.
   if (r.exit?.kind === "normal") r.close();
   r.finishing = finish(r);
@@ -145,7 +145,7 @@ export async function run(r: ProcessRunner, generation: number): Promise<void> {
  * Acts on a runtime control message (and `civitas.eval.halt`); unknown
  * reserved types are ignored. `type` is the message's type as the loop read
  * it, once. An `_agency.*` message acts only if the runtime minted it
- * (control-authority.ts) for r very agent (a minted message taken out
+ * (control-authority.ts) for this very agent (a minted message taken out
  * of one mailbox cannot act in another); any other is dropped and
  * reported. The halt is the kill switch, anyone's to send.
  */
@@ -195,7 +195,7 @@ export async function onFailure(r: ProcessRunner, error: unknown, message: Messa
     action = ErrorAction.ESCALATE;
   }
   if (generation !== r.generation) {
-    // A stop gave up on r incarnation while onError ran: its answer must not act on the next one.
+    // A stop gave up on this incarnation while onError ran: its answer must not act on the next one.
     services.logger.warn(`'${r.agent.name}'.onError answered after a stop gave up on it; its answer (${describeValue(action)}) is dropped`, { error });
     failRequest(r, message, error, action);
     return;
@@ -204,13 +204,13 @@ export async function onFailure(r: ProcessRunner, error: unknown, message: Messa
     // On its way out, it cannot crash or stop again. A retry goes back to the mailbox: next in a drain-all,
     // otherwise queued with the rest for the next incarnation (a restart keeps the mailbox).
     if (action === ErrorAction.RETRY && message.attempt < r.options.maxRetries && !r.mailbox.closed) {
-      if (r.drainAll) requeueMessage(r.mailbox, nextAttempt(message));
+      if (r.plan?.drainAll === true) requeueMessage(r.mailbox, nextAttempt(message));
       else forceMessage(r.mailbox, nextAttempt(message));
     } else {
       failRequest(r, message, error, action);
       if (action === ErrorAction.SKIP) return;
-      const drainEnds = r.drainAll ? "; the drain ends, what is still queued is left unhandled" : "";
-      r.drainAll = false;
+      const drainEnds = r.plan?.drainAll === true ? "; the drain ends, what is still queued is left unhandled" : "";
+      if (r.plan !== undefined) r.plan.drainAll = false;
       services.logger.error(
         `'${r.agent.name}' failed a message while STOPPING (${message.id}, onError: ${describeValue(action)}): on its way out it cannot crash or stop again, so the message is dropped${drainEnds}`,
         { error },

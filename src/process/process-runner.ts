@@ -14,6 +14,7 @@ import { afterFailedPersist } from "./fencing.js";
 import { isLegalTransition, ProcessStatus } from "./process-status.js";
 import type { AgentProcess } from "./agent-process.js";
 import { SuspensionControl } from "./suspension-control.js";
+import { newStartAttempt, type StartAttempt, type StopPlan } from "./lifecycle.js";
 import { start } from "./start-sequence.js";
 import { requestStop } from "./stop-sequence.js";
 import { run } from "./message-loop.js";
@@ -33,18 +34,15 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   initialState: string | undefined;
   generation = 0;
   starts = 0;
-  starting: Promise<void> | undefined;
+  /** The last start (see lifecycle.ts): in flight until its `done` settles. */
+  attempt: StartAttempt | undefined;
+  /** What the stop of this incarnation asked for; `undefined` until a stop is requested. */
+  plan: StopPlan | undefined;
   stopping: Promise<void> | undefined;
   finishing: Promise<unknown> | undefined;
   loopDone: Promise<void> | undefined;
   driving = false;
   exit: ChildExit | undefined;
-  stopRequested = false;
-  drainAll = false;
-  /** For a drain-all stop: the business messages taken before this mark were queued when it began (see `Mailbox.businessTakenCount`). */
-  drainEnd = 0;
-  /** The bound of a stop's steps (its drain, `onStop`): the stop's own `timeoutMs`, else `shutdownTimeoutMs`. */
-  stopTimeoutMs: number | undefined;
   /**
    * Aborts the deliveries of what this incarnation's handlers returned, when a
    * stop gives up on it. Made on first need: an idle agent holds none.
@@ -60,16 +58,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   /** The loop of an incarnation whose stop gave up waiting for its handler: the next loop dispatches nothing until it ends. */
   abandoned: Promise<void> | undefined;
-  /** Whether this incarnation was told to stop while it was starting: its `onStart` then gets `shutdownTimeoutMs`. */
-  stopWhileStarting = false;
   /** Removed from its runtime for good (its suspension cleared): nothing of it is written any more. */
   removed = false;
   /** An `onStart` a stop gave up on that has not returned yet: the next start's `onStart` waits for it. */
   abandonedOnStart: Promise<void> | undefined;
-  /** Resolves when the start in flight leaves INITIALIZING (or fails): what a stop during a start waits for. */
-  initialized: Promise<void> | undefined;
-  /** Gives up on the `onStart` running now, after `shutdownTimeoutMs` (set while it runs). */
-  abandonOnStart: (() => void) | undefined;
   /** Hooks (`onStop`, `onSuspend`, `onResume`, `onChildTerminated`) running now, including ones past their deadline. */
   hooksRunning = 0;
   /** Settles once the last crash's `agent.crash` receipt is recorded (or failed to be): the restart waits for it. */
@@ -156,14 +148,15 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
    * @internal
    */
   abandonStart(): void {
-    if (this.starting === undefined || this.currentStatus !== ProcessStatus.INITIALIZING) return;
-    this.stopWhileStarting = true;
-    this.abandonOnStart?.();
+    const attempt = this.attempt;
+    if (attempt === undefined || this.currentStatus !== ProcessStatus.INITIALIZING) return;
+    attempt.stopAsked = true;
+    attempt.abandon?.();
   }
 
   /** @internal */
   startChild(): Promise<void> {
-    const starting = this.starting;
+    const starting = this.startInFlight();
     if (starting !== undefined) {
       // A start still announcing a restored pause when a stop ended it: the new start follows it.
       if (this.currentStatus === ProcessStatus.STOPPED) {
@@ -175,8 +168,18 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED || status === ProcessStatus.STOPPING) {
       return Promise.reject(new IllegalTransitionError(this.agent.name, status, ProcessStatus.INITIALIZING));
     }
-    this.starting = start(this).finally(() => (this.starting = undefined));
-    return this.starting;
+    const attempt = newStartAttempt();
+    this.attempt = attempt;
+    attempt.done = start(this, attempt).finally(() => {
+      if (this.attempt === attempt) this.attempt = { ...attempt, done: SETTLED };
+    });
+    return attempt.done;
+  }
+
+  /** The start in flight, if any. */
+  startInFlight(): Promise<void> | undefined {
+    const done = this.attempt?.done;
+    return done === SETTLED ? undefined : done;
   }
 
   /** @internal */
@@ -184,12 +187,13 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     for (;;) {
       switch (this.currentStatus) {
         case ProcessStatus.INITIALIZING:
-          if (this.starting === undefined) return; // never started
+          const starting = this.startInFlight();
+          if (starting === undefined || this.attempt === undefined) return; // never started
           // Stopped while starting (also before onStart began): onStart gets shutdownTimeoutMs, as when the runtime
           // stops, and no loop begins; once the start is past onStart (the rest, such as announcing a restored
           // pause, goes on in the background), it is stopped as usual.
           this.abandonStart();
-          await Promise.race([this.starting.catch(() => undefined), this.initialized]);
+          await Promise.race([starting.catch(() => undefined), this.attempt.initialized]);
           continue;
         case ProcessStatus.RUNNING:
         case ProcessStatus.SUSPENDED:
@@ -206,18 +210,29 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   // ---- lifecycle ---------------------------------------------------------
 
-  /**
-   * Called (through the agent) by the mailbox when a message lands while the
-   * loop is parked, and by a start when it is done: begins the loop unless it
-   * runs. An agent told to stop while it was starting waits for that stop to
-   * begin the loop, so nothing queued slips in first.
-   */
+  /** Called by the mailbox when a message lands that the parked loop may take: see {@link ProcessRunner.wake}. */
   mailboxReady(): void {
-    if (!this.driving && !this.stopWhileStarting) this.drive();
+    this.wake();
   }
 
-  /** Starts the message loop of the current incarnation. Never two at once: `driving` guards it. */
-  drive(): void {
+  /**
+   * The one way the message loop begins (called by the mailbox, by a start
+   * once it is over, by a stop, by a suspend request or a pause's deadline
+   * an idle agent must see, by a lost fence). Begins it unless it runs
+   * already (`driving`: never two loops), the agent is not RUNNING,
+   * SUSPENDED or STOPPING, or (unless STOPPING) a start has not allowed it:
+   * during a start the loop waits for it to be over, and after a start a
+   * stop came during, only that stop begins it, so nothing queued slips in
+   * first.
+   */
+  wake(): void {
+    if (this.driving) return;
+    const status = this.currentStatus;
+    if (status !== ProcessStatus.STOPPING) {
+      if (status !== ProcessStatus.RUNNING && status !== ProcessStatus.SUSPENDED) return;
+      if (this.attempt?.loopMayBegin === false) return;
+    }
+    this.box?.unpark();
     this.driving = true;
     this.loopDone = run(this, this.generation);
   }
@@ -300,3 +315,5 @@ export function notAttached(name: string): RuntimeStateError {
   return new RuntimeStateError("RUNTIME_NOT_STARTED", `agent '${name}' does not belong to a runtime yet; pass it (or its supervisor) to new Runtime({ root })`);
 }
 
+/** Stands for the `done` of a start that is over. */
+const SETTLED: Promise<void> = Promise.resolve();

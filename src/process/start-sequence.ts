@@ -5,21 +5,17 @@ import { checkStoredState } from "../state/state-record.js";
 import { readMarker } from "./suspension.js";
 import { ProcessStatus } from "./process-status.js";
 import type { ProcessRunner } from "./process-runner.js";
+import type { StartAttempt } from "./lifecycle.js";
 import { receiptRecorded, runHook, errorText } from "./hooks.js";
 
-export async function start(r: ProcessRunner): Promise<void> {
+export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<void> {
   const services = r.requireServices();
   if (r.currentStatus !== ProcessStatus.INITIALIZING) r.transition(ProcessStatus.INITIALIZING);
   if (r.box?.closed === true) r.box = r.newMailbox(); // restarted after it stopped for good
   r.generation++;
   r.results = undefined;
   r.starts++;
-  r.stopRequested = false;
-  r.drainAll = false;
-  r.stopTimeoutMs = undefined;
-  r.stopWhileStarting = false;
-  let initialized!: () => void;
-  r.initialized = new Promise<void>((resolve) => (initialized = resolve));
+  r.plan = undefined;
   r.suspension.startedAfter = r.starts > 1 ? services.controlSent.count : undefined;
   r.driving = false;
   r.exit = undefined;
@@ -30,7 +26,7 @@ export async function start(r: ProcessRunner): Promise<void> {
   let settledInStore = false;
   r.unrestored = undefined;
   try {
-    // Fenced out (another process owns it): never started again in r process.
+    // Fenced out (another process owns it): never started again in this process.
     if (r.fencedOut !== undefined) throw r.fencedOut;
     if (r.initialState === undefined) {
       assertJsonObject(r.agent.state, `initial state of '${r.agent.name}'`);
@@ -50,7 +46,7 @@ export async function start(r: ProcessRunner): Promise<void> {
     // An onStart a stop gave up on gets up to shutdownTimeoutMs more to return before the next one begins.
     const previous = r.abandonedOnStart;
     const onStart = previous === undefined ? callOnStart(r) : afterAbandonedOnStart(r, previous);
-    if (!(await settlesUnlessStopped(r, onStart))) {
+    if (!(await settlesUnlessStopped(r, attempt, onStart))) {
       const abandoned = onStart.catch(() => undefined);
       r.abandonedOnStart = abandoned;
       void abandoned.then(() => {
@@ -67,7 +63,7 @@ export async function start(r: ProcessRunner): Promise<void> {
   } catch (error) {
     r.transition(ProcessStatus.CRASHED);
     r.suspension.deadline.cancel();
-    initialized();
+    attempt.markInitialized();
     services.telemetry.endSpan(span, error);
     // The crash's receipt is durable before the supervisor hears of the failure (and restarts).
     const crashRecorded = services.telemetry.audit("agent.crash", r.agent.name, { phase: "start", error: errorText(error) });
@@ -82,7 +78,7 @@ export async function start(r: ProcessRunner): Promise<void> {
     throw new StartFailedError(r.agent.name, { cause: error });
   }
   r.transition(r.suspension.marker === undefined ? ProcessStatus.RUNNING : ProcessStatus.SUSPENDED);
-  initialized();
+  attempt.markInitialized();
   services.telemetry.endSpan(span);
   const startRecorded = services.telemetry.audit("agent.start", r.agent.name, {
     incarnation: r.starts,
@@ -90,13 +86,14 @@ export async function start(r: ProcessRunner): Promise<void> {
   });
   // A pause stored before it was announced (a crash or stop came first) gets its receipt and onSuspend now, before any message.
   if (r.suspension.marker?.announced === false) await r.suspension.announceRestored();
-  // The store still holds a pause r agent resumed from (that resume's write failed): write it cleared now.
+  // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.
   else if (settledInStore && r.suspension.marker === undefined) await r.suspension.persistMarker("resume", undefined);
-  // A stop that came meanwhile (r agent's, or the runtime's) has begun, or will begin, the loop itself.
-  if (services.stopping.aborted) r.stopWhileStarting = true;
-  if (r.currentStatus !== ProcessStatus.STOPPING && r.currentStatus !== ProcessStatus.STOPPED) r.mailboxReady();
-  // runtime.start() resolves once r receipt is recorded: a kill right after leaves it in the log. Not awaited
-  // here: a crash while it is being written must find r start over, so its restart can begin.
+  // A stop that came meanwhile (this agent's, or the runtime's) has begun, or will begin, the loop itself.
+  if (services.stopping.aborted) attempt.stopAsked = true;
+  attempt.loopMayBegin = !attempt.stopAsked;
+  if (r.currentStatus !== ProcessStatus.STOPPING && r.currentStatus !== ProcessStatus.STOPPED) r.wake();
+  // runtime.start() resolves once this receipt is recorded: a kill right after leaves it in the log. Not awaited
+  // here: a crash while it is being written must find this start over, so its restart can begin.
   if (services.telemetry.auditing) services.telemetry.track(receiptRecorded(r, "agent.start", startRecorded));
 }
 
@@ -124,24 +121,24 @@ export function callOnStart(r: ProcessRunner): Promise<void> {
 }
 
 /**
- * Waits for `onStart`; once the runtime stops, or r agent is stopped
+ * Waits for `onStart`; once the runtime stops, or this agent is stopped
  * (`stopChild` while INITIALIZING), at most `shutdownTimeoutMs` more.
  */
-export async function settlesUnlessStopped(r: ProcessRunner, onStart: Promise<void>): Promise<boolean> {
+export async function settlesUnlessStopped(r: ProcessRunner, attempt: StartAttempt, onStart: Promise<void>): Promise<boolean> {
   const services = r.requireServices();
   const stop = new AbortController();
   const abandon = (): void => {
-    // The runtime stopping is a stop during r start too: no loop begins after it, so nothing queued is taken.
-    r.stopWhileStarting = true;
+    // The runtime stopping is a stop during this start too: no loop begins after it, so nothing queued is taken.
+    attempt.stopAsked = true;
     stop.abort();
   };
   services.stopping.addEventListener("abort", abandon, { once: true });
-  if (services.stopping.aborted || r.stopWhileStarting) abandon();
-  r.abandonOnStart = abandon;
+  if (services.stopping.aborted || attempt.stopAsked) abandon();
+  attempt.abandon = abandon;
   try {
     return await settlesUnlessAbandoned(onStart, stop.signal, services.clock, r.options.shutdownTimeoutMs);
   } finally {
     services.stopping.removeEventListener("abort", abandon);
-    r.abandonOnStart = undefined;
+    attempt.abandon = undefined;
   }
 }

@@ -99,10 +99,7 @@ export class SuspensionControl {
   constructor(readonly runner: ProcessRunner) {
     this.deadline = new PauseDeadline(() => {
       // An idle agent has no loop running to see the deadline: start one (as requestSuspend does).
-      if (!runner.driving && runner.starting === undefined && runner.currentStatus === ProcessStatus.SUSPENDED) {
-        runner.box?.unpark();
-        runner.drive();
-      }
+      if (runner.currentStatus === ProcessStatus.SUSPENDED) runner.wake();
     });
   }
 
@@ -129,10 +126,7 @@ export class SuspensionControl {
         pending.marker === undefined ? this.newMarker(reason, this.runner.services.clock.now(), pending.expiresAt) : { ...pending.marker, reason, ...(pending.expiresAt === undefined ? {} : { expiresAt: pending.expiresAt }) };
     }
     // An idle agent has no loop running to see the flag: start one (a start in progress starts it when done).
-    if (!this.runner.driving && this.runner.starting === undefined && (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED)) {
-      this.runner.box?.unpark();
-      this.runner.drive();
-    }
+    if (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED) this.runner.wake();
   }
 
   /** Applies a pending suspend request at the loop boundary; `undefined` when there is nothing to wait for. */
