@@ -171,7 +171,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     const attempt = newStartAttempt();
     this.attempt = attempt;
     attempt.done = start(this, attempt).finally(() => {
-      if (this.attempt === attempt) this.attempt = { ...attempt, done: SETTLED };
+      // Over: a shared record says how it ended, so an idle agent keeps nothing of its start.
+      if (this.attempt === attempt) this.attempt = attempt.stopAsked ? STOP_CAME_DURING_START : STARTED;
     });
     return attempt.done;
   }
@@ -317,3 +318,11 @@ export function notAttached(name: string): RuntimeStateError {
 
 /** Stands for the `done` of a start that is over. */
 const SETTLED: Promise<void> = Promise.resolve();
+
+function noop(): void {}
+
+/** A start that is over (done, or failed) with no stop during it: anything may wake the loop of its incarnation. */
+const STARTED: StartAttempt = Object.freeze({ done: SETTLED, initialized: SETTLED, markInitialized: noop, stopAsked: false, loopMayBegin: true, abandon: undefined });
+
+/** A start that is over, a stop having come during it: only that stop begins the loop. */
+const STOP_CAME_DURING_START: StartAttempt = Object.freeze({ done: SETTLED, initialized: SETTLED, markInitialized: noop, stopAsked: true, loopMayBegin: false, abandon: undefined });
