@@ -9,13 +9,14 @@ import type { RuntimeServices } from "../runtime/services.js";
 import { abandonChildStart, attachChild, closeChild, detachChild, startChild, stopChild, type ChildParent, type StopOptions, type SupervisedChild } from "../supervision/child.js";
 import type { AgentFactory, ChildTerminationReason } from "../supervision/dynamic-host.js";
 import { durationMs, resolveAgentOptions, type AgentProcessOptions } from "./agent-options.js";
-import { composeOutgoing, composeReply } from "./envelope.js";
+import { checkSend, composeOutgoing, composeReply } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
-import { ProcessRunner } from "./process-runner.js";
 import { ProcessStatus } from "./process-status.js";
 import { assertReason, frozenMarker, type SuspensionMarker } from "./suspension.js";
 import { checkExpiresInMs } from "./pause-deadline.js";
 import type { CancelCause } from "./pause-settlement.js";
+import { ProcessRunner } from "./process-runner.js";
+import { sendToSelf, removeFromHost } from "./effects.js";
 
 /** Options of `send`, `sendCapable` and `broadcast`. */
 export interface SendOptions {
@@ -208,7 +209,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     // Not async: this is the hot path, and an async wrapper costs an extra promise per message.
     try {
       const message = composeOutgoing(this.#runner, recipient, payload as JsonObject, options?.type, options?.ttlMs);
-      if (recipient === this.name) return this.#runner.sendToSelf(message, options?.signal);
+      if (recipient === this.name) return sendToSelf(this.#runner, message, options?.signal);
       return this.#runner.requireServices().bus.deliver(message, options?.signal);
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what composing threw, a CivitasError
@@ -259,7 +260,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * @typeParam T - the payload's type (inferred); it must be JSON ({@link JsonPayload}).
    */
   async sendCapable<T extends JsonPayload<T> = JsonObject>(capability: string, payload: T, options?: SendOptions): Promise<void> {
-    this.#runner.checkOutgoing(payload as JsonObject, options);
+    checkSend(this.#runner, payload as JsonObject, options);
     const services = this.#runner.requireServices();
     // An agent of this runtime first; else one another runtime on the bus hosts.
     const target = services.registry.withCapability(capability)?.name ?? services.bus.transport?.capable(capability);
@@ -276,7 +277,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * @typeParam T - the payload's type (inferred); it must be JSON ({@link JsonPayload}).
    */
   async broadcast<T extends JsonPayload<T> = JsonObject>(pattern: string, payload: T, options?: SendOptions): Promise<number> {
-    this.#runner.checkOutgoing(payload as JsonObject, options);
+    checkSend(this.#runner, payload as JsonObject, options);
     const services = this.#runner.requireServices();
     const targets = services.registry.match(pattern).filter((agent) => agent !== this as AgentProcess).map((agent) => agent.name);
     // Agents other runtimes host on the bus match too (a name hosted here is not sent twice).
@@ -354,7 +355,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * resolves at once, and the agent is removed as soon as that code is done.
    */
   async despawn(name: string): Promise<void> {
-    await this.#runner.removeFromHost(name, (host) => host.despawn(name));
+    await removeFromHost(this.#runner, name, (host) => host.despawn(name));
   }
 
   /**
@@ -363,7 +364,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * or `onStart`, it resolves at once, like {@link AgentProcess.despawn}.
    */
   async stop(name: string, options?: StopOptions): Promise<void> {
-    await this.#runner.removeFromHost(name, (host) => host.stop(name, options));
+    await removeFromHost(this.#runner, name, (host) => host.stop(name, options));
   }
 
   // ---- supervision (internal) --------------------------------------------

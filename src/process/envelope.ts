@@ -1,6 +1,7 @@
 import { isSpanContextValid, type Span, type SpanContext } from "@opentelemetry/api";
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, ReservedMessageTypeError } from "../errors/errors.js";
+import { checkSignal } from "../errors/check-signal.js";
 import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
 import { newSpanId, newTraceId, uuidv7 } from "../message/ids.js";
 import { checkNonNegative, type Message } from "../message/message.js";
@@ -70,11 +71,27 @@ export function composeOutgoing(
 }
 
 /**
+ * The checks of a send made before any recipient is chosen (`sendCapable`,
+ * `broadcast`): its type (when given), signal, `ttlMs` and payload, as
+ * {@link composeOutgoing} makes them once the recipient is known.
+ * @internal
+ */
+export function checkSend(ctx: EnvelopeContext, payload: JsonObject, options: { readonly type?: unknown; readonly signal?: AbortSignal | undefined; readonly ttlMs?: number | undefined } | undefined): void {
+  const type = options?.type;
+  checkOutgoing(ctx, NO_RECIPIENT, payload, type === undefined ? DEFAULT_MESSAGE_TYPE : type);
+  checkSignal(options?.signal, `'${ctx.sender}' sending`);
+  checkNonNegative("ttlMs", options?.ttlMs);
+}
+
+/** Stands for the recipient in {@link checkSend}, which checks a send before it has one. */
+const NO_RECIPIENT: unique symbol = Symbol("no recipient");
+
+/**
  * The thorough checks behind {@link composeOutgoing}'s quick ones: throws what
  * is wrong, or returns for a valid payload the quick check could not judge
  * (one nested deeper than it looks).
  */
-function checkOutgoing(ctx: EnvelopeContext, recipient: string, payload: JsonObject, type: unknown): void {
+function checkOutgoing(ctx: EnvelopeContext, recipient: string | typeof NO_RECIPIENT, payload: JsonObject, type: unknown): void {
   if (typeof type !== "string" || type.length === 0) {
     throw new InvalidArgumentError(
       "type",
@@ -82,6 +99,10 @@ function checkOutgoing(ctx: EnvelopeContext, recipient: string, payload: JsonObj
     );
   }
   if (isReservedType(type)) throw new ReservedMessageTypeError(type);
+  if (recipient === NO_RECIPIENT) {
+    if (!isJsonObject(payload)) assertJsonObject(payload, `payload from '${ctx.sender}'`);
+    return;
+  }
   if (typeof recipient !== "string" || recipient.length === 0) {
     throw new InvalidArgumentError("recipient", `'${ctx.sender}' tried to send to ${describeValue(recipient)}; pass the recipient agent's name`);
   }

@@ -1,6 +1,7 @@
 import { StateFencedError } from "../errors/errors.js";
 import { ProcessStatus } from "./process-status.js";
 import type { ProcessRunner } from "./process-runner.js";
+import { beginSelfStop } from "./stop-sequence.js";
 
 /**
  * What a persist's failure means for the agent: `STATE_FENCED` is lost
@@ -29,12 +30,9 @@ export function afterFailedPersist(runner: ProcessRunner, error: unknown): never
     });
     const status = runner.currentStatus;
     if (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED) {
-      runner.beginSelfStop("fenced");
+      beginSelfStop(runner, "fenced");
       // Parked (a write from outside a handler, such as a timer's checkpoint): wake the loop so it finishes the stop.
-      if (!runner.driving) {
-        runner.mailbox.unpark();
-        runner.drive();
-      }
+      runner.wake();
     }
   }
   throw error;

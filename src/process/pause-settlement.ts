@@ -3,6 +3,7 @@ import type { JsonObject } from "../message/json.js";
 import { ProcessStatus } from "./process-status.js";
 import type { SuspensionControl } from "./suspension-control.js";
 import type { SuspensionMarker } from "./suspension.js";
+import { runHook } from "./hooks.js";
 
 /**
  * Why a pause was cancelled rather than decided: the agent was halted
@@ -64,7 +65,7 @@ export async function denyPause(control: SuspensionControl, decider: string, mar
     return;
   }
   runner.transition(ProcessStatus.RUNNING);
-  await runner.runHook("onDeny", () => runner.agent.onDeny(decider, { ...marker }, reason), runner.options.shutdownTimeoutMs);
+  await runHook(runner, "onDeny", () => runner.agent.onDeny(decider, { ...marker }, reason), runner.options.shutdownTimeoutMs);
   services.telemetry.endSpan(span);
 }
 

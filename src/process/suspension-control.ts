@@ -1,14 +1,6 @@
 import type { Span } from "@opentelemetry/api";
 import { describeValue } from "../errors/civitas-error.js";
-import {
-  AuditUnavailableError,
-  IdentityChangedError,
-  InvalidArgumentError,
-  MailboxClosedError,
-  ResumeRefusedError,
-  RuntimeStateError,
-  StaleApprovalError,
-} from "../errors/errors.js";
+import { AuditUnavailableError, IdentityChangedError, InvalidArgumentError, MailboxClosedError, ResumeRefusedError, RuntimeStateError, StaleApprovalError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
 import { uuidv7 } from "../message/ids.js";
 import { forceMessage } from "../mailbox/mailbox.js";
@@ -18,20 +10,11 @@ import { isoTime } from "../time/clock.js";
 import { settlesWithin } from "../time/deadline.js";
 import { PauseDeadline } from "./pause-deadline.js";
 import { cancelPause, denyPause, expirePause, type CancelCause } from "./pause-settlement.js";
-import type { ProcessRunner } from "./process-runner.js";
 import { ProcessStatus } from "./process-status.js";
-import {
-  announcedMarker,
-  assertApprover,
-  describeIdentity,
-  frozenMarker,
-  markerJson,
-  persistableState,
-  sameIdentity,
-  SUSPENSION_KEY,
-  type AgentIdentity,
-  type SuspensionMarker,
-} from "./suspension.js";
+import { announcedMarker, assertApprover, describeIdentity, frozenMarker, markerJson, persistableState, sameIdentity, SUSPENSION_KEY, type AgentIdentity, type SuspensionMarker } from "./suspension.js";
+import type { ProcessRunner } from "./process-runner.js";
+import { runHook, runHookWithDeadline, overrides } from "./hooks.js";
+import { answer, refuse } from "./effects.js";
 
 function noop(): void {}
 
@@ -116,10 +99,7 @@ export class SuspensionControl {
   constructor(readonly runner: ProcessRunner) {
     this.deadline = new PauseDeadline(() => {
       // An idle agent has no loop running to see the deadline: start one (as requestSuspend does).
-      if (!runner.driving && runner.starting === undefined && runner.currentStatus === ProcessStatus.SUSPENDED) {
-        runner.box?.unpark();
-        runner.drive();
-      }
+      if (runner.currentStatus === ProcessStatus.SUSPENDED) runner.wake();
     });
   }
 
@@ -146,10 +126,7 @@ export class SuspensionControl {
         pending.marker === undefined ? this.newMarker(reason, this.runner.services.clock.now(), pending.expiresAt) : { ...pending.marker, reason, ...(pending.expiresAt === undefined ? {} : { expiresAt: pending.expiresAt }) };
     }
     // An idle agent has no loop running to see the flag: start one (a start in progress starts it when done).
-    if (!this.runner.driving && this.runner.starting === undefined && (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED)) {
-      this.runner.box?.unpark();
-      this.runner.drive();
-    }
+    if (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED) this.runner.wake();
   }
 
   /** Applies a pending suspend request at the loop boundary; `undefined` when there is nothing to wait for. */
@@ -172,7 +149,7 @@ export class SuspensionControl {
       return undefined;
     }
     return applying.then(() => {
-      for (const waiting of request.waiting) void this.runner.answer(waiting);
+      for (const waiting of request.waiting) void answer(this.runner, waiting);
       // A deadline already passed when the pause was entered or updated (expiresInMs: 0) is denied before the loop goes on.
       return this.deadline.due ? expirePause(this) : undefined;
     });
@@ -228,11 +205,11 @@ export class SuspensionControl {
    */
   private async announce(marker: SuspensionMarker, span: Span | undefined, stored = false): Promise<void> {
     const services = this.runner.requireServices();
-    const notifying = this.runner.overrides("onSuspend");
+    const notifying = overrides(this.runner, "onSuspend");
     const flagged = notifying || services.telemetry.auditing;
     this.announcementOwed = flagged;
     const durable = stored || (await this.persistMarker("suspend", span));
-    const notified = !notifying || (await this.runner.runHookWithDeadline("onSuspend", () => this.runner.agent.onSuspend(marker.reason), this.runner.options.shutdownTimeoutMs));
+    const notified = !notifying || (await runHookWithDeadline(this.runner, "onSuspend", () => this.runner.agent.onSuspend(marker.reason), this.runner.options.shutdownTimeoutMs));
     const details: JsonObject = { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable };
     if (marker.expiresAt !== undefined) details.expiresAt = marker.expiresAt;
     const recorded = await this.receipt("agent.suspend", details);
@@ -292,11 +269,11 @@ export class SuspensionControl {
     try {
       plan = this.planResume(request.payload);
     } catch (error) {
-      this.runner.refuse(request, error as Error);
+      refuse(this.runner, request, error as Error);
       return undefined;
     }
     if (plan === undefined || this.predatesPause(request)) {
-      void this.runner.answer(request); // a resume of a running agent: a no-op, its approver checked
+      void answer(this.runner, request); // a resume of a running agent: a no-op, its approver checked
       return undefined;
     }
     return this.carryOutResume(request, plan);
@@ -353,12 +330,12 @@ export class SuspensionControl {
       if (denial === undefined) await this.leaveSuspended(approver, marker, identityChange);
       else await denyPause(this, approver, marker, denial.reason, false);
     } catch (error) {
-      this.runner.refuse(request, error as Error);
+      refuse(this.runner, request, error as Error);
       return;
     }
     // runtime.resume() resolves before the first business message after the pause is taken:
     // the loop goes on only once the caller's promise has settled (its own reactions run first).
-    const told = this.runner.answer(request);
+    const told = answer(this.runner, request);
     if (told !== undefined) await told.catch(noop);
   }
 
@@ -470,7 +447,7 @@ export class SuspensionControl {
       return;
     }
     this.runner.transition(ProcessStatus.RUNNING);
-    await this.runner.runHook("onResume", () => this.runner.agent.onResume(approver, { ...marker }), this.runner.options.shutdownTimeoutMs);
+    await runHook(this.runner, "onResume", () => this.runner.agent.onResume(approver, { ...marker }), this.runner.options.shutdownTimeoutMs);
     services.telemetry.endSpan(span);
   }
 

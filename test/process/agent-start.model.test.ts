@@ -72,8 +72,7 @@
  *   rejects with MAILBOX_CLOSED.
  *
  * The second property, `runtime.stop()` during `runtime.start()` (a static
- * child), is exact where the start fails; where onStart returns in time it
- * pins a deviation from the docs, see checkStartedThenStopped.
+ * child), is exact: see expectedFailedStart and checkStartedThenStopped.
  */
 import fc from "fast-check";
 import { queuedBusiness } from "../../src/mailbox/mailbox.js";
@@ -1188,25 +1187,22 @@ async function runStartStop(s: StartStopScript): Promise<void> {
  * resolves, one that was not rejects with RUNTIME_STOPPED), nothing ran twice
  * at once.
  *
- * Pinned to today's runtime, against docs/supervision.md ("A stopped agent
- * whose onStart finished in time takes nothing that was queued") and the TSDoc
- * of Runtime.stop ("queued messages stay unhandled"): after a runtime.stop()
- * that came during onStart, the start still begins the message loop, which
- * takes what was queued (control requests and business messages) until the
- * stop reaches the agent. How far it gets is a race between the loop and the
- * runtime's stop, so only this much is asserted here: what it handled is a
- * prefix (in order) of what was sent.
+ * As docs/supervision.md ("A stopped agent whose onStart finished in time
+ * takes nothing that was queued") and the TSDoc of Runtime.stop ("queued
+ * messages stay unhandled") say: after a runtime.stop() that came during
+ * onStart, no message loop begins, so nothing queued is handled (no business
+ * message, no suspend or resume acted on: no receipt beyond the restored
+ * pause's announcement). Until the fix on branch wip/phases the start began
+ * the loop anyway and took a prefix of what was queued.
  */
 function checkStartedThenStopped(s: StartStopScript, got: { log: string[]; status: ProcessStatus; start: string; controls: string[]; sends: string[]; receipts: string[]; overlaps: number; illegal: string[] }): void {
   const head = s.restored ? ["1:onStart@1", `1:onSuspend:${STORED_REASON}`] : ["1:onStart@1"];
   expect(got.log.slice(0, head.length)).toEqual(head);
   expect(got.log.at(-1)).toBe("1:onStop");
   expect(got.log.filter((e) => e === "1:onStop" || e.startsWith("1:onStart"))).toHaveLength(2);
-  const handled = got.log.filter((e) => /^1:\d+$/.test(e)).map((e) => Number(e.slice(2)));
-  const sent = s.during.flatMap((what, i) => (what === "send" ? [i] : []));
-  expect(handled).toEqual(sent.slice(0, handled.length));
-  if (s.restored) expect(got.receipts[0]).toBe("agent.suspend");
-  expect(got.controls.every((c) => c === "ok" || c === "RUNTIME_STOPPED"), got.controls.join()).toBe(true);
+  expect(got.log).toEqual([...head, "1:onStop"]);
+  expect(got.receipts).toEqual(s.restored ? ["agent.suspend"] : []);
+  expect(got.controls.every((c) => c === "RUNTIME_STOPPED"), got.controls.join()).toBe(true);
   expect({ status: got.status, start: got.start, sends: got.sends, overlaps: got.overlaps, illegal: got.illegal }).toEqual({
     status: ProcessStatus.STOPPED,
     start: "ok",

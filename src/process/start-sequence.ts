@@ -1,0 +1,144 @@
+import { RuntimeStateError, StartFailedError, type StateFencedError } from "../errors/errors.js";
+import { assertJsonObject, type JsonObject } from "../message/json.js";
+import { settlesUnlessAbandoned, settlesWithin } from "../time/deadline.js";
+import { checkStoredState } from "../state/state-record.js";
+import { readMarker } from "./suspension.js";
+import { ProcessStatus } from "./process-status.js";
+import type { ProcessRunner } from "./process-runner.js";
+import type { StartAttempt } from "./lifecycle.js";
+import { receiptRecorded, runHook, errorText } from "./hooks.js";
+
+export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<void> {
+  const services = r.requireServices();
+  if (r.currentStatus !== ProcessStatus.INITIALIZING) r.transition(ProcessStatus.INITIALIZING);
+  if (r.box?.closed === true) r.box = r.newMailbox(); // restarted after it stopped for good
+  r.generation++;
+  r.results = undefined;
+  r.starts++;
+  r.plan = undefined;
+  r.suspension.startedAfter = r.starts > 1 ? services.controlSent.count : undefined;
+  r.driving = false;
+  r.exit = undefined;
+  r.stopping = undefined;
+  r.finishing = undefined;
+  const span = services.telemetry.startSpan("civitas.agent.start", { "civitas.agent.name": r.agent.name, "civitas.agent.incarnation": r.starts });
+  let restored = false;
+  let settledInStore = false;
+  r.unrestored = undefined;
+  try {
+    // Fenced out (another process owns it): never started again in this process.
+    if (r.fencedOut !== undefined) throw r.fencedOut;
+    if (r.initialState === undefined) {
+      assertJsonObject(r.agent.state, `initial state of '${r.agent.name}'`);
+      r.initialState = JSON.stringify(r.agent.state);
+    }
+    // A custom store may hand back what no agent can run on (Infinity, a Date): STATE_SCHEMA, as for a bad record.
+    const fetched = await services.store.get(r.agent.name);
+    const stored = fetched === undefined ? undefined : checkStoredState(r.agent.name, fetched);
+    // The same instance restarting knows its pause at least as well as the store does,
+    // and a pause it resumed from stays settled even where the store still holds it.
+    const storedMarker = stored === undefined ? undefined : readMarker(r.agent.name, stored);
+    settledInStore = storedMarker !== undefined && storedMarker.suspensionId === r.suspension.lastSettled;
+    r.suspension.marker ??= settledInStore ? undefined : storedMarker;
+    r.agent.state = (stored ?? JSON.parse(r.initialState)) as JsonObject;
+    r.suspension.setMarker(r.suspension.marker);
+    restored = true;
+    // An onStart a stop gave up on gets up to shutdownTimeoutMs more to return before the next one begins.
+    const previous = r.abandonedOnStart;
+    const onStart = previous === undefined ? callOnStart(r) : afterAbandonedOnStart(r, previous);
+    if (!(await settlesUnlessStopped(r, attempt, onStart))) {
+      const abandoned = onStart.catch(() => undefined);
+      r.abandonedOnStart = abandoned;
+      void abandoned.then(() => {
+        if (r.abandonedOnStart === abandoned) r.abandonedOnStart = undefined;
+      });
+      if (services.stopping.aborted) {
+        throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime stopped while '${r.agent.name}'.onStart was running, and it did not finish within ${r.options.shutdownTimeoutMs} ms; the start is abandoned`);
+      }
+      throw new Error(`'${r.agent.name}' was stopped while its onStart was running, and onStart did not finish within ${r.options.shutdownTimeoutMs} ms; the start is abandoned`);
+    }
+    await onStart;
+    const fenced = r.fencedOut as StateFencedError | undefined; // set meanwhile when onStart's checkpoint found the agent owned elsewhere
+    if (fenced !== undefined) throw fenced;
+  } catch (error) {
+    r.transition(ProcessStatus.CRASHED);
+    r.suspension.deadline.cancel();
+    attempt.markInitialized();
+    services.telemetry.endSpan(span, error);
+    // The crash's receipt is durable before the supervisor hears of the failure (and restarts).
+    const crashRecorded = services.telemetry.audit("agent.crash", r.agent.name, { phase: "start", error: errorText(error) });
+    // onStop still runs, but a checkpoint from it must not overwrite the record that could not be read
+    // (STATE_SCHEMA) with the initial state: persists fail with the restore's error until the next start.
+    if (!restored) r.unrestored = error;
+    const stopSpan = services.telemetry.startSpan("civitas.agent.stop", { "civitas.agent.name": r.agent.name });
+    r.finishing = runHook(r, "onStop", () => r.agent.onStop(), r.options.shutdownTimeoutMs);
+    await r.finishing;
+    services.telemetry.endSpan(stopSpan);
+    await receiptRecorded(r, "agent.crash", crashRecorded);
+    throw new StartFailedError(r.agent.name, { cause: error });
+  }
+  r.transition(r.suspension.marker === undefined ? ProcessStatus.RUNNING : ProcessStatus.SUSPENDED);
+  attempt.markInitialized();
+  services.telemetry.endSpan(span);
+  const startRecorded = services.telemetry.audit("agent.start", r.agent.name, {
+    incarnation: r.starts,
+    ...(r.suspension.marker === undefined ? {} : { suspensionId: r.suspension.marker.suspensionId }),
+  });
+  // A pause stored before it was announced (a crash or stop came first) gets its receipt and onSuspend now, before any message.
+  if (r.suspension.marker?.announced === false) await r.suspension.announceRestored();
+  // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.
+  else if (settledInStore && r.suspension.marker === undefined) await r.suspension.persistMarker("resume", undefined);
+  // A stop that came meanwhile (this agent's, or the runtime's) has begun, or will begin, the loop itself.
+  if (services.stopping.aborted) attempt.stopAsked = true;
+  attempt.loopMayBegin = !attempt.stopAsked;
+  if (r.currentStatus !== ProcessStatus.STOPPING && r.currentStatus !== ProcessStatus.STOPPED) r.wake();
+  // runtime.start() resolves once this receipt is recorded: a kill right after leaves it in the log. Not awaited
+  // here: a crash while it is being written must find this start over, so its restart can begin.
+  if (services.telemetry.auditing) services.telemetry.track(receiptRecorded(r, "agent.start", startRecorded));
+}
+
+/**
+ * Calls `onStart` once the one a stop gave up on has returned, or, if it
+ * has not within `shutdownTimeoutMs`, anyway, with a warning: a start must
+ * not hang for good on code the runtime cannot cancel.
+ */
+export async function afterAbandonedOnStart(r: ProcessRunner, previous: Promise<void>): Promise<void> {
+  const services = r.requireServices();
+  if (!(await settlesWithin(previous, services.clock, r.options.shutdownTimeoutMs))) {
+    services.logger.warn(`'${r.agent.name}'.onStart of an earlier start, which a stop gave up on, is still running after ${r.options.shutdownTimeoutMs} ms; starting again anyway (two onStart calls now overlap)`);
+  }
+  await callOnStart(r);
+}
+
+/** Calls `onStart`; one that is not async returns no promise, one that throws becomes a rejection. */
+export function callOnStart(r: ProcessRunner): Promise<void> {
+  try {
+    return Promise.resolve(r.agent.onStart());
+  } catch (error) {
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what onStart threw, whatever it is: the start fails with it as cause
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * Waits for `onStart`; once the runtime stops, or this agent is stopped
+ * (`stopChild` while INITIALIZING), at most `shutdownTimeoutMs` more.
+ */
+export async function settlesUnlessStopped(r: ProcessRunner, attempt: StartAttempt, onStart: Promise<void>): Promise<boolean> {
+  const services = r.requireServices();
+  const stop = new AbortController();
+  const abandon = (): void => {
+    // The runtime stopping is a stop during this start too: no loop begins after it, so nothing queued is taken.
+    attempt.stopAsked = true;
+    stop.abort();
+  };
+  services.stopping.addEventListener("abort", abandon, { once: true });
+  if (services.stopping.aborted || attempt.stopAsked) abandon();
+  attempt.abandon = abandon;
+  try {
+    return await settlesUnlessAbandoned(onStart, stop.signal, services.clock, r.options.shutdownTimeoutMs);
+  } finally {
+    services.stopping.removeEventListener("abort", abandon);
+    attempt.abandon = undefined;
+  }
+}
