@@ -104,6 +104,17 @@ describe("codec refusals", () => {
     expectWireError(thrown(() => decodeMessage(withPayload([0x81, 0xa9, ...Buffer.from("__proto__"), 0x01]))));
   });
 
+  it("refuses MessagePack strings that are not UTF-8 (an encoded surrogate), in a value or a key, as the JSON reader does", () => {
+    const base = Buffer.from(encodeWire(toWire(createMessage({ sender: "a", recipient: "b", payload: {} })), "msgpack"));
+    const payloadKey = Buffer.from([0xa7, ...Buffer.from("payload")]);
+    const at = base.indexOf(payloadKey) + payloadKey.length;
+    const withPayload = (bytes: number[]): Buffer => Buffer.concat([base.subarray(0, at), Buffer.from(bytes), base.subarray(at + 1)]);
+    // 0xED 0xA0 0x80 is U+D800 written as UTF-8: not UTF-8, and a lone surrogate if decoded leniently.
+    expect(decodeMessage(withPayload([0x81, 0xa1, 0x62, 0xa3, 0xe2, 0x82, 0xac])).payload).toEqual({ b: "\u20ac" });
+    expectWireError(thrown(() => decodeMessage(withPayload([0x81, 0xa1, 0x62, 0xa3, 0xed, 0xa0, 0x80]))));
+    expectWireError(thrown(() => decodeMessage(withPayload([0x81, 0xa3, 0xed, 0xa0, 0x80, 0x01]))));
+  });
+
   it.each<[string, Uint8Array]>([
     ["empty", new Uint8Array()],
     ["a MessagePack array", Uint8Array.of(0x91, 0x01)],
