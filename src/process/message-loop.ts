@@ -45,7 +45,7 @@ export async function run(r: ProcessRunner, generation: number): Promise<void> {
         for (let pause = scheduler.tick(); pause !== undefined; pause = scheduler.tick()) await pause;
       }
       if (generation !== r.generation) break;
-      if (r.suspension.request !== undefined || r.suspension.deadline.due) {
+      if (r.suspension.request !== undefined || r.suspension.deadline?.due === true) {
         const applying = r.suspension.applySuspendRequest();
         if (applying !== undefined) await applying;
       }

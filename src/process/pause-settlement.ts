@@ -79,7 +79,7 @@ export async function denyPause(control: SuspensionControl, decider: string, mar
  * @internal
  */
 export function expirePause(control: SuspensionControl): Promise<void> | undefined {
-  control.deadline.due = false;
+  if (control.deadline !== undefined) control.deadline.due = false;
   const runner = control.runner;
   const marker = control.marker;
   const expiresAt = marker?.expiresAt;

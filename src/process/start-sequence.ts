@@ -62,7 +62,7 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     if (fenced !== undefined) throw fenced;
   } catch (error) {
     r.transition(ProcessStatus.CRASHED);
-    r.suspension.deadline.cancel();
+    r.suspension.deadline?.cancel();
     attempt.markInitialized();
     services.telemetry.endSpan(span, error);
     // The crash's receipt is durable before the supervisor hears of the failure (and restarts).

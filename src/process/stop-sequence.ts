@@ -42,7 +42,7 @@ export async function requestStop(r: ProcessRunner, options: StopOptions): Promi
 export async function finish(r: ProcessRunner): Promise<void> {
   const services = r.requireServices();
   const span = services.telemetry.startSpan("civitas.agent.stop", { "civitas.agent.name": r.agent.name });
-  r.suspension.deadline.cancel(); // a pause kept by the stop is armed again by the next start
+  r.suspension.deadline?.cancel(); // a pause kept by the stop is armed again by the next start
   // A pause asked for from handle() that the stop came before is kept, as a restart would keep it.
   await r.suspension.keepAskedPause(() => JSON.parse(r.initialState ?? "{}") as JsonObject);
   await runHook(r, "onStop", () => r.agent.onStop(), r.plan?.timeoutMs ?? r.options.shutdownTimeoutMs);

@@ -93,15 +93,14 @@ export class SuspensionControl {
    * the stored pause).
    */
   startedAfter: number | undefined;
-  /** The current pause's deadline, armed on the runtime's clock. */
-  readonly deadline: PauseDeadline;
+  /**
+   * The current pause's deadline, armed on the runtime's clock; made for the
+   * first pause that has one (most agents never do, and an idle agent's
+   * footprint counts).
+   */
+  deadline: PauseDeadline | undefined;
 
-  constructor(readonly runner: ProcessRunner) {
-    this.deadline = new PauseDeadline(() => {
-      // An idle agent has no loop running to see the deadline: start one (as requestSuspend does).
-      if (runner.currentStatus === ProcessStatus.SUSPENDED) runner.wake();
-    });
-  }
+  constructor(readonly runner: ProcessRunner) {}
 
   /**
    * Records the intent to suspend; the loop acts on it at its next boundary.
@@ -131,7 +130,7 @@ export class SuspensionControl {
 
   /** Applies a pending suspend request at the loop boundary; `undefined` when there is nothing to wait for. */
   applySuspendRequest(): Promise<void> | undefined {
-    if (this.deadline.due) {
+    if (this.deadline?.due === true) {
       const expiring = expirePause(this);
       if (expiring !== undefined) return expiring;
     }
@@ -151,7 +150,7 @@ export class SuspensionControl {
     return applying.then(() => {
       for (const waiting of request.waiting) void answer(this.runner, waiting);
       // A deadline already passed when the pause was entered or updated (expiresInMs: 0) is denied before the loop goes on.
-      return this.deadline.due ? expirePause(this) : undefined;
+      return this.deadline?.due === true ? expirePause(this) : undefined;
     });
   }
 
@@ -469,7 +468,14 @@ export class SuspensionControl {
   setMarker(marker: SuspensionMarker | undefined): void {
     // Frozen: agent.suspension and the hooks get this very object (or copies sharing its identity), and must not change it.
     this.marker = marker === undefined ? undefined : frozenMarker(marker);
-    this.deadline.follow(this.marker, this.runner.services?.clock);
+    if (this.deadline !== undefined || this.marker?.expiresAt !== undefined) {
+      const runner = this.runner;
+      this.deadline ??= new PauseDeadline(() => {
+        // An idle agent has no loop running to see the deadline: start one (as requestSuspend does).
+        if (runner.currentStatus === ProcessStatus.SUSPENDED) runner.wake();
+      });
+      this.deadline.follow(this.marker, runner.services?.clock);
+    }
     if (marker === undefined) this.announcementOwed = false;
     const state = this.runner.agent.state;
     if (marker === undefined) delete state[SUSPENSION_KEY];
@@ -496,7 +502,7 @@ export class SuspensionControl {
     // From here on a late checkpoint (an abandoned handler or hook) cannot write the marker back.
     this.runner.removed = true;
     if (!cancelled) {
-      this.deadline.cancel();
+      this.deadline?.cancel();
       return;
     }
     this.setMarker(undefined);
