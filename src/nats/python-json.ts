@@ -4,7 +4,7 @@ import type { WireMessage } from "../message/wire.js";
 /**
  * Writes the envelope as Python's `json.dumps(envelope)` does, byte for
  * byte: `", "` and `": "` separators, every character outside printable
- * ASCII escaped (`ensure_ascii`, lowercase `\uXXXX`, surrogate pairs for
+ * ASCII escaped (`ensure_ascii`, `\u` and four lowercase hex digits, surrogate pairs for
  * astral characters), floats as Python's `repr` writes them, and the
  * `timestamp` always as a float (`1764690000.0`). JavaScript cannot tell
  * `1.0` from `1`: any other whole number up to 2^53 is written as an
