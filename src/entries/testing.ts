@@ -48,3 +48,7 @@ export type {
   SimulationStepKind,
   SimulationView,
 } from "../testing/simulation/types.js";
+export { pctChooser } from "../testing/simulation/pct-chooser.js";
+export type { PctChooserOptions } from "../testing/simulation/pct-chooser.js";
+export { fastCheckChooser } from "../testing/simulation/fast-check-chooser.js";
+export type { FastCheckChooserOptions, FastCheckScheduler } from "../testing/simulation/fast-check-chooser.js";
