@@ -151,3 +151,20 @@ export const ALL_FAULTS = { storeWrites: { fail: 0.5, hang: 0.5, lose: 0.5 }, cr
 export function alone(agent: AgentProcess): Supervisor {
   return new Supervisor("root", { children: [agent], backoffBaseMs: 100 });
 }
+
+/** Waits on a real timer (a promise the simulation does not control) in its handler. */
+export class Sleeper extends AgentProcess {
+  done = 0;
+
+  override async handle(): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    this.done += 1;
+  }
+}
+
+/** Sends itself a message for every message it gets: it never becomes quiescent. */
+export class Looper extends AgentProcess {
+  override async handle(): Promise<void> {
+    await this.send(this.name, {}, { type: "again" });
+  }
+}
