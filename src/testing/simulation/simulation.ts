@@ -7,7 +7,7 @@ import { buildSimulated } from "../../runtime/simulation-hooks.js";
 import type { DenyOptions, ResumeOptions, RuntimeAskOptions, RuntimeSendOptions, SuspendOptions } from "../../runtime/runtime.js";
 import { BuiltInInvariants } from "./built-in-invariants.js";
 import { checkSimulationOptions, type CheckedOptions } from "./check-options.js";
-import type { Gate, GateBoard } from "./gate.js";
+import type { Gate, GateBoard, GateOutcome } from "./gate.js";
 import { fillFrom, mulberry32 } from "./prng.js";
 import { SimulatedAuditSink, AuditLog } from "./simulated-audit-sink.js";
 import { SimulatedClock } from "./simulated-clock.js";
@@ -295,7 +295,11 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.clock.owner = choice.agent;
     const outcome = gate.open(fault);
     if (outcome.kind === "store.hang" && choice.agent !== undefined) this.hung.add(choice.agent);
-    this.record({ ...outcome, key: choice.key, ...agent });
+    // The outcome is a fresh object: completed in place into the step (a step is the simulation's hot path).
+    const step = outcome as { key: string; agent?: string } & GateOutcome;
+    step.key = choice.key;
+    if (choice.agent !== undefined) step.agent = choice.agent;
+    this.record(step);
     await drain();
     this.clock.owner = undefined;
     if (watched !== undefined) {
@@ -391,8 +395,10 @@ export class SimulationEngine implements Simulation, GateBoard {
     return undefined;
   }
 
+  /** Appends `step` (a fresh object: its number is set on it) to the trace; in a replay, checks it against the saved one. */
   private record(step: Omit<SimulationStep, "step">): void {
-    const recorded: SimulationStep = { step: this.steps.length, ...step };
+    const recorded = step as { step: number } & SimulationStep;
+    recorded.step = this.steps.length;
     this.steps.push(recorded);
     const expected = this.expected;
     if (expected === undefined || this.phase !== "running") return;
