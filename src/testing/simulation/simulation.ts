@@ -5,8 +5,8 @@ import type { Message } from "../../message/message.js";
 import { Runtime } from "../../runtime/runtime.js";
 import { buildSimulated } from "../../runtime/simulation-hooks.js";
 import type { DenyOptions, ResumeOptions, RuntimeAskOptions, RuntimeSendOptions, SuspendOptions } from "../../runtime/runtime.js";
-import { BuiltInInvariants } from "./built-in-invariants.js";
-import { checkSimulationOptions, type CheckedOptions } from "./check-options.js";
+import { BuiltInInvariants, userProblem } from "./built-in-invariants.js";
+import type { CheckedOptions } from "./check-options.js";
 import type { Gate, GateBoard, GateOutcome } from "./gate.js";
 import { fillFrom, mulberry32 } from "./prng.js";
 import { SimulatedAuditSink, AuditLog } from "./simulated-audit-sink.js";
@@ -374,25 +374,10 @@ export class SimulationEngine implements Simulation, GateBoard {
   }
 
   private checkInvariants(): void {
-    const problem = this.builtIn.check() ?? this.userProblem();
+    const problem = this.builtIn.check() ?? userProblem(this.options.invariants, this.view);
     if (problem === undefined) return;
     this.record({ kind: "invariant", key: `invariant:${problem.name}`, detail: problem.text });
     throw this.fail("SIMULATION_INVARIANT", `invariant ${problem.name} failed: ${problem.text}`);
-  }
-
-  private userProblem(): { name: string; text: string } | undefined {
-    const invariants = this.options.invariants;
-    for (let i = 0; i < invariants.length; i++) {
-      const invariant = invariants[i] as (typeof invariants)[number];
-      const name = invariant.name === "" ? `#${i}` : invariant.name;
-      try {
-        const text = invariant(this.view);
-        if (typeof text === "string") return { name, text };
-      } catch (error) {
-        return { name, text: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
-      }
-    }
-    return undefined;
   }
 
   /** Appends `step` (a fresh object: its number is set on it) to the trace; in a replay, checks it against the saved one. */
@@ -428,9 +413,4 @@ export class SimulationEngine implements Simulation, GateBoard {
       useIdSource(undefined);
     }
   }
-}
-
-/** Builds an engine from checked options. @internal */
-export function engine(options: unknown, expected: readonly SimulationStep[] | undefined): SimulationEngine {
-  return new SimulationEngine(checkSimulationOptions(options, expected !== undefined), expected);
 }
