@@ -5,7 +5,7 @@
  * clock.runUntil(runtime.stop()) moves it until the stop is done.
  */
 import { describe, expect, it } from "vitest";
-import { AgentProcess, Runtime, silentLogger } from "../../src/index.js";
+import { AgentProcess, ProcessStatus, Runtime, silentLogger } from "../../src/index.js";
 import { settle, TestClock, waitForStatus } from "../../src/entries/testing.js";
 
 class Parked extends AgentProcess {
@@ -33,7 +33,7 @@ describe("TestClock.runUntil", () => {
     await clock.runUntil(stopping);
     expect(stopped).toBe(true);
     expect(clock.now() - startMs).toBeGreaterThanOrEqual(2_000);
-    await waitForStatus(agent, "STOPPED");
+    await waitForStatus(agent, ProcessStatus.STOPPED);
   });
 
   it("returns what the work resolves with and rethrows what it rejects with", async () => {
