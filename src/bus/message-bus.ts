@@ -62,6 +62,8 @@ export class MessageBus {
   private closedReason: Error | undefined;
   /** Carries what is addressed to agents of other runtimes; set by a runtime given a transport. */
   transport: Transport | undefined;
+  /** In a simulation: settles an ask with its reply when the simulation chooses (see simulation-hooks.ts). */
+  replyGate: ((reply: Message, settle: () => void) => void) | undefined;
 
   constructor(
     private readonly registry: Registry,
@@ -202,7 +204,8 @@ export class MessageBus {
       this.events.emit("reply.late", reply);
       return;
     }
-    entry.resolve(reply);
+    if (this.replyGate === undefined) entry.resolve(reply);
+    else this.replyGate(reply, () => entry.resolve(reply));
   }
 
   private fail(correlationId: string, error: unknown): void {

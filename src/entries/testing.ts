@@ -33,3 +33,19 @@ export type { SuspensionModelOptions } from "../testing/suspension-model.js";
 export { LifecycleDriver, runLifecycleCommands } from "../testing/lifecycle-driver.js";
 export type { HandledRecord, LifecycleDriverOptions, LifecycleObservation, ObservedAuditEvent, ObservedTransition } from "../testing/lifecycle-observation.js";
 export { CRASH_MESSAGE_TYPE, InjectedCrash, LIFECYCLE_ID_KEY, SELF_SUSPEND_MESSAGE_TYPE } from "../testing/instrument.js";
+export { simulate, replay } from "../testing/simulation/simulate.js";
+export { randomChooser } from "../testing/simulation/random-chooser.js";
+export { SimulationFailure, SimulationBusyError, SimulationStateError, SimulatedCrash } from "../testing/simulation/simulation-failure.js";
+export type { SimulationFailureCode } from "../testing/simulation/simulation-failure.js";
+export type {
+  Chooser,
+  Simulation,
+  SimulationChoice,
+  SimulationFaultKind,
+  SimulationFaults,
+  SimulationInvariant,
+  SimulationOptions,
+  SimulationStep,
+  SimulationStepKind,
+  SimulationView,
+} from "../testing/simulation/types.js";

@@ -98,6 +98,7 @@ interface MailboxInternals {
   force(mailbox: Mailbox, message: Message): void;
   requeue(mailbox: Mailbox, message: Message): void;
   queuedBusiness(mailbox: Mailbox): Message[];
+  peek(mailbox: Mailbox, priorityOnly: boolean): Message | undefined;
 }
 
 let internals!: MailboxInternals;
@@ -150,6 +151,7 @@ export class Mailbox {
         if (lane === mailbox.business) mailbox.businessTaken--;
       },
       queuedBusiness: (mailbox) => mailbox.business.toArray(),
+      peek: (mailbox, priorityOnly) => mailbox.priority.peek() ?? (priorityOnly ? undefined : mailbox.business.peek()),
     };
   }
 
@@ -466,6 +468,15 @@ export function requeueMessage(mailbox: Mailbox, message: Message): void {
 /** The business messages queued now, oldest first, left where they are. @internal */
 export function queuedBusiness(mailbox: Mailbox): Message[] {
   return internals.queuedBusiness(mailbox);
+}
+
+/**
+ * The message `poll()` (or, `priorityOnly`, `pollPriority()`) would take
+ * next, left where it is; an expired one is not skipped.
+ * @internal
+ */
+export function peekMessage(mailbox: Mailbox, priorityOnly: boolean): Message | undefined {
+  return internals.peek(mailbox, priorityOnly);
 }
 
 /** A promise rejected with `reason` as it is (used for an error thrown by an `onExpired` callback). */

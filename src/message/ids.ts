@@ -7,10 +7,14 @@ let offset = POOL_SIZE;
 const HEX_DIGITS = Buffer.from("0123456789abcdef", "latin1");
 const scratch = Buffer.allocUnsafe(36);
 
+/** Where random bytes and the default time come from (a simulation makes both deterministic). */
+let fill: (buffer: Buffer) => unknown = randomFillSync;
+let nowDefault: () => number = Date.now;
+
 /** Takes `n` random bytes from a pool refilled in 4 KiB batches: ids are on the hot path. */
 function take(n: number): number {
   if (offset + n > POOL_SIZE) {
-    randomFillSync(pool);
+    fill(pool);
     offset = 0;
   }
   const at = offset;
@@ -79,10 +83,10 @@ let suffix = "";
  * a < b; // true
  * ```
  */
-export function uuidv7(nowMs: number = Date.now()): string {
+export function uuidv7(nowMs: number = nowDefault()): string {
   // Whole, non-negative milliseconds: a fractional or negative time would put
   // '.' or '-' into the hex timestamp field.
-  const ms = Number.isFinite(nowMs) ? Math.max(0, Math.floor(nowMs)) : Date.now();
+  const ms = Number.isFinite(nowMs) ? Math.max(0, Math.floor(nowMs)) : nowDefault();
   if (ms === lastMs || (ms < lastMs && lastMs - ms <= CLOCK_STEP_MS)) {
     if (++counter <= 0xfff) return prefix + (HEX3[counter] as string) + suffix;
     // Counter overflow: move on to the next millisecond (RFC 9562 §6.2, method 1).
@@ -162,4 +166,23 @@ export function newSpanId(): string {
     spanPrefix = randomHex(13);
   }
   return spanPrefix + (HEX3[spanCounter] as string);
+}
+
+/**
+ * Makes ids deterministic (a simulation): random bytes come from `source.fill`
+ * and the default time from `source.now`; without `source`, from the crypto
+ * generator and `Date.now()` again. Either way every sequence starts afresh,
+ * so the same source gives the same ids.
+ * @internal
+ */
+export function useIdSource(source?: { fill(buffer: Buffer): void; now(): number }): void {
+  fill = source === undefined ? randomFillSync : (buffer) => source.fill(buffer);
+  nowDefault = source === undefined ? Date.now : () => source.now();
+  offset = POOL_SIZE;
+  lastMs = -1;
+  counter = 0;
+  prefix = "";
+  suffix = "";
+  traceCounter = 0xfff;
+  spanCounter = 0xfff;
 }

@@ -42,7 +42,7 @@ export async function run(r: ProcessRunner, generation: number): Promise<void> {
       // Only a dispatch counts towards the next yield: finding the mailbox empty (and parking) is not one.
       if (mailbox.size > 0 || mailbox.prioritySize > 0) {
         // After a yield, this dispatch is counted again: agents all woken by the same yield do not dispatch for free.
-        for (let pause = scheduler.tick(); pause !== undefined; pause = scheduler.tick()) await pause;
+        for (let pause = scheduler.tick(r); pause !== undefined; pause = scheduler.tick(r)) await pause;
       }
       if (generation !== r.generation) break;
       if (r.suspension.request !== undefined || r.suspension.deadline?.due === true) {

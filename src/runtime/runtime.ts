@@ -24,6 +24,7 @@ import { Supervisor } from "../supervision/supervisor.js";
 import { systemClock, type Clock } from "../time/clock.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import { Scheduler } from "./scheduler.js";
+import { joiningSimulation } from "./simulation-hooks.js";
 import type { AuthorizeResume, RuntimeServices } from "./services.js";
 import { checkRuntimeOptions } from "./check-runtime-options.js";
 import { buildTopology, type AgentClasses } from "./topology.js";
@@ -227,6 +228,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     if (!store.durable) {
       logger.warn("state store is not durable: checkpoints are lost when this process ends; use SqliteStateStore from civitas-ts/sqlite to keep them");
     }
+    const simulation = joiningSimulation();
     this.services = {
       registry,
       bus: new MessageBus(registry, clock, this),
@@ -234,7 +236,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       clock,
       logger,
       telemetry: new Telemetry(options.tracerProvider, options.auditSink, options.signerId ?? "civitas-runtime", clock, logger),
-      scheduler: new Scheduler(),
+      scheduler: simulation?.scheduler ?? new Scheduler(),
       events: this,
       authorizeResume: options.authorizeResume,
       expired: (message) => {
@@ -244,6 +246,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       stopping: this.stopSignal.signal,
       controlSent: { count: 0 },
     };
+    if (simulation !== undefined) this.services.bus.replyGate = simulation.settleReply;
     this.outside = { sender: OUTSIDE_SENDER, clock, current: undefined, span: undefined };
     this.transportHost = options.transport === undefined ? undefined : attachTransport(options.transport, this.services, this);
     this.root[attachChild](this, this.services);

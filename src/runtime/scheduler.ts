@@ -1,3 +1,5 @@
+import type { ProcessRunner } from "../process/process-runner.js";
+
 /**
  * Keeps a message storm from starving the event loop. Message dispatch runs
  * on microtasks, which Node drains before any timer or I/O callback; every
@@ -12,8 +14,11 @@ export class Scheduler {
   /** @param budget dispatches between two yields to the event loop */
   constructor(private readonly budget = 128) {}
 
-  /** Counts one dispatch; returns a promise to await when it is time to yield, else `undefined`. */
-  tick(): Promise<void> | undefined {
+  /**
+   * Counts one dispatch of `_runner` (a simulation's scheduler gates each
+   * agent by it); returns a promise to await when it is time to yield, else `undefined`.
+   */
+  tick(_runner: ProcessRunner): Promise<void> | undefined {
     if (this.pending !== undefined) return this.pending;
     if (++this.dispatched < this.budget) return undefined;
     this.pending = new Promise((resolve) =>

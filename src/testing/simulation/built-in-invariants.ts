@@ -1,0 +1,74 @@
+import type { ProcessRunner } from "../../process/process-runner.js";
+import { isLegalTransition, ProcessStatus } from "../../process/process-status.js";
+import type { AuditLog } from "./simulated-audit-sink.js";
+
+/** What the business-while-SUSPENDED check needs to know about a delivery step. */
+export interface WatchedDelivery {
+  readonly runner: ProcessRunner;
+  readonly suspended: boolean;
+  readonly taken: number;
+  readonly transitions: number;
+}
+
+const SETTLING = new Set(["agent.resume", "agent.deny", "agent.suspend.cancelled"]);
+
+/**
+ * The runtime's own invariants, checked after every step: only legal status
+ * transitions; no business message taken while its agent is SUSPENDED;
+ * every pause settled (resumed, denied, cancelled) at most once.
+ */
+export class BuiltInInvariants {
+  private problem: { name: string; text: string } | undefined;
+  private readonly transitions = new Map<string, number>();
+  private readonly settled = new Map<string, string>();
+  private auditSeen = 0;
+
+  constructor(private readonly log: AuditLog) {}
+
+  /** Called for each `agent.status` event. */
+  transition(agent: string, from: ProcessStatus, to: ProcessStatus): void {
+    this.transitions.set(agent, (this.transitions.get(agent) ?? 0) + 1);
+    if (!isLegalTransition(from, to)) this.problem ??= { name: "legal-transitions", text: `'${agent}' went from ${from} to ${to}, which is not a legal transition` };
+  }
+
+  /** A kill: a new runtime's agents start afresh. */
+  restart(): void {
+    this.transitions.clear();
+  }
+
+  /** Notes an agent's state before its delivery step opens. */
+  watch(runner: ProcessRunner | undefined): WatchedDelivery | undefined {
+    if (runner === undefined) return undefined;
+    return {
+      runner,
+      suspended: runner.currentStatus === ProcessStatus.SUSPENDED,
+      taken: runner.box?.businessTakenCount ?? 0,
+      transitions: this.transitions.get(runner.agent.name) ?? 0,
+    };
+  }
+
+  /** After the delivery step: a SUSPENDED agent that stayed SUSPENDED took no business message. */
+  checkDelivery(watched: WatchedDelivery): void {
+    const r = watched.runner;
+    if (!watched.suspended || (this.transitions.get(r.agent.name) ?? 0) !== watched.transitions) return;
+    if ((r.box?.businessTakenCount ?? 0) > watched.taken) {
+      this.problem ??= { name: "nothing-handled-while-suspended", text: `'${r.agent.name}' took a business message while SUSPENDED` };
+    }
+  }
+
+  /** The first problem found since the start, if any. */
+  check(): { name: string; text: string } | undefined {
+    const events = this.log.acknowledged;
+    for (; this.auditSeen < events.length; this.auditSeen++) {
+      const event = events[this.auditSeen];
+      if (event === undefined || !SETTLING.has(event.event)) continue;
+      const id = event.details.suspensionId;
+      if (typeof id !== "string") continue;
+      const first = this.settled.get(id);
+      if (first !== undefined) {
+        this.problem ??= { name: "pause-settled-once", text: `the pause ${id} of '${event.agent}' was settled twice: ${first}, then ${event.event}` };
+      } else this.settled.set(id, event.event);
+    }
+    return this.problem;
+  }
+}

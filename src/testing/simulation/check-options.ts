@@ -1,0 +1,83 @@
+import { describeValue } from "../../errors/civitas-error.js";
+import { InvalidArgumentError } from "../../errors/errors.js";
+import { randomChooser, checkSeed } from "./random-chooser.js";
+import type { Chooser, SimulationFaultKind, SimulationInvariant, SimulationOptions } from "./types.js";
+
+/** Options of a simulation, checked, with their defaults. */
+export interface CheckedOptions {
+  readonly root: SimulationOptions["root"];
+  readonly seed: number;
+  readonly chooser: Chooser;
+  readonly invariants: readonly SimulationInvariant[];
+  readonly runtime: NonNullable<SimulationOptions["runtime"]>;
+  readonly maxSteps: number;
+  readonly externalAwaits: "record" | "fail";
+  readonly startMs: number;
+  /** The probability of `kind` per eligible step (every fault may apply in a replay: the trace decides). */
+  probability(kind: SimulationFaultKind): number;
+}
+
+/**
+ * Checks a simulation's options before anything runs: `INVALID_ARGUMENT`
+ * naming the option and what it must be.
+ */
+export function checkSimulationOptions(options: unknown, replaying: boolean): CheckedOptions {
+  if (typeof options !== "object" || options === null) {
+    throw new InvalidArgumentError("options", `simulate(options) needs an options object with a root factory, e.g. { root: () => new Supervisor(...), seed: 1 }; got ${describeValue(options)}`);
+  }
+  const o = options as SimulationOptions;
+  if (typeof o.root !== "function") {
+    throw new InvalidArgumentError("root", `simulate({ root }): root must be a function building the tree (it is called again after each kill), got ${describeValue(o.root)}`);
+  }
+  const seed = o.seed === undefined ? 0 : checkSeed(o.seed, "simulate({ seed })");
+  if (o.chooser !== undefined && typeof (o.chooser as Partial<Chooser> | null)?.choose !== "function") {
+    throw new InvalidArgumentError("chooser", `simulate({ chooser }): chooser must have a choose(ready, step) method (randomChooser, pctChooser, fastCheckChooser), got ${describeValue(o.chooser)}`);
+  }
+  const invariants = o.invariants ?? [];
+  if (!Array.isArray(invariants) || invariants.some((i) => typeof i !== "function")) {
+    throw new InvalidArgumentError("invariants", `simulate({ invariants }): invariants must be an array of functions (view) => string | void, got ${describeValue(invariants)}`);
+  }
+  const maxSteps = o.maxSteps ?? 10_000;
+  if (!Number.isInteger(maxSteps) || maxSteps < 1) throw new InvalidArgumentError("maxSteps", `simulate({ maxSteps }): maxSteps must be a positive integer, got ${describeValue(maxSteps)}`);
+  const externalAwaits = o.externalAwaits ?? "record";
+  if (externalAwaits !== "record" && externalAwaits !== "fail") {
+    throw new InvalidArgumentError("externalAwaits", `simulate({ externalAwaits }): externalAwaits must be "record" or "fail", got ${describeValue(externalAwaits)}`);
+  }
+  const startMs = o.startMs ?? 1_700_000_000_000;
+  if (!Number.isFinite(startMs) || startMs < 0) throw new InvalidArgumentError("startMs", `simulate({ startMs }): startMs must be a non-negative number of epoch ms, got ${describeValue(startMs)}`);
+  const runtime = o.runtime ?? {};
+  if (typeof runtime !== "object" || (runtime as unknown) === null) throw new InvalidArgumentError("runtime", `simulate({ runtime }): runtime must be an object of Runtime options, got ${describeValue(runtime)}`);
+  const faults = checkFaults(o.faults);
+  return {
+    root: o.root,
+    seed,
+    chooser: o.chooser ?? randomChooser(seed),
+    invariants,
+    runtime,
+    maxSteps,
+    externalAwaits,
+    startMs,
+    probability: replaying ? () => 1 : (kind) => faults[kind],
+  };
+}
+
+function checkFaults(faults: SimulationOptions["faults"]): Record<SimulationFaultKind, number> {
+  if (faults !== undefined && (typeof faults !== "object" || (faults as unknown) === null)) {
+    throw new InvalidArgumentError("faults", `simulate({ faults }): faults must be an object like { storeWrites: { fail: 0.05 }, crashes: 0.02, kills: 0.01 }, got ${describeValue(faults)}`);
+  }
+  const writes = faults?.storeWrites ?? {};
+  const probability = (name: string, value: unknown): number => {
+    if (value === undefined) return 0;
+    if (typeof value !== "number" || !(value >= 0 && value <= 1)) {
+      throw new InvalidArgumentError("faults", `simulate({ faults }): ${name} must be a probability between 0 and 1, got ${describeValue(value)}`);
+    }
+    return value;
+  };
+  return {
+    kill: probability("faults.kills", faults?.kills),
+    crash: probability("faults.crashes", faults?.crashes),
+    "store.fail": probability("faults.storeWrites.fail", writes.fail),
+    "store.hang": probability("faults.storeWrites.hang", writes.hang),
+    "store.lose": probability("faults.storeWrites.lose", writes.lose),
+  };
+}

@@ -1,0 +1,66 @@
+import type { Clock, TimerHandle } from "../../time/clock.js";
+
+interface VirtualTimer {
+  readonly id: number;
+  readonly dueMs: number;
+  readonly fn: () => void;
+  /** The agent whose step armed it (a handler may be waiting on it), if any. */
+  readonly owner: string | undefined;
+}
+
+/**
+ * The virtual time of a simulation: timers never fire on their own; the
+ * simulation fires the earliest when nothing else is ready.
+ */
+export class SimulatedClock implements Clock {
+  private current: number;
+  private timers: VirtualTimer[] = [];
+  private nextId = 0;
+  /** The agent whose step runs now: timers armed meanwhile are its. */
+  owner: string | undefined;
+
+  constructor(startMs: number) {
+    this.current = startMs;
+  }
+
+  now(): number {
+    return this.current;
+  }
+
+  setTimeout(fn: () => void, delayMs: number): TimerHandle {
+    const timer: VirtualTimer = { id: this.nextId++, dueMs: this.current + Math.max(0, delayMs), fn, owner: this.owner };
+    this.timers.push(timer);
+    return {
+      cancel: () => {
+        const at = this.timers.indexOf(timer);
+        if (at >= 0) this.timers.splice(at, 1);
+      },
+    };
+  }
+
+  /** Timers armed and not yet fired or cancelled. */
+  get pending(): number {
+    return this.timers.length;
+  }
+
+  /** Whether a timer armed during `agent`'s steps waits. */
+  ownsTimer(agent: string): boolean {
+    return this.timers.some((t) => t.owner === agent);
+  }
+
+  /** Moves time to the earliest timer and fires it; returns its due time, or `undefined` when none waits. */
+  fireNext(): number | undefined {
+    let best: VirtualTimer | undefined;
+    for (const t of this.timers) if (best === undefined || t.dueMs < best.dueMs || (t.dueMs === best.dueMs && t.id < best.id)) best = t;
+    if (best === undefined) return undefined;
+    this.timers.splice(this.timers.indexOf(best), 1);
+    this.current = Math.max(this.current, best.dueMs);
+    best.fn();
+    return best.dueMs;
+  }
+
+  /** Forgets every timer (a kill discards them with the process). */
+  clear(): void {
+    this.timers = [];
+  }
+}

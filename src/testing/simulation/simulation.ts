@@ -1,0 +1,412 @@
+import { silentLogger } from "../../logging/logger.js";
+import type { JsonObject } from "../../message/json.js";
+import { useIdSource } from "../../message/ids.js";
+import type { Message } from "../../message/message.js";
+import { Runtime } from "../../runtime/runtime.js";
+import { buildSimulated } from "../../runtime/simulation-hooks.js";
+import type { DenyOptions, ResumeOptions, RuntimeAskOptions, RuntimeSendOptions, SuspendOptions } from "../../runtime/runtime.js";
+import { BuiltInInvariants } from "./built-in-invariants.js";
+import { checkSimulationOptions, type CheckedOptions } from "./check-options.js";
+import type { Gate, GateBoard } from "./gate.js";
+import { fillFrom, mulberry32 } from "./prng.js";
+import { SimulatedAuditSink, AuditLog } from "./simulated-audit-sink.js";
+import { SimulatedClock } from "./simulated-clock.js";
+import { disarmCrash, SimulatedScheduler, type DeliveryOrdinals } from "./simulated-scheduler.js";
+import { DurableData, SimulatedStore } from "./simulated-store.js";
+import { SimulationBusyError, SimulationFailure, SimulationStateError, type SimulationFailureCode } from "./simulation-failure.js";
+import { formatTrace } from "./trace-format.js";
+import { EngineView } from "./simulation-view.js";
+import type { Simulation, SimulationChoice, SimulationFaultKind, SimulationStep, SimulationView } from "./types.js";
+import { findCycle, formatChain, waitEdges } from "./wait-graph.js";
+
+/** The simulation running in this process, if any: ids and the runtime's hooks are process-wide. */
+let active: SimulationEngine | undefined;
+
+/** Lets every queued promise callback run (one turn of the event loop). */
+function drain(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** How long, in real time, a quiescent simulation waits for handlers that await promises it does not control. */
+const EXTERNAL_WAIT_MS = 2_000;
+
+/**
+ * The simulation engine: owns the runtime it builds, the ready set of
+ * gates, virtual time, the trace, and chooses every step.
+ */
+export class SimulationEngine implements Simulation, GateBoard {
+  private readonly steps: SimulationStep[] = [];
+  private gates: Gate[] = [];
+  private epoch = 0;
+  private readonly clock: SimulatedClock;
+  private readonly data = new DurableData();
+  private readonly log = new AuditLog();
+  private readonly deliveries: DeliveryOrdinals = new Map();
+  private readonly replies = new Map<string, number>();
+  private scheduler: SimulatedScheduler | undefined;
+  private runtime: Runtime | undefined;
+  private starting: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
+  private phase: "new" | "running" | "ended" = "new";
+  private readonly builtIn: BuiltInInvariants;
+  /** Messages whose handler was reported awaiting a promise the runtime does not control. */
+  private readonly external = new WeakSet<Message>();
+  readonly view: SimulationView;
+
+  constructor(
+    private readonly options: CheckedOptions,
+    private readonly expected: readonly SimulationStep[] | undefined,
+  ) {
+    this.clock = new SimulatedClock(options.startMs);
+    this.builtIn = new BuiltInInvariants(this.log);
+    this.view = new EngineView(() => this.runtime, this.data, this.log, this.clock);
+  }
+
+  get trace(): readonly SimulationStep[] {
+    return this.steps;
+  }
+
+  formatTrace(mark?: number): string {
+    return formatTrace(this.steps, mark);
+  }
+
+  /** @internal */
+  add(gate: Gate, epoch: number): void {
+    if (epoch === this.epoch && this.phase === "running") this.gates.push(gate);
+  }
+
+  start(): Promise<void> {
+    this.starting ??= this.begin();
+    return this.starting;
+  }
+
+  async send(to: string, type: string, payload: JsonObject = {}, options: Omit<RuntimeSendOptions, "type"> = {}): Promise<void> {
+    const runtime = this.operate(`send:${to}:${type}`, to, type);
+    return runtime.send(to, payload, { ...options, type });
+  }
+
+  async ask(to: string, type: string, payload: JsonObject = {}, options: Omit<RuntimeAskOptions, "type"> = {}): Promise<Message> {
+    const runtime = this.operate(`ask:${to}:${type}`, to, type);
+    return runtime.ask(to, payload, { ...options, type });
+  }
+
+  async suspend(name: string, reason?: string, options?: SuspendOptions): Promise<void> {
+    return this.operate(`suspend:${name}`, name, "suspend").suspend(name, reason, options);
+  }
+
+  async resume(name: string, approver: string, options?: ResumeOptions): Promise<void> {
+    return this.operate(`resume:${name}`, name, "resume", approver).resume(name, approver, options);
+  }
+
+  async deny(name: string, decider: string, options?: DenyOptions): Promise<void> {
+    return this.operate(`deny:${name}`, name, "deny", decider).deny(name, decider, options);
+  }
+
+  async run(): Promise<void> {
+    this.requireRunning("run()");
+    while ((await this.step(true)) === "stepped");
+  }
+
+  async idle(): Promise<void> {
+    this.requireRunning("idle()");
+    while ((await this.step(false)) === "stepped");
+  }
+
+  async kill(): Promise<void> {
+    this.requireRunning("kill()");
+    this.record({ kind: "kill", key: "op:kill", detail: "kill -9 by the test" });
+    this.rebuild();
+    await this.runUntil(this.restarted(), "the runtime's start after the kill");
+  }
+
+  stop(): Promise<void> {
+    if (this.phase !== "running") return Promise.resolve();
+    this.stopping ??= (async () => {
+      const runtime = this.runtime as Runtime;
+      this.record({ kind: "op", key: "op:stop", type: "stop" });
+      const stopped = runtime.stop();
+      await this.runUntil(stopped, "runtime.stop()");
+      await stopped;
+      this.end();
+    })();
+    return this.stopping;
+  }
+
+  private async begin(): Promise<void> {
+    if (active !== undefined) throw new SimulationBusyError();
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the one simulation of this process (see `active`)
+    active = this;
+    this.phase = "running";
+    const ids = mulberry32(this.options.seed ^ 0x5bd1e995);
+    useIdSource({ fill: (buffer) => fillFrom(ids, buffer), now: () => this.clock.now() });
+    this.build();
+    await this.runUntil(this.restarted(), "runtime.start()");
+  }
+
+  /** The current runtime's start, rejected errors kept for whoever awaits it. */
+  private restarted(): Promise<void> {
+    return (this.runtime as Runtime).start();
+  }
+
+  private build(): void {
+    const epoch = this.epoch;
+    const scheduler = new SimulatedScheduler(this, epoch, this.deliveries);
+    this.scheduler = scheduler;
+    const hooks = { scheduler, settleReply: (reply: Message, settle: () => void) => this.add(this.replyGate(reply, settle), epoch) };
+    const runtime = buildSimulated(
+      hooks,
+      () =>
+        new Runtime({
+          logger: silentLogger,
+          ...this.options.runtime,
+          root: this.options.root(),
+          clock: this.clock,
+          store: new SimulatedStore(this.data, this, epoch),
+          auditSink: new SimulatedAuditSink(this.log, this, epoch),
+          keepAlive: false,
+        }),
+    );
+    runtime.on("agent.status", (agent, from, to) => this.builtIn.transition(agent, from, to));
+    this.runtime = runtime;
+  }
+
+  /** "kill -9": forgets the runtime, every gate and timer and what the store did not keep; builds the runtime again and starts it. */
+  private rebuild(): void {
+    for (const r of this.scheduler?.runners.values() ?? []) disarmCrash(r);
+    this.epoch++;
+    this.gates = [];
+    this.clock.clear();
+    this.data.restart();
+    this.builtIn.restart();
+    this.build();
+  }
+
+  private replyGate(reply: Message, settle: () => void): Gate {
+    const pair = `${reply.sender}>${reply.recipient}`;
+    const ordinal = (this.replies.get(pair) ?? 0) + 1;
+    this.replies.set(pair, ordinal);
+    const choice: SimulationChoice = { kind: "reply", key: `${reply.recipient}<=${reply.sender}:${reply.type}#${ordinal}`, thread: reply.recipient, agent: reply.recipient, from: reply.sender, type: reply.type };
+    return {
+      faults: [],
+      offer: () => choice,
+      open: () => {
+        settle();
+        return { kind: "reply", from: reply.sender, type: reply.type, messageId: reply.id };
+      },
+    };
+  }
+
+  /** Records a user operation; the runtime to call. */
+  private operate(operation: string, agent: string, type: string, detail?: string): Runtime {
+    this.requireRunning(`${operation.split(":")[0] as string}()`);
+    this.record({ kind: "op", key: `op:${operation}`, agent, type, ...(detail === undefined ? {} : { detail }) });
+    return this.runtime as Runtime;
+  }
+
+  private requireRunning(call: string): void {
+    if (this.phase === "running" && this.stopping === undefined) return;
+    const why = this.phase === "new" ? "call (and await) sim.start() first" : "it has ended (it was stopped, or it failed); build a new one with simulate()";
+    throw new SimulationStateError(`sim.${call}: the simulation is not running; ${why}`);
+  }
+
+  /** Runs steps, advancing time, until `promise` settles; fails with a deadlock when nothing can make it settle. */
+  private async runUntil(promise: Promise<unknown>, what: string): Promise<void> {
+    let done = false;
+    promise.then(
+      () => (done = true),
+      () => (done = true),
+    );
+    await drain();
+    while (!done) {
+      if ((await this.step(true)) === "idle" && !done) {
+        throw this.fail("SIMULATION_DEADLOCK", `${what} cannot finish: nothing is ready and no timer is left`);
+      }
+    }
+  }
+
+  /** Lets the runtime run until it waits at gates; gates that would do nothing are let go. The offers, in gate order. */
+  private async collect(): Promise<SimulationChoice[]> {
+    for (;;) {
+      await drain();
+      const offers: SimulationChoice[] = [];
+      let letGo = false;
+      for (let i = 0; i < this.gates.length; ) {
+        const gate = this.gates[i] as Gate;
+        const offer = gate.offer();
+        if (offer === undefined) {
+          this.gates.splice(i, 1);
+          gate.open(undefined);
+          letGo = true;
+        } else {
+          offers.push(offer);
+          i++;
+        }
+      }
+      if (!letGo) return offers;
+    }
+  }
+
+  /** One step; `"idle"` when nothing is ready (and, with `advance`, no timer is left either). */
+  private async step(advance: boolean): Promise<"stepped" | "idle"> {
+    if (this.phase !== "running") return "idle";
+    const offers = await this.collect();
+    if (this.steps.length >= this.options.maxSteps) {
+      throw this.fail("SIMULATION_STEP_LIMIT", `the simulation took ${this.options.maxSteps} steps without becoming quiescent; raise maxSteps, or look for a livelock in the trace`);
+    }
+    if (offers.length === 0) return advance ? this.advanceTime() : "idle";
+    const index = await this.options.chooser.choose(offers, this.steps.length);
+    const gate = this.gates[index];
+    const choice = offers[index];
+    if (gate === undefined || choice === undefined || !Number.isInteger(index)) {
+      const want = this.expected?.[this.steps.length];
+      if (this.expected !== undefined) {
+        const wanted = want === undefined ? `the saved trace ends at step ${this.expected.length - 1}` : `the saved trace has ${want.kind} ${want.key}, which is not ready`;
+        throw this.fail("SIMULATION_DIVERGED", `replay diverged at step ${this.steps.length}: ${wanted}; ready: ${offers.map((o) => o.key).join(", ")}`);
+      }
+      throw this.fail("SIMULATION_DIVERGED", `the chooser returned ${String(index)}, not an index of the ${offers.length} ready choices`);
+    }
+    this.gates.splice(index, 1);
+    const fault = await this.faultAt(gate, choice);
+    const agent = choice.agent === undefined ? {} : { agent: choice.agent };
+    if (fault === "kill") {
+      this.record({ kind: "kill", key: choice.key, ...agent, detail: "fault: the process was killed instead" });
+      this.rebuild();
+      this.restarted().catch(() => undefined); // a failed start shows in the trace; run() goes on with what is left
+      return "stepped";
+    }
+    const watched = choice.kind === "deliver" && choice.agent !== undefined ? this.builtIn.watch(this.scheduler?.runners.get(choice.agent)) : undefined;
+    this.clock.owner = choice.agent;
+    const outcome = gate.open(fault);
+    this.record({ ...outcome, key: choice.key, ...agent });
+    await drain();
+    this.clock.owner = undefined;
+    if (watched !== undefined) {
+      disarmCrash(watched.runner);
+      this.builtIn.checkDelivery(watched);
+    }
+    this.checkExternalAwaits();
+    this.checkInvariants();
+    return "stepped";
+  }
+
+  /** Nothing is ready: a deadlock, or time moves on to the earliest timer. */
+  private async advanceTime(): Promise<"stepped" | "idle"> {
+    const cycle = findCycle(waitEdges(this.scheduler?.runners ?? new Map()));
+    if (cycle !== undefined) throw this.fail("SIMULATION_DEADLOCK", `deadlock: nothing is ready and agents wait on each other: ${formatChain(cycle)}`);
+    if (this.clock.pending === 0) {
+      if (!this.awaitingExternally()) {
+        const edges = waitEdges(this.scheduler?.runners ?? new Map());
+        if (edges.length > 0) throw this.fail("SIMULATION_DEADLOCK", `deadlock: nothing is ready, no timer is left, and agents wait: ${formatChain(edges)}`);
+        return "idle";
+      }
+      // A handler waits on a promise the simulation does not control (reported in the trace): let real time pass.
+      const until = Date.now() + EXTERNAL_WAIT_MS;
+      while (this.awaitingExternally() && this.gates.length === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 1));
+      return this.gates.length > 0 ? "stepped" : "idle";
+    }
+    this.record({ kind: "timer", key: "timer", detail: "" });
+    const at = this.steps.length - 1;
+    const dueMs = this.clock.fireNext() as number;
+    this.steps[at] = { ...(this.steps[at] as SimulationStep), key: `timer@+${dueMs - this.options.startMs}`, detail: `virtual time ${new Date(dueMs).toISOString()}` };
+    await drain();
+    this.checkExternalAwaits();
+    this.checkInvariants();
+    return "stepped";
+  }
+
+  private async faultAt(gate: Gate, choice: SimulationChoice): Promise<SimulationFaultKind | undefined> {
+    const chooser = this.options.chooser;
+    if (chooser.fault === undefined) return undefined;
+    const step = this.steps.length;
+    const kills = this.options.probability("kill");
+    if (kills > 0 && (await chooser.fault(choice, "kill", kills, step))) return "kill";
+    for (const kind of gate.faults) {
+      const probability = this.options.probability(kind);
+      if (probability > 0 && (await chooser.fault(choice, kind, probability, step))) return kind;
+    }
+    return undefined;
+  }
+
+  private awaitingExternally(): boolean {
+    for (const r of this.scheduler?.runners.values() ?? []) if (r.current !== undefined && this.external.has(r.current)) return true;
+    return false;
+  }
+
+  /** Reports each handler that waits on nothing the simulation controls: no gate, timer or ask of its agent. */
+  private checkExternalAwaits(): void {
+    const runners = this.scheduler?.runners;
+    if (runners === undefined) return;
+    let edges: ReturnType<typeof waitEdges> | undefined;
+    for (const [name, r] of runners) {
+      const message = r.current;
+      if (message === undefined || this.external.has(message)) continue;
+      if (this.gates.some((g) => g.offer()?.agent === name) || this.clock.ownsTimer(name)) continue;
+      edges ??= waitEdges(runners);
+      if (edges.some((e) => e.from === name)) continue;
+      this.external.add(message);
+      this.record({ kind: "external-await", key: `${name}:external#${message.type}`, agent: name, type: message.type, messageId: message.id, detail: "its handler awaits a promise the simulation does not control; it is not raced, it runs when it settles" });
+      if (this.options.externalAwaits === "fail") {
+        throw this.fail("SIMULATION_EXTERNAL_AWAIT", `'${name}' handling ${message.type} awaits a promise the simulation does not control (a timer, I/O, a promise of your own); use the runtime's clock and messages, or pass externalAwaits: "record"`);
+      }
+    }
+  }
+
+  private checkInvariants(): void {
+    const problem = this.builtIn.check() ?? this.userProblem();
+    if (problem === undefined) return;
+    this.record({ kind: "invariant", key: `invariant:${problem.name}`, detail: problem.text });
+    throw this.fail("SIMULATION_INVARIANT", `invariant ${problem.name} failed: ${problem.text}`);
+  }
+
+  private userProblem(): { name: string; text: string } | undefined {
+    const invariants = this.options.invariants;
+    for (let i = 0; i < invariants.length; i++) {
+      const invariant = invariants[i] as (typeof invariants)[number];
+      const name = invariant.name === "" ? `#${i}` : invariant.name;
+      try {
+        const text = invariant(this.view);
+        if (typeof text === "string") return { name, text };
+      } catch (error) {
+        return { name, text: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+      }
+    }
+    return undefined;
+  }
+
+  private record(step: Omit<SimulationStep, "step">): void {
+    const recorded: SimulationStep = { step: this.steps.length, ...step };
+    this.steps.push(recorded);
+    const expected = this.expected;
+    if (expected === undefined || this.phase !== "running") return;
+    const want = expected[recorded.step];
+    if (want === undefined) {
+      throw this.fail("SIMULATION_DIVERGED", `replay diverged at step ${recorded.step}: the saved trace ends at step ${expected.length - 1}, but the run went on with ${recorded.kind} ${recorded.key}`);
+    }
+    if (want.kind !== recorded.kind || (want.key !== recorded.key && !(want.kind === "timer" && recorded.kind === "timer"))) {
+      throw this.fail("SIMULATION_DIVERGED", `replay diverged at step ${recorded.step}: the saved trace has ${want.kind} ${want.key}, the run did ${recorded.kind} ${recorded.key}`);
+    }
+  }
+
+  private fail(code: SimulationFailureCode, summary: string): SimulationFailure {
+    const failure = new SimulationFailure(code, summary, [...this.steps]);
+    this.end();
+    return failure;
+  }
+
+  /** Ends the simulation: nothing more is chosen; ids are random again; another simulation may start. */
+  private end(): void {
+    if (this.phase === "ended") return;
+    this.phase = "ended";
+    this.gates = [];
+    this.clock.clear();
+    if (active === this) {
+      active = undefined;
+      useIdSource(undefined);
+    }
+  }
+}
+
+/** Builds an engine from checked options. @internal */
+export function engine(options: unknown, expected: readonly SimulationStep[] | undefined): SimulationEngine {
+  return new SimulationEngine(checkSimulationOptions(options, expected !== undefined), expected);
+}

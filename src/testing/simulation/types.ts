@@ -1,0 +1,192 @@
+import type { AuditEvent } from "../../audit/audit-event.js";
+import type { JsonObject } from "../../message/json.js";
+import type { Message } from "../../message/message.js";
+import type { AgentProcess } from "../../process/agent-process.js";
+import type { ProcessStatus } from "../../process/process-status.js";
+import type { RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions, ResumeOptions, DenyOptions, SuspendOptions } from "../../runtime/runtime.js";
+import type { SupervisedChild } from "../../supervision/child.js";
+
+/**
+ * What a step of a simulation did, as its trace records it:
+ *
+ * - `op`: a user operation (`sim.send`, `sim.ask`, `sim.suspend` …);
+ * - `deliver`: an agent took its next message (the mailbox decided which);
+ * - `reply`: an ask's reply settled the asker's request;
+ * - `timer`: virtual time advanced to the earliest timer, which fired;
+ * - `store.write`: a state store write (`set` or `delete`) completed;
+ *   `store.fail`, `store.hang`, `store.lose`: it failed, never completes, or
+ *   was acknowledged but is gone after the next kill;
+ * - `audit`, `suspend`, `resume`, `decision`, `restart`: an audit append
+ *   completed (`suspend` for `agent.suspend`, `resume` for `agent.resume`,
+ *   `decision` for `agent.deny`, `restart` for `agent.restart`);
+ * - `crash`: an agent was made to crash at this step (its handler, or
+ *   `onResume`, threw; or its store write failed, before or after being applied);
+ * - `kill`: the process was killed ("kill -9") and the runtime rebuilt from the store;
+ * - `external-await`: an agent's handler waits on a promise the runtime does not control;
+ * - `invariant`: an invariant failed after the previous step.
+ */
+export type SimulationStepKind =
+  | "op"
+  | "deliver"
+  | "reply"
+  | "timer"
+  | "store.write"
+  | "store.fail"
+  | "store.hang"
+  | "store.lose"
+  | "audit"
+  | "suspend"
+  | "resume"
+  | "decision"
+  | "restart"
+  | "crash"
+  | "kill"
+  | "external-await"
+  | "invariant";
+
+/**
+ * One step of a simulation's trace. `key` names the step in words that
+ * survive unrelated code changes (agent names, message types and an ordinal
+ * per sender and recipient, never a random id): {@link replay} follows a
+ * trace by its keys.
+ */
+export interface SimulationStep {
+  /** Position in the trace, from 0. */
+  readonly step: number;
+  readonly kind: SimulationStepKind;
+  /** The stable key of what happened (`ledger<-coord-a:transfer#1`, `store.set:ledger#3`, `timer@+5000` …). */
+  readonly key: string;
+  /** The agent concerned. */
+  readonly agent?: string;
+  /** The sender of the message concerned. */
+  readonly from?: string;
+  /** The message type (or audit event) concerned. */
+  readonly type?: string;
+  /** The id of the message concerned (deterministic for a given seed). */
+  readonly messageId?: string;
+  /** Anything else worth reading (a fault's point, the virtual time, a failed invariant's text). */
+  readonly detail?: string;
+}
+
+/** What a chooser chooses among: one thing the runtime is ready to do next. */
+export interface SimulationChoice {
+  /** What it is. */
+  readonly kind: "deliver" | "reply" | "store" | "audit";
+  /** Its stable key, as the trace will record it. */
+  readonly key: string;
+  /**
+   * The "thread" it belongs to, for strategies that prioritise threads (PCT):
+   * the agent's name for a delivery, the asker's for a reply, `"store"` and
+   * `"audit"` for the store and the audit log.
+   */
+  readonly thread: string;
+  /** The agent concerned. */
+  readonly agent?: string;
+  /** The sender of the message concerned. */
+  readonly from?: string;
+  /** The message type (or audit event, or store operation) concerned. */
+  readonly type?: string;
+}
+
+/** Faults a chooser may be asked to inject at a choice. */
+export type SimulationFaultKind = "kill" | "crash" | "store.fail" | "store.hang" | "store.lose";
+
+/**
+ * Decides, at every scheduling point of a simulation, what happens next.
+ * `choose` returns the index (in `ready`) of what runs; `ready` is never
+ * empty. `fault` answers whether a fault of `kind` applies to the choice
+ * just made (asked only where the simulation's `faults` give that kind a
+ * probability above 0, `probability` being that number): faults then come
+ * from the same seed or scheduler as the choices.
+ */
+export interface Chooser {
+  choose(ready: readonly SimulationChoice[], step: number): number | Promise<number>;
+  fault?(choice: SimulationChoice, kind: SimulationFaultKind, probability: number, step: number): boolean | Promise<boolean>;
+}
+
+/** Probabilities (0–1) of each fault, per eligible step. All default to 0. */
+export interface SimulationFaults {
+  /** For each store write (`set`/`delete`): it fails (`STORE_UNAVAILABLE`), hangs (never completes), or is lost (acknowledged, gone after the next kill). */
+  readonly storeWrites?: { readonly fail?: number; readonly hang?: number; readonly lose?: number };
+  /**
+   * For each business delivery, `_agency.resume` delivery and store write: the
+   * agent crashes there (its handler throws, its `onResume` throws, its write
+   * fails before or after being applied).
+   */
+  readonly crashes?: number;
+  /** For each step: the process is killed instead, and the runtime rebuilt from the store. */
+  readonly kills?: number;
+}
+
+/** Read access to a simulation's system, for invariants and tests. */
+export interface SimulationView {
+  /** The live instance of agent `name` (of the current incarnation, after a kill); throws `AGENT_NOT_FOUND` when there is none. */
+  agent<A extends AgentProcess = AgentProcess>(name: string): A;
+  /** The status of agent `name`, or `undefined` when there is no such agent. */
+  status(name: string): ProcessStatus | undefined;
+  /** What the store holds for `name` now (what a kill would keep, lost writes aside), or `undefined`. */
+  stored(name: string): JsonObject | undefined;
+  /** The audit events the audit log acknowledged, oldest first (they survive a kill). */
+  readonly audit: readonly AuditEvent[];
+  /** Virtual time, epoch ms. */
+  readonly now: number;
+}
+
+/**
+ * Checked after every step: return (or throw) a description of what is
+ * wrong, or nothing when all is well. A failure ends the run with
+ * `SIMULATION_INVARIANT`.
+ */
+export type SimulationInvariant = (view: SimulationView) => string | void | undefined;
+
+/** Options of {@link simulate}. */
+export interface SimulationOptions {
+  /** Builds the tree; called once at `start()` and again after every kill (the old objects are discarded). */
+  readonly root: () => SupervisedChild | readonly SupervisedChild[];
+  /** Seed of the default chooser ({@link randomChooser}) and of every other draw. @defaultValue 0 */
+  readonly seed?: number;
+  /** Decides each step instead of the seeded random chooser. */
+  readonly chooser?: Chooser;
+  /** Faults to inject, asked of the chooser. @defaultValue none */
+  readonly faults?: SimulationFaults;
+  /** Checked after every step, beside the runtime's own invariants. */
+  readonly invariants?: readonly SimulationInvariant[];
+  /** Other Runtime options; the clock, store, audit sink and keep-alive are the simulation's. */
+  readonly runtime?: Omit<RuntimeOptions, "root" | "clock" | "store" | "auditSink" | "keepAlive" | "transport">;
+  /** A run that takes more steps fails with `SIMULATION_STEP_LIMIT`. @defaultValue 10000 */
+  readonly maxSteps?: number;
+  /** What to do when a handler awaits a promise the runtime does not control: record it in the trace, or fail (`SIMULATION_EXTERNAL_AWAIT`). @defaultValue "record" */
+  readonly externalAwaits?: "record" | "fail";
+  /** Virtual time at the start, epoch ms. @defaultValue 1_700_000_000_000 */
+  readonly startMs?: number;
+}
+
+/** A running simulation of a whole runtime; see {@link simulate}. */
+export interface Simulation {
+  /** Builds the runtime from `root()` and runs steps until its `start()` resolved. */
+  start(): Promise<void>;
+  /** Sends a message from outside (`runtime.send`), recorded as an `op` step; it is queued at once. */
+  send(to: string, type: string, payload?: JsonObject, options?: Omit<RuntimeSendOptions, "type">): Promise<void>;
+  /** Asks from outside (`runtime.ask`), recorded as an `op` step; the promise settles as the simulation runs. */
+  ask(to: string, type: string, payload?: JsonObject, options?: Omit<RuntimeAskOptions, "type">): Promise<Message>;
+  /** `runtime.suspend`, recorded as an `op` step; settles as the simulation runs. */
+  suspend(name: string, reason?: string, options?: SuspendOptions): Promise<void>;
+  /** `runtime.resume`, recorded as an `op` step; settles as the simulation runs. */
+  resume(name: string, approver: string, options?: ResumeOptions): Promise<void>;
+  /** `runtime.deny`, recorded as an `op` step; settles as the simulation runs. */
+  deny(name: string, decider: string, options?: DenyOptions): Promise<void>;
+  /** Runs chosen steps until nothing is ready and no timer is left, advancing virtual time as needed. Rejects with {@link SimulationFailure}. */
+  run(): Promise<void>;
+  /** Runs chosen steps until nothing is ready, without advancing virtual time. Rejects with {@link SimulationFailure}. */
+  idle(): Promise<void>;
+  /** Kills the process ("kill -9"): keeps only what the store and audit log acknowledged, builds a new runtime from `root()` and starts it. */
+  kill(): Promise<void>;
+  /** Stops the runtime, running steps (and virtual time) until it stopped; then the simulation ends. Idempotent. */
+  stop(): Promise<void>;
+  /** Every step so far. */
+  readonly trace: readonly SimulationStep[];
+  /** Read access to the system. */
+  readonly view: SimulationView;
+  /** The trace as readable text, one step a line; `mark` flags one step (`>>`). */
+  formatTrace(mark?: number): string;
+}
