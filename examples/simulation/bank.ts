@@ -3,7 +3,9 @@
  * that each hold a balance, and the money that must neither appear nor
  * vanish however the runtime interleaves the agents that move it.
  */
-import { AgentProcess, type Message } from "civitas-ts";
+import type { Arbitrary } from "fast-check";
+import { AgentProcess, type Message, type SupervisedChild } from "civitas-ts";
+import type { SimulationCommand, SimulationView } from "civitas-ts/testing";
 
 /** What an {@link Account} keeps (and checkpoints). */
 export type AccountState = { balance: number };
@@ -44,3 +46,26 @@ export class Account extends AgentProcess<AccountState> {
 
 /** A transfer a user asks a coordinator for. */
 export type Transfer = { from: string; to: string; amount: number };
+
+/**
+ * A planted bug, as the tests and the demo use it: the system (buggy or
+ * fixed), the user operations a property draws, and what must hold once
+ * the system is quiescent.
+ */
+export interface PlantedBug {
+  /** A few words: "lost update between two transfer coordinators". */
+  readonly title: string;
+  /** The system's root, buggy (`fixed: false`) or fixed. */
+  root(fixed: boolean): () => SupervisedChild;
+  /** The user operations a scenario is made of. */
+  readonly command: Arbitrary<SimulationCommand>;
+  /** What must hold once the system is quiescent: a description of what is wrong, or nothing. */
+  check(view: SimulationView): string | undefined;
+  /** How each round of a scenario ends (see `runSimulationScenario`). */
+  readonly settle: "run" | "idle";
+}
+
+/** The sum of the accounts' balances, read from the live agents. */
+export function totalOf(view: SimulationView, accounts: readonly string[]): number {
+  return accounts.reduce((sum, name) => sum + view.agent<Account>(name).state.balance, 0);
+}

@@ -12,7 +12,10 @@
  * The fix is the one SPEC §10 prescribes for effects outside the store: an
  * idempotency key. The bank pays an invoice once, however often it is sent.
  */
+import fc from "fast-check";
 import { AgentProcess, Supervisor, type Message } from "civitas-ts";
+import type { SimulationCommand } from "civitas-ts/testing";
+import type { PlantedBug } from "./bank.js";
 
 /** A payment waiting for, or given, approval. */
 export type Payment = { invoice: string; amount: number };
@@ -103,3 +106,26 @@ export function doublePaymentSystem(fixed: boolean): () => Supervisor {
       children: [new Payer("payer"), new Reconciler("reconciler"), fixed ? new IdempotentBank("bank") : new Bank("bank")],
     });
 }
+
+/** The invoices a scenario pays. */
+const INVOICES = ["INV-1", "INV-2"] as const;
+
+/** Bug 3 as a property: payments, approvals and sweeps, and what the bank paid. */
+export const doublePayment: PlantedBug = {
+  title: "a double payment after a resume",
+  root: doublePaymentSystem,
+  command: fc.oneof(
+    fc.record({ invoice: fc.constantFrom(...INVOICES), amount: fc.integer({ min: 1, max: 20_000 }) }).map(
+      ({ invoice, amount }): SimulationCommand => ({ label: `pay(${invoice}, ${amount})`, issue: (sim) => sim.ask("payer", "pay", { invoice, amount }) }),
+    ),
+    fc.constant<SimulationCommand>({ label: "approve", issue: (sim) => sim.resume("payer", "alice@finance") }),
+    fc.constant<SimulationCommand>({ label: "sweep", issue: (sim) => sim.ask("reconciler", "sweep") }),
+  ),
+  check: (view) => {
+    const paid = view.agent<Bank>("bank").state.paid;
+    const twice = paid.filter((invoice, i) => paid.indexOf(invoice) !== i);
+    return twice.length === 0 ? undefined : `paid twice: ${twice.join(", ")} (the bank paid ${paid.join(", ")})`;
+  },
+  // Asks left waiting on a paused payer stay queued between rounds, as a client's would.
+  settle: "idle",
+};

@@ -11,8 +11,10 @@
  * The fix sends the change, not the result: `withdraw` and `deposit` are
  * applied by the account itself, one message at a time.
  */
+import fc from "fast-check";
 import { AgentProcess, Supervisor, type Message } from "civitas-ts";
-import { Account, type Transfer } from "./bank.js";
+import type { SimulationCommand } from "civitas-ts/testing";
+import { Account, OPENING_BALANCE, totalOf, type PlantedBug, type Transfer } from "./bank.js";
 
 /** The accounts of this system. */
 export const ACCOUNTS = ["alice", "bob"] as const;
@@ -50,3 +52,20 @@ export function lostUpdateSystem(fixed: boolean): () => Supervisor {
       children: [...ACCOUNTS.map((name) => new Account(name)), ...COORDINATORS.map((name) => new Coordinator(name))],
     });
 }
+
+/** Bug 1 as a property: transfers through either coordinator, and the money in the bank afterwards. */
+export const lostUpdate: PlantedBug = {
+  title: "a lost update between two transfer coordinators",
+  root: lostUpdateSystem,
+  command: fc
+    .record({ coordinator: fc.constantFrom(...COORDINATORS), forward: fc.boolean(), amount: fc.integer({ min: 1, max: 50 }) })
+    .map(({ coordinator, forward, amount }): SimulationCommand => {
+      const [from, to] = forward ? ACCOUNTS : [ACCOUNTS[1], ACCOUNTS[0]];
+      return { label: `transfer(${coordinator}, ${from}->${to}, ${amount})`, issue: (sim) => sim.ask(coordinator, "transfer", { from, to, amount }) };
+    }),
+  check: (view) => {
+    const total = totalOf(view, ACCOUNTS);
+    return total === ACCOUNTS.length * OPENING_BALANCE ? undefined : `money created or lost: the accounts hold ${total}, not ${ACCOUNTS.length * OPENING_BALANCE}`;
+  },
+  settle: "run",
+};

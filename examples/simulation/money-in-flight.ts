@@ -10,8 +10,10 @@
  * The fix reads through the coordinator: it handles one message at a time,
  * so an audit it runs never overlaps a transfer it runs.
  */
+import fc from "fast-check";
 import { AgentProcess, Supervisor, type Message } from "civitas-ts";
-import { Account, OPENING_BALANCE, type Transfer } from "./bank.js";
+import type { SimulationCommand } from "civitas-ts/testing";
+import { Account, OPENING_BALANCE, type PlantedBug, type Transfer } from "./bank.js";
 
 /** The accounts of this system. */
 export const ACCOUNTS = ["alice", "bob"] as const;
@@ -69,3 +71,21 @@ export function moneyInFlightSystem(fixed: boolean): () => Supervisor {
       children: [...ACCOUNTS.map((name) => new Account(name)), new TransferCoordinator("coordinator"), new Auditor("auditor")],
     });
 }
+
+/** Bug 2 as a property: transfers and audits, and the alarms the auditor raised. */
+export const moneyInFlight: PlantedBug = {
+  title: "an auditor that sees money in flight",
+  root: moneyInFlightSystem,
+  command: fc.oneof(
+    fc.record({ forward: fc.boolean(), amount: fc.integer({ min: 1, max: 50 }) }).map(({ forward, amount }): SimulationCommand => {
+      const [from, to] = forward ? ACCOUNTS : [ACCOUNTS[1], ACCOUNTS[0]];
+      return { label: `transfer(${from}->${to}, ${amount})`, issue: (sim) => sim.ask("coordinator", "transfer", { from, to, amount }) };
+    }),
+    fc.constant<SimulationCommand>({ label: "audit", issue: (sim) => sim.ask("auditor", "audit") }),
+  ),
+  check: (view) => {
+    const alarms = view.agent<PeekingAuditor>("auditor").state.alarms;
+    return alarms.length === 0 ? undefined : `the auditor raised ${alarms.length} false alarm(s): it summed ${alarms.join(", ")} while the bank held ${TOTAL}`;
+  },
+  settle: "run",
+};

@@ -49,3 +49,10 @@ export type {
   SimulationStepKind,
   SimulationView,
 } from "../testing/simulation/types.js";
+export { simulationScenario, simulationScenarioArbitrary } from "../testing/simulation/scenario.js";
+export type { SimulationCommand, SimulationScenario, SimulationScenarioOptions } from "../testing/simulation/scenario.js";
+export { runSimulationScenario } from "../testing/simulation/run-scenario.js";
+export type { CommandOutcome, ScenarioRun, ScenarioRunOptions } from "../testing/simulation/run-scenario.js";
+export { exhaust } from "../testing/simulation/exhaust.js";
+export type { ExhaustOptions, ExhaustResult } from "../testing/simulation/exhaust.js";
+export { sequenceChooser } from "../testing/simulation/sequence-chooser.js";
