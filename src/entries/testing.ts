@@ -49,6 +49,10 @@ export type {
   SimulationStepKind,
   SimulationView,
 } from "../testing/simulation/types.js";
+export { pctChooser } from "../testing/simulation/pct-chooser.js";
+export type { PctChooserOptions } from "../testing/simulation/pct-chooser.js";
+export { fastCheckChooser } from "../testing/simulation/fast-check-chooser.js";
+export type { FastCheckChooserOptions, FastCheckScheduler } from "../testing/simulation/fast-check-chooser.js";
 export { simulationScenario, simulationScenarioArbitrary } from "../testing/simulation/scenario.js";
 export type { SimulationCommand, SimulationScenario, SimulationScenarioOptions } from "../testing/simulation/scenario.js";
 export { runSimulationScenario } from "../testing/simulation/run-scenario.js";

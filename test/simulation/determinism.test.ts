@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { simulate } from "../../src/testing/simulation/simulate.js";
 import type { SimulationStep } from "../../src/testing/simulation/types.js";
+import { runTsChild } from "../support/child-process.js";
 import { bank, type Ledger } from "./fixtures.js";
+
+const CHILD = "test/simulation/fixtures/trace-child.ts";
 
 /** Runs two concurrent transfers under `seed` to quiescence; the trace. */
 async function transfers(seed: number): Promise<readonly SimulationStep[]> {
@@ -19,6 +22,14 @@ describe("a simulation's determinism", () => {
     const first = await transfers(7);
     expect(first.filter((s) => s.kind === "deliver").length).toBeGreaterThan(6);
     for (let i = 0; i < 99; i++) expect(await transfers(7)).toEqual(first);
+  });
+
+  it("the same seed gives the same trace in two separate Node processes, and in this one", async () => {
+    const [one, two] = await Promise.all([runTsChild(CHILD, ["11"], { timeoutMs: 60_000 }), runTsChild(CHILD, ["11"], { timeoutMs: 60_000 })]);
+    expect(one.code).toBe(0);
+    expect(one.torn).not.toBe("");
+    expect(two.torn).toBe(one.torn);
+    expect(JSON.parse(one.torn)).toEqual(await transfers(11));
   });
 
   it("different seeds choose different schedules", async () => {

@@ -87,6 +87,7 @@ class DeliveryGate implements Gate {
   open(fault: SimulationFaultKind | undefined): GateOutcome {
     const head = this.head;
     let detail: string | undefined;
+    disarmCrash(this.runner, true);
     if (head !== undefined) {
       this.ordinals.set(this.pair, this.ordinal);
       if (fault === "crash") detail = crashOnce(this.runner, head);
@@ -98,7 +99,7 @@ class DeliveryGate implements Gate {
 }
 
 /** The one-shot crashes armed and not yet called, by agent, with how to put back what they shadowed. */
-const armed = new WeakMap<object, () => void>();
+const armed = new WeakMap<object, { readonly method: "handle" | "onResume"; readonly restore: () => void }>();
 
 /**
  * Makes the agent's next `handle` (or, for a resume, `onResume`) throw a
@@ -115,7 +116,7 @@ function crashOnce(r: ProcessRunner, head: Message): string {
     if (previous === undefined) delete agent[method];
     else Object.defineProperty(agent, method, previous);
   };
-  armed.set(agent, restore);
+  armed.set(agent, { method, restore });
   Object.defineProperty(agent, method, {
     configurable: true,
     writable: true,
@@ -127,7 +128,13 @@ function crashOnce(r: ProcessRunner, head: Message): string {
   return method === "onResume" ? "inside onResume" : "in handle";
 }
 
-/** Puts back a one-shot crash the runtime did not call (the message expired, the agent stopped). */
-export function disarmCrash(r: ProcessRunner): void {
-  armed.get(r.agent)?.();
+/**
+ * Puts back a one-shot crash the runtime did not call: a `handle` crash
+ * after its step (the message expired, the agent stopped); with `all`, an
+ * `onResume` crash too (it is called steps after the resume was taken, so
+ * it stays armed until the agent's next delivery, or a kill).
+ */
+export function disarmCrash(r: ProcessRunner, all: boolean): void {
+  const crash = armed.get(r.agent);
+  if (crash !== undefined && (all || crash.method === "handle")) crash.restore();
 }

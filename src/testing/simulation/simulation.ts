@@ -51,6 +51,8 @@ export class SimulationEngine implements Simulation, GateBoard {
   private readonly builtIn: BuiltInInvariants;
   /** Messages whose handler was reported awaiting a promise the runtime does not control. */
   private readonly external = new WeakSet<Message>();
+  /** Agents with a store write that hangs: their handler waits on the runtime, not on something external. */
+  private readonly hung = new Set<string>();
   readonly view: SimulationView;
 
   constructor(
@@ -172,7 +174,8 @@ export class SimulationEngine implements Simulation, GateBoard {
 
   /** "kill -9": forgets the runtime, every gate and timer and what the store did not keep; builds the runtime again and starts it. */
   private rebuild(): void {
-    for (const r of this.scheduler?.runners.values() ?? []) disarmCrash(r);
+    for (const r of this.scheduler?.runners.values() ?? []) disarmCrash(r, true);
+    this.hung.clear();
     this.epoch++;
     this.gates = [];
     this.clock.clear();
@@ -277,11 +280,12 @@ export class SimulationEngine implements Simulation, GateBoard {
     const watched = choice.kind === "deliver" && choice.agent !== undefined ? this.builtIn.watch(this.scheduler?.runners.get(choice.agent)) : undefined;
     this.clock.owner = choice.agent;
     const outcome = gate.open(fault);
+    if (outcome.kind === "store.hang" && choice.agent !== undefined) this.hung.add(choice.agent);
     this.record({ ...outcome, key: choice.key, ...agent });
     await drain();
     this.clock.owner = undefined;
     if (watched !== undefined) {
-      disarmCrash(watched.runner);
+      disarmCrash(watched.runner, false);
       this.builtIn.checkDelivery(watched);
     }
     this.checkExternalAwaits();
@@ -339,7 +343,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     let edges: ReturnType<typeof waitEdges> | undefined;
     for (const [name, r] of runners) {
       const message = r.current;
-      if (message === undefined || this.external.has(message)) continue;
+      if (message === undefined || this.external.has(message) || this.hung.has(name)) continue;
       if (this.gates.some((g) => g.offer()?.agent === name) || this.clock.ownsTimer(name)) continue;
       edges ??= waitEdges(runners);
       if (edges.some((e) => e.from === name)) continue;
