@@ -60,3 +60,5 @@ export type { CommandOutcome, ScenarioRun, ScenarioRunOptions } from "../testing
 export { exhaust } from "../testing/simulation/exhaust.js";
 export type { ExhaustOptions, ExhaustResult } from "../testing/simulation/exhaust.js";
 export { sequenceChooser } from "../testing/simulation/sequence-chooser.js";
+export { LifecycleSimulation } from "../testing/simulation/lifecycle-simulation.js";
+export type { LifecycleSimulationOptions, LifecycleSimulationOutcome } from "../testing/simulation/lifecycle-simulation.js";

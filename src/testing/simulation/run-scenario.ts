@@ -73,11 +73,21 @@ export async function runSimulationScenario(scenario: SimulationScenario, option
         outcomes.push(outcome);
         const issued = command.issue(sim);
         if (issued === undefined) outcome.result = "done";
-        else
-          issued.then(
+        else {
+          const settled = issued.then(
             (value) => Object.assign(outcome, { result: "done", value }),
             (error: unknown) => (outcome.result = `error:${error instanceof CivitasError ? error.code : error instanceof Error ? error.name : String(error)}`),
           );
+          if (command.exclusive === true) {
+            await settled;
+            // A failure while it drove the simulation ended the simulation: it is the run's failure.
+            const failure = await issued.then(
+              () => undefined,
+              (error: unknown) => error,
+            );
+            if (failure instanceof SimulationFailure) throw failure;
+          }
+        }
       }
       await (settle === "run" ? sim.run() : sim.idle());
     }

@@ -13,8 +13,14 @@ import type { Simulation } from "./types.js";
 export interface SimulationCommand {
   /** How the command prints in a counterexample: `transfer(coord-a, alice->bob, 10)`. */
   readonly label: string;
-  /** Starts the operation. Must not await the simulation (that would wait for steps nobody runs). */
+  /** Starts the operation. Must not await the simulation (that would wait for steps nobody runs), unless `exclusive`. */
   issue(sim: Simulation): Promise<unknown> | void;
+  /**
+   * The operation drives the simulation itself (`sim.kill()`): the runner
+   * awaits it before anything else of its round is issued or run.
+   * @defaultValue false
+   */
+  readonly exclusive?: boolean;
 }
 
 /**
