@@ -8,29 +8,18 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { runSimulationScenario, sequenceChooser, simulationScenarioArbitrary, SimulationFailure, type SimulationScenario } from "../../src/entries/testing.js";
+import { SimulationFailure, type SimulationScenario } from "../../src/entries/testing.js";
 import type { PlantedBug } from "../../examples/simulation/bank.js";
 import { doublePayment } from "../../examples/simulation/double-payment.js";
 import { lostUpdate } from "../../examples/simulation/lost-update.js";
 import { moneyInFlight } from "../../examples/simulation/money-in-flight.js";
+import { plantedBugProperty, replayPlantedBug } from "../../examples/simulation/property.js";
 
 const BUGS: ReadonlyArray<readonly [string, PlantedBug]> = [
   ["lost update", lostUpdate],
   ["money in flight", moneyInFlight],
   ["double payment after a resume", doublePayment],
 ];
-
-function property(bug: PlantedBug, fixed: boolean, failures: SimulationFailure[] = []) {
-  // The schedule comes first: fast-check shrinks it first, towards the plain first-ready schedule, and the operations under it.
-  return fc.asyncProperty(fc.array(fc.nat(), { maxLength: 64 }), simulationScenarioArbitrary(bug.command), async (choices, scenario) => {
-    try {
-      await runSimulationScenario(scenario, { root: bug.root(fixed), chooser: sequenceChooser(choices), settle: bug.settle, check: (view) => bug.check(view) });
-    } catch (error) {
-      if (error instanceof SimulationFailure) failures.push(error);
-      throw error;
-    }
-  });
-}
 
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -43,7 +32,7 @@ describe.each(BUGS)("the planted bug: %s", (_name, bug) => {
     const runs: number[] = [];
     for (let seed = 1; seed <= 20; seed++) {
       const failures: SimulationFailure[] = [];
-      const details = await fc.check(property(bug, false, failures), { seed, numRuns: 200 });
+      const details = await fc.check(plantedBugProperty(bug, false, failures), { seed, numRuns: 200 });
       expect(details.failed, `seed ${seed}: not found in 200 runs`).toBe(true);
       runs.push(details.numRuns);
       const [, scenario] = details.counterexample as [number[], SimulationScenario];
@@ -52,10 +41,7 @@ describe.each(BUGS)("the planted bug: %s", (_name, bug) => {
       const failure = failures.at(-1) as SimulationFailure;
       expect(failure.message).toContain(scenario.toString());
       const saved = JSON.parse(JSON.stringify(failure.trace)) as SimulationFailure["trace"];
-      const again = await runSimulationScenario(scenario, { root: bug.root(false), replay: saved, settle: bug.settle, check: (view) => bug.check(view) }).then(
-        () => undefined,
-        (error: unknown) => error,
-      );
+      const again = await replayPlantedBug(bug, scenario, saved);
       expect(again).toBeInstanceOf(SimulationFailure);
       expect((again as SimulationFailure).code).toBe(failure.code);
       // The same problem after the same steps (message ids come from the seed, which a replay does not take).
@@ -68,6 +54,6 @@ describe.each(BUGS)("the planted bug: %s", (_name, bug) => {
   });
 
   it("its fixed version passes 1,000 runs of the same property", { timeout: 180_000 }, async () => {
-    await fc.assert(property(bug, true), { numRuns: 1_000, seed: 13 });
+    await fc.assert(plantedBugProperty(bug, true), { numRuns: 1_000, seed: 13 });
   });
 });
