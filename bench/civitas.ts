@@ -21,6 +21,7 @@ import type * as AuditEntry from "../src/entries/audit.js";
 import type * as NatsEntry from "../src/entries/nats.js";
 import type * as PostgresEntry from "../src/entries/postgres.js";
 import type * as SqliteEntry from "../src/entries/sqlite.js";
+import type * as TestingEntry from "../src/entries/testing.js";
 import type * as Civitas from "../src/index.js";
 
 /** The public API of civitas-ts, as `src/index.ts` exports it. */
@@ -63,6 +64,18 @@ export type AuditModule = typeof AuditEntry;
 export async function loadAudit(): Promise<AuditModule> {
   if (emittedSrc === undefined) return await import("../src/entries/audit.js");
   return (await import(pathToFileURL(join(emittedSrc, "entries", "audit.js")).href)) as AuditModule;
+}
+
+/** The `civitas-ts/testing` entry point, as `src/entries/testing.ts` exports it. */
+export type TestingModule = typeof TestingEntry;
+
+/**
+ * The `civitas-ts/testing` entry, loaded the same way as the last
+ * {@link loadCivitas} call loaded the core. Needs fast-check.
+ */
+export async function loadTesting(): Promise<TestingModule> {
+  if (emittedSrc === undefined) return await import("../src/entries/testing.js");
+  return (await import(pathToFileURL(join(emittedSrc, "entries", "testing.js")).href)) as TestingModule;
 }
 
 /** The `civitas-ts/postgres` entry point, as `src/entries/postgres.ts` exports it. */

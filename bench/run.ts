@@ -16,10 +16,11 @@ import { memory } from "./memory.js";
 import { nats } from "./nats.js";
 import { pingpong } from "./pingpong.js";
 import { postgres } from "./postgres.js";
+import { simulation } from "./simulation.js";
 import { spawn } from "./spawn.js";
 import { suspend } from "./suspend.js";
 
-const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend, audit, spawn, postgres, nats];
+const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend, audit, spawn, postgres, nats, simulation];
 
 function usage(problem: string): never {
   console.error(`${problem}\nusage: npm run bench -- [--source] [${ALL.map((bench) => bench.name).join("|")} ...]`);
@@ -76,6 +77,9 @@ async function main(): Promise<void> {
   }
   if (chosen.includes(postgres)) {
     console.log("postgres: set and suspend+resume pair <= 1.30x of a raw pg upsert of the same bytes; audit rows/s: figures only (the local server on 127.0.0.1:5432, or CIVITAS_BENCH_POSTGRES).");
+  }
+  if (chosen.includes(simulation)) {
+    console.log("simulation: a step <= 5 us (issue 13); baselines: the same scenarios on the plain runtime.");
   }
   console.log(`total ${seconds(started)}`);
 }

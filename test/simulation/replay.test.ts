@@ -43,6 +43,26 @@ describe("replaying a trace", () => {
     expect((replayed as SimulationFailure).trace.map((s) => [s.kind, s.key])).toEqual(saved.map((s) => [s.kind, s.key]));
   });
 
+  it("faults replay too: the same store failures, crashes and kills at the same steps", async () => {
+    const faults = { storeWrites: { fail: 0.1, lose: 0.1 }, crashes: 0.1, kills: 0.05 };
+    let original: readonly SimulationStep[] | undefined;
+    for (let seed = 0; original === undefined && seed < 100; seed++) {
+      const sim = simulate({ root: bank, seed, faults, maxSteps: 500 });
+      const ran = await transfers(sim).then(
+        () => true,
+        () => false,
+      );
+      if (ran) await sim.stop();
+      const kinds = new Set(sim.trace.map((s) => s.kind));
+      if (ran && kinds.has("kill") && (kinds.has("crash") || kinds.has("store.fail"))) original = sim.trace;
+    }
+    expect(original).toBeDefined();
+    const again = replay(JSON.parse(JSON.stringify(original)) as SimulationStep[], { root: bank, maxSteps: 500 });
+    await transfers(again);
+    await again.stop();
+    expect(again.trace.map((s) => [s.kind, s.key, s.detail])).toEqual(original?.map((s) => [s.kind, s.key, s.detail]));
+  });
+
   it("a trace whose step cannot happen fails with SIMULATION_DIVERGED naming the step", async () => {
     const sim = simulate({ root: bank, seed: 4 });
     await transfers(sim);

@@ -1,6 +1,7 @@
 import type { ProcessRunner } from "../../process/process-runner.js";
 import { isLegalTransition, ProcessStatus } from "../../process/process-status.js";
 import type { AuditLog } from "./simulated-audit-sink.js";
+import type { SimulationInvariant, SimulationView } from "./types.js";
 
 /** What the business-while-SUSPENDED check needs to know about a delivery step. */
 export interface WatchedDelivery {
@@ -71,4 +72,19 @@ export class BuiltInInvariants {
     }
     return this.problem;
   }
+}
+
+/** The first user invariant that fails on `view` (named after its function, else by its position), with what it said or threw. */
+export function userProblem(invariants: readonly SimulationInvariant[], view: SimulationView): { name: string; text: string } | undefined {
+  for (let i = 0; i < invariants.length; i++) {
+    const invariant = invariants[i] as SimulationInvariant;
+    const name = invariant.name === "" ? `#${i}` : invariant.name;
+    try {
+      const text = invariant(view);
+      if (typeof text === "string") return { name, text };
+    } catch (error) {
+      return { name, text: error instanceof Error ? `${error.name}: ${error.message}` : String(error) };
+    }
+  }
+  return undefined;
 }

@@ -13,6 +13,8 @@ export interface CheckedOptions {
   readonly maxSteps: number;
   readonly externalAwaits: "record" | "fail";
   readonly startMs: number;
+  /** Whether any fault may apply (else the chooser is never asked about faults). */
+  readonly faulty: boolean;
   /** The probability of `kind` per eligible step (every fault may apply in a replay: the trace decides). */
   probability(kind: SimulationFaultKind): number;
 }
@@ -57,6 +59,7 @@ export function checkSimulationOptions(options: unknown, replaying: boolean): Ch
     maxSteps,
     externalAwaits,
     startMs,
+    faulty: replaying || Object.values(faults).some((p) => p > 0),
     probability: replaying ? () => 1 : (kind) => faults[kind],
   };
 }

@@ -18,7 +18,7 @@ export interface Gate {
   offer(): SimulationChoice | undefined;
   /** Faults that can apply here (beside `kill`, which applies anywhere). */
   readonly faults: readonly SimulationFaultKind[];
-  /** Lets the runtime go on, with `fault` applied. */
+  /** Lets the runtime go on, with `fault` applied; returns a fresh object (the simulation completes it into the trace step). */
   open(fault: SimulationFaultKind | undefined): GateOutcome;
 }
 

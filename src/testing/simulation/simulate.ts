@@ -1,7 +1,8 @@
 import { describeValue } from "../../errors/civitas-error.js";
 import { InvalidArgumentError } from "../../errors/errors.js";
 import { replayChooser } from "./replay-chooser.js";
-import { engine } from "./simulation.js";
+import { checkSimulationOptions } from "./check-options.js";
+import { SimulationEngine } from "./simulation.js";
 import type { Simulation, SimulationOptions, SimulationStep } from "./types.js";
 
 /**
@@ -52,4 +53,9 @@ export function replay(trace: readonly SimulationStep[], options: Omit<Simulatio
     throw new InvalidArgumentError("trace", `replay(trace): trace must be the array of steps a simulation recorded (sim.trace or SimulationFailure.trace), got ${describeValue(trace)}`);
   }
   return engine({ ...options, chooser: replayChooser(trace) }, trace);
+}
+
+/** Builds an engine from options checked here; `expected` is the trace a replay follows. */
+function engine(options: unknown, expected: readonly SimulationStep[] | undefined): SimulationEngine {
+  return new SimulationEngine(checkSimulationOptions(options, expected !== undefined), expected);
 }

@@ -48,15 +48,25 @@ export class SimulatedClock implements Clock {
     return this.timers.some((t) => t.owner === agent);
   }
 
+  /** When the earliest timer is due, or `undefined` when none waits. */
+  get nextDueMs(): number | undefined {
+    return this.earliest()?.dueMs;
+  }
+
   /** Moves time to the earliest timer and fires it; returns its due time, or `undefined` when none waits. */
   fireNext(): number | undefined {
-    let best: VirtualTimer | undefined;
-    for (const t of this.timers) if (best === undefined || t.dueMs < best.dueMs || (t.dueMs === best.dueMs && t.id < best.id)) best = t;
+    const best = this.earliest();
     if (best === undefined) return undefined;
     this.timers.splice(this.timers.indexOf(best), 1);
     this.current = Math.max(this.current, best.dueMs);
     best.fn();
     return best.dueMs;
+  }
+
+  private earliest(): VirtualTimer | undefined {
+    let best: VirtualTimer | undefined;
+    for (const t of this.timers) if (best === undefined || t.dueMs < best.dueMs || (t.dueMs === best.dueMs && t.id < best.id)) best = t;
+    return best;
   }
 
   /** Forgets every timer (a kill discards them with the process). */

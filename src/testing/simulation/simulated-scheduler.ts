@@ -53,6 +53,8 @@ class DeliveryGate implements Gate {
   private head: Message | undefined;
   private pair = "";
   private ordinal = 0;
+  /** The last offer and what it was made from: offered again, unchanged, while the head and its ordinal are. */
+  private offered: SimulationChoice | undefined;
   faults: readonly SimulationFaultKind[] = NONE;
 
   constructor(
@@ -77,11 +79,15 @@ class DeliveryGate implements Gate {
       this.faults = NONE;
       return suspending ? { kind: "deliver", key: `${name}:suspend`, thread: name, agent: name } : undefined;
     }
-    this.pair = `${head.sender}>${name}`;
-    this.ordinal = (this.ordinals.get(this.pair) ?? 0) + 1;
+    const pair = `${head.sender}>${name}`;
+    const ordinal = (this.ordinals.get(pair) ?? 0) + 1;
     const business = priorityOf(head.type) === 0 && head.type !== "civitas.eval.correction" && !suspending;
     this.faults = business || head.type === "_agency.resume" ? CRASHABLE : NONE;
-    return { kind: "deliver", key: `${name}<-${head.sender}:${head.type}#${this.ordinal}`, thread: name, agent: name, from: head.sender, type: head.type };
+    if (this.offered !== undefined && this.offered.type === head.type && this.pair === pair && this.ordinal === ordinal) return this.offered;
+    this.pair = pair;
+    this.ordinal = ordinal;
+    this.offered = { kind: "deliver", key: `${name}<-${head.sender}:${head.type}#${ordinal}`, thread: name, agent: name, from: head.sender, type: head.type };
+    return this.offered;
   }
 
   open(fault: SimulationFaultKind | undefined): GateOutcome {
