@@ -1,4 +1,5 @@
-import { CivitasError } from "../../errors/civitas-error.js";
+import { CivitasError, describeValue } from "../../errors/civitas-error.js";
+import { InvalidArgumentError } from "../../errors/errors.js";
 import type { SimulationScenario } from "./scenario.js";
 import { replay, simulate } from "./simulate.js";
 import { SimulationFailure } from "./simulation-failure.js";
@@ -54,6 +55,7 @@ export interface ScenarioRun {
  * the same schedule again.
  *
  * @throws (rejects) {@link SimulationFailure} when the run breaks an invariant, deadlocks, exceeds `maxSteps` or fails `check`
+ * @throws (rejects) {@link InvalidArgumentError} (`INVALID_ARGUMENT`) for a malformed scenario, `settle` or `check`, before the simulation starts
  * @example
  * ```ts
  * await fc.assert(fc.asyncProperty(simulationScenarioArbitrary(transfer), fc.integer(), async (scenario, seed) => {
@@ -62,7 +64,12 @@ export interface ScenarioRun {
  * ```
  */
 export async function runSimulationScenario(scenario: SimulationScenario, options: ScenarioRunOptions): Promise<ScenarioRun> {
+  if (!Array.isArray((scenario as Partial<SimulationScenario> | null)?.rounds)) {
+    throw new InvalidArgumentError("scenario", `runSimulationScenario(scenario): scenario must come from simulationScenario(rounds) or simulationScenarioArbitrary(command), got ${describeValue(scenario)}`);
+  }
   const { replay: trace, settle = "run", check, ...simulation } = options;
+  if (settle !== "run" && settle !== "idle") throw new InvalidArgumentError("settle", `runSimulationScenario: settle must be "run" or "idle", got ${describeValue(settle)}`);
+  if (check !== undefined && typeof check !== "function") throw new InvalidArgumentError("check", `runSimulationScenario: check must be a function (view, outcomes) => string | void, got ${describeValue(check)}`);
   const sim: Simulation = trace === undefined ? simulate(simulation) : replay(trace, simulation);
   const outcomes: Array<{ -readonly [K in keyof CommandOutcome]: CommandOutcome[K] }> = [];
   try {
