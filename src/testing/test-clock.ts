@@ -10,14 +10,6 @@ interface Timer {
  * A clock that only moves when told to, for deterministic tests of
  * timeouts, TTL, restart windows and backoff.
  *
- * Every wait of the runtime runs on it, `stop()` included: a stop waits up to
- * an agent's `shutdownTimeoutMs` for a handler still running (one parked in a
- * scheduler, say), and with a TestClock that time passes only when you
- * advance it — so such a `runtime.stop()` never resolves on its own. Advance
- * the clock while the stop is pending (`const stopped = runtime.stop();
- * await clock.advance(30_000); await stopped;`), or run the system under
- * `simulate()`, whose `stop()` moves virtual time itself.
- *
  * @example
  * ```ts
  * const clock = new TestClock();

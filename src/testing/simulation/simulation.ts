@@ -306,7 +306,7 @@ export class SimulationEngine implements Simulation, GateBoard {
       disarmCrash(watched.runner, false);
       this.builtIn.checkDelivery(watched);
     }
-    this.checkExternalAwaits();
+    this.checkExternalAwaits(choice.agent ?? "");
     this.checkInvariants();
     this.drained = true; // the next step's collect() starts from here
     return "stepped";
@@ -331,7 +331,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.record({ kind: "timer", key: `timer@+${dueMs - this.options.startMs}`, detail: `virtual time ${new Date(dueMs).toISOString()}` });
     this.clock.fireNext();
     await drain();
-    this.checkExternalAwaits();
+    this.checkExternalAwaits(undefined);
     this.checkInvariants();
     return "stepped";
   }
@@ -354,13 +354,17 @@ export class SimulationEngine implements Simulation, GateBoard {
     return false;
   }
 
-  /** Reports each handler that waits on nothing the simulation controls: no gate, timer or ask of its agent. */
-  private checkExternalAwaits(): void {
+  /**
+   * Reports each handler that waits on nothing the simulation controls: no
+   * gate, timer or ask of its agent. Only the code of the step's agent ran
+   * in a step (`agent`); after a timer, anyone's may have.
+   */
+  private checkExternalAwaits(agent: string | undefined): void {
     const runners = this.scheduler?.runners;
     if (runners === undefined) return;
     let edges: ReturnType<typeof waitEdges> | undefined;
-    for (const [name, r] of runners) {
-      const message = r.current;
+    for (const [name, r] of agent === undefined ? runners : [[agent, runners.get(agent)] as const]) {
+      const message = r?.current;
       if (message === undefined || this.external.has(message) || this.hung.has(name)) continue;
       if (this.gates.some((g) => g.offer()?.agent === name) || this.clock.ownsTimer(name)) continue;
       edges ??= waitEdges(runners);
