@@ -29,6 +29,7 @@ export type {
   TransitionText,
 } from "../testing/lifecycle-command.js";
 export { SuspensionModel } from "../testing/suspension-model.js";
+export type { SuspensionModelOptions } from "../testing/suspension-model.js";
 export { LifecycleDriver, runLifecycleCommands } from "../testing/lifecycle-driver.js";
 export type { HandledRecord, LifecycleDriverOptions, LifecycleObservation, ObservedAuditEvent, ObservedTransition } from "../testing/lifecycle-observation.js";
 export { CRASH_MESSAGE_TYPE, InjectedCrash, LIFECYCLE_ID_KEY, SELF_SUSPEND_MESSAGE_TYPE } from "../testing/instrument.js";
@@ -52,3 +53,12 @@ export { pctChooser } from "../testing/simulation/pct-chooser.js";
 export type { PctChooserOptions } from "../testing/simulation/pct-chooser.js";
 export { fastCheckChooser } from "../testing/simulation/fast-check-chooser.js";
 export type { FastCheckChooserOptions, FastCheckScheduler } from "../testing/simulation/fast-check-chooser.js";
+export { simulationScenario, simulationScenarioArbitrary } from "../testing/simulation/scenario.js";
+export type { SimulationCommand, SimulationScenario, SimulationScenarioOptions } from "../testing/simulation/scenario.js";
+export { runSimulationScenario } from "../testing/simulation/run-scenario.js";
+export type { CommandOutcome, ScenarioRun, ScenarioRunOptions } from "../testing/simulation/run-scenario.js";
+export { exhaust } from "../testing/simulation/exhaust.js";
+export type { ExhaustOptions, ExhaustResult } from "../testing/simulation/exhaust.js";
+export { sequenceChooser } from "../testing/simulation/sequence-chooser.js";
+export { LifecycleSimulation } from "../testing/simulation/lifecycle-simulation.js";
+export type { LifecycleSimulationOptions, LifecycleSimulationOutcome } from "../testing/simulation/lifecycle-simulation.js";

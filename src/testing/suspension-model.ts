@@ -13,6 +13,20 @@ import {
   type TransitionText,
 } from "./lifecycle-command.js";
 
+/** Options of {@link SuspensionModel}. */
+export interface SuspensionModelOptions {
+  /**
+   * For an agent that suspends itself (checkpoint-and-return, as a payer
+   * that holds every large payment for approval): the reason it calls
+   * `this.suspend(reason)` with while handling business message `id` (a
+   * `send` or an `ask`), or `undefined` when it does not. The model then
+   * enters that pause after the message is handled, as it does for a
+   * `selfSuspend` command; the agent's `handle` must do the same.
+   * @defaultValue the agent never suspends itself
+   */
+  readonly selfSuspends?: (id: number) => string | undefined;
+}
+
 /** The current suspension, as the model numbers it. */
 interface ModelSuspension {
   readonly ordinal: number;
@@ -49,7 +63,10 @@ interface ModelSuspension {
  *   starts it again in the state it was in: a suspension is restored, with
  *   its id and reason (a restart never resumes);
  * - `shutdown` stops the subject, unanswered asks reject with
- *   `RUNTIME_STOPPED`, and every later command is ignored.
+ *   `RUNTIME_STOPPED`, and every later command is ignored;
+ * - with {@link SuspensionModelOptions.selfSuspends}, a `send` or `ask` the
+ *   agent's own `handle` pauses on suspends it after that message, as a
+ *   `selfSuspend` does.
  *
  * @example
  * ```ts
@@ -72,10 +89,19 @@ export class SuspensionModel {
   readonly #asks = new Map<number, AskOutcome>();
   readonly #steps: LifecycleStep[] = [];
   readonly #ids = new Set<number>();
+  readonly #selfSuspends: ((id: number) => string | undefined) | undefined;
 
-  /** The predicted outcome of running `commands` on a fresh subject. */
-  static run(commands: readonly LifecycleCommand[]): LifecycleOutcome {
-    const model = new SuspensionModel();
+  /** @throws {@link TypeError} when `selfSuspends` is given and is not a function */
+  constructor(options: SuspensionModelOptions = {}) {
+    if (options.selfSuspends !== undefined && typeof options.selfSuspends !== "function") {
+      throw new TypeError(`SuspensionModel: selfSuspends must be a function (id) => reason | undefined, got ${typeof options.selfSuspends}`);
+    }
+    this.#selfSuspends = options.selfSuspends;
+  }
+
+  /** The predicted outcome of running `commands` on a fresh subject (one that suspends itself as `options` say). */
+  static run(commands: readonly LifecycleCommand[], options: SuspensionModelOptions = {}): LifecycleOutcome {
+    const model = new SuspensionModel(options);
     for (const command of commands) model.apply(command);
     return model.outcome();
   }
@@ -208,12 +234,13 @@ export class SuspensionModel {
       if (next === undefined) return;
       switch (next.kind) {
         case "send":
+        case "ask": {
           this.#handled.push(next.id);
+          if (next.kind === "ask") this.#asks.set(next.id, "replied");
+          const reason = this.#selfSuspends?.(next.id);
+          if (reason !== undefined) this.#enterSuspended(reason, transitions);
           break;
-        case "ask":
-          this.#handled.push(next.id);
-          this.#asks.set(next.id, "replied");
-          break;
+        }
         case "selfSuspend":
           this.#handled.push(next.id);
           this.#enterSuspended(next.reason, transitions);

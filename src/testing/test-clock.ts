@@ -73,6 +73,34 @@ export class TestClock implements Clock {
     if (next !== undefined) await this.advance(next.dueMs - this.current);
   }
 
+  /**
+   * Fires timers, earliest first, until `work` settles, and returns (or
+   * rethrows) its result. For anything that waits on this clock while no
+   * test moves it — above all `runtime.stop()`, whose drain and hook
+   * deadlines (`shutdownTimeoutMs`) run on the runtime's clock: with a
+   * handler parked forever (in a `fc.scheduler()`, on a promise nobody
+   * resolves), `await runtime.stop()` alone never returns under a
+   * `TestClock`; `await clock.runUntil(runtime.stop())` lets the deadlines
+   * pass and returns. When no timer is left and `work` is still pending it
+   * just waits for `work` (it may be waiting on real I/O).
+   *
+   * @example
+   * ```ts
+   * await clock.runUntil(runtime.stop()); // a parked handler gets its shutdownTimeoutMs of test time, then the stop goes on
+   * ```
+   */
+  async runUntil<T>(work: Promise<T>): Promise<T> {
+    let settled = false;
+    const done = work.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    await settle();
+    while (!settled && this.timers.length > 0) await this.runNext();
+    await done;
+    return work;
+  }
+
   private earliest(): Timer | undefined {
     let best: Timer | undefined;
     for (const t of this.timers) if (best === undefined || t.dueMs < best.dueMs || (t.dueMs === best.dueMs && t.id < best.id)) best = t;

@@ -1,0 +1,137 @@
+import { CivitasError } from "../../errors/civitas-error.js";
+import { InvalidArgumentError } from "../../errors/errors.js";
+import { simulate } from "./simulate.js";
+import type { Chooser, Simulation, SimulationChoice, SimulationFaultKind, SimulationOptions } from "./types.js";
+
+/** Options of {@link exhaust}: those of `simulate` (without a seed or chooser: every choice is explored), and the scenario to explore. */
+export interface ExhaustOptions extends Omit<SimulationOptions, "seed" | "chooser" | "maxSteps"> {
+  /**
+   * The bound: a schedule is cut after this many steps. A schedule that
+   * would run longer is counted (in `schedules` and `truncated`) and its
+   * steps beyond the bound are not explored.
+   */
+  readonly maxSteps: number;
+  /** Issues the user operations on a started simulation and runs it (`await sim.run()`); called once per schedule. */
+  readonly scenario: (sim: Simulation) => Promise<void>;
+  /** Stops exploring after this many schedules (the result then says `complete: false`). @defaultValue 100_000 */
+  readonly maxSchedules?: number;
+  /**
+   * Whether to explore the choices made while the system starts (the order
+   * in which the agents' start receipts and restored states are written),
+   * too. Off, the start takes the first ready choice each time and the
+   * search begins with the scenario: n agents would otherwise multiply the
+   * count by up to n! orders that rarely matter. @defaultValue false
+   */
+  readonly exploreStart?: boolean;
+}
+
+/** What {@link exhaust} covered. */
+export interface ExhaustResult {
+  /** How many distinct schedules (sequences of choices) were run to their end or to the bound. */
+  readonly schedules: number;
+  /** How many of them were cut at `maxSteps`. */
+  readonly truncated: number;
+  /** Whether every schedule within the bound was run (none cut, `maxSchedules` not reached, no failure). */
+  readonly complete: boolean;
+  /** The most choices one schedule made. */
+  readonly deepest: number;
+  /** The first schedule that failed (a `SimulationFailure`, or what the scenario threw), and the choices that lead to it. */
+  readonly failure?: { readonly error: unknown; readonly choices: readonly number[] };
+}
+
+/** A choice point of one schedule: what was chosen, among how many. */
+interface Decision {
+  readonly chosen: number;
+  readonly options: number;
+}
+
+/**
+ * Runs `scenario` under every schedule the simulation can take within
+ * `maxSteps` steps (Concuerror's idea, bounded): a depth-first search over
+ * the sequence of choices. Each run follows a prefix of choices and takes
+ * the first ready option after it; the next run changes the deepest choice
+ * that still has an untried option. Where `faults` give a kind a
+ * probability above 0, "fault or not" is one more two-way choice, so every
+ * placement of a fault is explored too.
+ *
+ * The scenario must be deterministic given the choices (the simulation's
+ * ids, time and store are): a run whose choice points differ from the
+ * previous run's along the shared prefix rejects with `SIMULATION_DIVERGED`.
+ *
+ * @throws (rejects) {@link InvalidArgumentError} (`INVALID_ARGUMENT`) for a bad bound or a missing scenario, before any run
+ * @example
+ * ```ts
+ * const result = await exhaust({ root: () => [new Counter("a"), new Counter("b")], maxSteps: 20, scenario: async (sim) => {
+ *   void sim.send("a", "inc"); void sim.send("b", "inc");
+ *   await sim.run();
+ * }});
+ * result.schedules; // 2: a first, or b first
+ * ```
+ */
+export async function exhaust(options: ExhaustOptions): Promise<ExhaustResult> {
+  const { maxSteps, scenario, maxSchedules = 100_000, exploreStart = false, ...simulation } = options;
+  if (!Number.isInteger(maxSteps) || maxSteps < 1) throw new InvalidArgumentError("maxSteps", `exhaust: maxSteps must be a positive integer (the bound on a schedule's steps), got ${String(maxSteps)}`);
+  if (!Number.isInteger(maxSchedules) || maxSchedules < 1) throw new InvalidArgumentError("maxSchedules", `exhaust: maxSchedules must be a positive integer, got ${String(maxSchedules)}`);
+  if (typeof scenario !== "function") throw new InvalidArgumentError("scenario", "exhaust: scenario must be a function (sim) => Promise<void> that issues the operations and awaits sim.run()");
+  let prefix: number[] = [];
+  let schedules = 0;
+  let truncated = 0;
+  let deepest = 0;
+  for (;;) {
+    const decisions: Decision[] = [];
+    const explore = { on: exploreStart };
+    const chooser = followPrefix(prefix, decisions, explore);
+    const sim = simulate({ ...simulation, chooser, maxSteps });
+    let error: unknown;
+    try {
+      await sim.start();
+      explore.on = true;
+      await scenario(sim);
+    } catch (thrown) {
+      error = thrown;
+    } finally {
+      await sim.stop().catch(() => undefined);
+    }
+    schedules++;
+    deepest = Math.max(deepest, decisions.length);
+    if (error instanceof CivitasError && error.code === "SIMULATION_STEP_LIMIT") truncated++;
+    else if (error !== undefined) {
+      if (error instanceof CivitasError && error.code === "SIMULATION_DIVERGED") throw error;
+      return { schedules, truncated, complete: false, deepest, failure: { error, choices: decisions.map((d) => d.chosen) } };
+    }
+    const next = nextPrefix(decisions);
+    if (next === undefined) return { schedules, truncated, complete: truncated === 0, deepest };
+    if (schedules >= maxSchedules) return { schedules, truncated, complete: false, deepest };
+    prefix = next;
+  }
+}
+
+/** A chooser that takes `prefix`'s choices, then the first option, recording every decision while `explore.on`. */
+function followPrefix(prefix: readonly number[], decisions: Decision[], explore: { on: boolean }): Chooser {
+  const decide = (options: number, what: string): number => {
+    if (!explore.on) return 0;
+    const at = decisions.length;
+    const chosen = at < prefix.length ? (prefix[at] as number) : 0;
+    if (chosen >= options) {
+      throw new CivitasError(
+        "SIMULATION_DIVERGED",
+        `exhaust: choice ${at} (${what}) offered ${options} options where an earlier run of the same prefix offered more than ${chosen}; the scenario is not deterministic given the choices (a wall-clock time, Math.random or I/O outside the simulation?)`,
+      );
+    }
+    decisions.push({ chosen, options });
+    return chosen;
+  };
+  return {
+    choose: (ready: readonly SimulationChoice[]) => decide(ready.length, ready.map((choice) => choice.key).join(", ")),
+    fault: (choice: SimulationChoice, kind: SimulationFaultKind) => decide(2, `${kind} at ${choice.key}`) === 1,
+  };
+}
+
+/** The prefix of the next schedule in depth-first order, or `undefined` when every one has been run. */
+function nextPrefix(decisions: readonly Decision[]): number[] | undefined {
+  for (let at = decisions.length - 1; at >= 0; at--) {
+    const decision = decisions[at] as Decision;
+    if (decision.chosen + 1 < decision.options) return [...decisions.slice(0, at).map((d) => d.chosen), decision.chosen + 1];
+  }
+  return undefined;
+}
