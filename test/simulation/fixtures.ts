@@ -145,7 +145,7 @@ export function faultOnce(key: string, kind: SimulationFaultKind, seed = 1): Cho
 }
 
 /** Every fault kind possible (the chooser decides which apply). */
-export const ALL_FAULTS = { storeWrites: { fail: 0.5, hang: 0.5, lose: 0.5 }, crashes: 0.5, kills: 0.5 } as const;
+export const ALL_FAULTS = { storeWrites: { fail: 0.5, hang: 0.5, lose: 0.5, fenced: 0.5 }, crashes: 0.5, kills: 0.5 } as const;
 
 /** A supervisor holding one agent. */
 export function alone(agent: AgentProcess): Supervisor {

@@ -82,5 +82,6 @@ function checkFaults(faults: SimulationOptions["faults"]): Record<SimulationFaul
     "store.fail": probability("faults.storeWrites.fail", writes.fail),
     "store.hang": probability("faults.storeWrites.hang", writes.hang),
     "store.lose": probability("faults.storeWrites.lose", writes.lose),
+    "store.fenced": probability("faults.storeWrites.fenced", writes.fenced),
   };
 }

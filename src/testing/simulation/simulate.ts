@@ -12,7 +12,7 @@ import type { Simulation, SimulationOptions, SimulationStep } from "./types.js";
  * ask, when a store write or an audit append completes, when a timer fires —
  * is chosen by a chooser (a seeded random one by default). Virtual time
  * moves only when nothing else is ready. Faults (store writes failing,
- * hanging or lost; crashes; kills) come from the same seed. Invariants run
+ * hanging, lost or fenced; crashes; kills) come from the same seed. Invariants run
  * after every step; a problem rejects with a {@link SimulationFailure}
  * carrying the trace, which {@link replay} runs again.
  *

@@ -1,3 +1,4 @@
+import { StateFencedError } from "../../errors/errors.js";
 import { assertJsonObject, copyJson, type JsonObject } from "../../message/json.js";
 import { assertStateName } from "../../state/state-record.js";
 import type { StateStore } from "../../state/state-store.js";
@@ -23,16 +24,20 @@ export class DurableData {
   }
 }
 
-const WRITE_FAULTS: readonly SimulationFaultKind[] = ["crash", "store.fail", "store.hang", "store.lose"];
+const WRITE_FAULTS: readonly SimulationFaultKind[] = ["crash", "store.fail", "store.hang", "store.lose", "store.fenced"];
 
 /**
  * The state store of one runtime incarnation of a simulation: reads answer
  * at once from what is visible; each write completes only when the
- * simulation chooses it, with the fault it chose (fail, hang, lose, crash).
- * Durable: what it acknowledged survives `sim.kill()`, lost writes aside.
+ * simulation chooses it, with the fault it chose (fail, hang, lose, crash,
+ * fenced). Durable: what it acknowledged survives `sim.kill()`, lost writes
+ * aside. A fenced write means another process took the agent over: every
+ * later write of that agent to this store is fenced too.
  */
 export class SimulatedStore implements StateStore {
   readonly durable = true;
+  /** Agents another process took over (a `store.fenced` fault): their writes are refused from then on. */
+  private readonly takenOver = new Set<string>();
 
   constructor(
     private readonly data: DurableData,
@@ -66,7 +71,7 @@ export class SimulatedStore implements StateStore {
   private write(operation: "set" | "delete", name: string, state: JsonObject | undefined): Promise<void> {
     const ordinal = (this.data.ordinals.get(name) ?? 0) + 1;
     this.data.ordinals.set(name, ordinal);
-    return new Promise((resolve, reject) => this.board.add(new WriteGate(this.data, operation, name, state, ordinal, resolve, reject), this.epoch));
+    return new Promise((resolve, reject) => this.board.add(new WriteGate(this.data, this.takenOver, this.epoch, operation, name, state, ordinal, resolve, reject), this.epoch));
   }
 }
 
@@ -77,6 +82,8 @@ class WriteGate implements Gate {
 
   constructor(
     private readonly data: DurableData,
+    private readonly takenOver: Set<string>,
+    private readonly epoch: number,
     private readonly operation: "set" | "delete",
     private readonly name: string,
     private readonly state: JsonObject | undefined,
@@ -93,7 +100,8 @@ class WriteGate implements Gate {
 
   open(fault: SimulationFaultKind | undefined): GateOutcome {
     const type = this.operation;
-    switch (fault) {
+    // Taken over earlier: the row carries the newer fence, so this write is refused whatever fault was drawn.
+    switch (this.takenOver.has(this.name) ? "store.fenced" : fault) {
       case "store.fail":
         this.reject(new StoreUnavailableError("STORE_UNAVAILABLE", "SimulatedStore", `simulated fault: the ${type} of '${this.name}' failed; nothing was written`));
         return { kind: "store.fail", type };
@@ -103,6 +111,13 @@ class WriteGate implements Gate {
         this.apply(this.data.visible);
         this.resolve();
         return { kind: "store.lose", type, detail: "acknowledged, gone after the next kill" };
+      case "store.fenced": {
+        const first = !this.takenOver.has(this.name);
+        this.takenOver.add(this.name);
+        // The fences of PostgresStateStore: this runtime's (one per incarnation), and the successor's, newer.
+        this.reject(new StateFencedError(this.name, this.epoch + 1, this.epoch + 2));
+        return { kind: "store.fenced", type, detail: first ? "another process took the agent over; nothing was written" : "the agent is owned elsewhere; nothing was written" };
+      }
       case "crash": {
         // Odd writes crash before they are applied, even ones after: both points, stable under replay.
         const before = this.ordinal % 2 === 1;

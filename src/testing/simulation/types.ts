@@ -15,7 +15,8 @@ import type { SupervisedChild } from "../../supervision/child.js";
  * - `timer`: virtual time advanced to the earliest timer, which fired;
  * - `store.write`: a state store write (`set` or `delete`) completed;
  *   `store.fail`, `store.hang`, `store.lose`: it failed, never completes, or
- *   was acknowledged but is gone after the next kill;
+ *   was acknowledged but is gone after the next kill; `store.fenced`: it was
+ *   refused with `STATE_FENCED` because another process took its agent over;
  * - `audit`, `suspend`, `resume`, `decision`, `restart`: an audit append
  *   completed (`suspend` for `agent.suspend`, `resume` for `agent.resume`,
  *   `decision` for `agent.deny`, `restart` for `agent.restart`);
@@ -34,6 +35,7 @@ export type SimulationStepKind =
   | "store.fail"
   | "store.hang"
   | "store.lose"
+  | "store.fenced"
   | "audit"
   | "suspend"
   | "resume"
@@ -89,7 +91,7 @@ export interface SimulationChoice {
 }
 
 /** Faults a chooser may be asked to inject at a choice. */
-export type SimulationFaultKind = "kill" | "crash" | "store.fail" | "store.hang" | "store.lose";
+export type SimulationFaultKind = "kill" | "crash" | "store.fail" | "store.hang" | "store.lose" | "store.fenced";
 
 /**
  * Decides, at every scheduling point of a simulation, what happens next.
@@ -106,8 +108,18 @@ export interface Chooser {
 
 /** Probabilities (0–1) of each fault, per eligible step. All default to 0. */
 export interface SimulationFaults {
-  /** For each store write (`set`/`delete`): it fails (`STORE_UNAVAILABLE`), hangs (never completes), or is lost (acknowledged, gone after the next kill). */
-  readonly storeWrites?: { readonly fail?: number; readonly hang?: number; readonly lose?: number };
+  /**
+   * For each store write (`set`/`delete`): it fails (`STORE_UNAVAILABLE`),
+   * hangs (never completes), is lost (acknowledged, gone after the next
+   * kill), or is fenced: refused with the `StateFencedError`
+   * (`STATE_FENCED`) a shared store such as `PostgresStateStore` raises when
+   * another process took the agent over. A fenced write changes nothing, and
+   * the takeover lasts: every later write of that agent in the same runtime
+   * is refused the same way (a `store.fenced` step), until a kill, whose
+   * rebuilt runtime owns it again. The error's `fence` is the runtime's (1,
+   * then one more after each kill), its `currentFence` the next one.
+   */
+  readonly storeWrites?: { readonly fail?: number; readonly hang?: number; readonly lose?: number; readonly fenced?: number };
   /**
    * For each business delivery, `_agency.resume` delivery and store write: the
    * agent crashes there (its handler throws, its `onResume` throws, its write
