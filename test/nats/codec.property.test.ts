@@ -35,6 +35,25 @@ describe("codec round trip", () => {
     );
   });
 
+  it("encodeMessage writes the bytes encodeWire writes for the message's wire form, in either encoding (property)", () => {
+    fc.assert(
+      fc.property(messageArbitrary(), serializer, (message, how) => {
+        expect(Buffer.from(encodeMessage(message, how)).toString("hex")).toBe(Buffer.from(encodeWire(toWire(message), how)).toString("hex"));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("encodeMessage writes envelope strings of any length and script as encodeWire does (property)", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme", maxLength: 300 }), fc.constantFrom(0, 31, 32, 255, 256, 70_000), (text, pad) => {
+        const message = createMessage({ sender: "a", recipient: "b", type: text + "x".repeat(pad), payload: {} });
+        expect(Buffer.from(encodeMessage(message)).toString("hex")).toBe(Buffer.from(encodeWire(toWire(message))).toString("hex"));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it("the two encodings of one message decode to the same envelope (property)", () => {
     fc.assert(
       fc.property(messageArbitrary(), (message) => {
