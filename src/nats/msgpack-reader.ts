@@ -20,8 +20,22 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 const NONE: Uint8Array = new Uint8Array(0);
 let bytes = NONE;
-let view: DataView = new DataView(bytes.buffer);
+/** `bytes` as a Buffer when nats.js handed one (it does): ASCII is then read by `toString("latin1")`, without a view object. */
+let buffer: Buffer | undefined;
 let pos = 0;
+
+/** Big-endian reads from `bytes` at `at` (bounds checked by the caller), without a DataView per message. */
+function u16(at: number): number {
+  return ((bytes[at] as number) << 8) | (bytes[at + 1] as number);
+}
+function u32(at: number): number {
+  return (bytes[at] as number) * 0x100_0000 + (((bytes[at + 1] as number) << 16) | ((bytes[at + 2] as number) << 8) | (bytes[at + 3] as number));
+}
+const scratch = new DataView(new ArrayBuffer(8));
+function float(at: number, size: 4 | 8): number {
+  for (let i = 0; i < size; i++) scratch.setUint8(i, bytes[at + i] as number);
+  return size === 4 ? scratch.getFloat32(0) : scratch.getFloat64(0);
+}
 
 function byte(): number {
   if (pos >= bytes.length) throw NOT_REGULAR;
@@ -49,9 +63,18 @@ function text(length: number): string {
       return ascii;
     }
   }
+  if (buffer !== undefined) {
+    let i = pos;
+    while (i < end && (bytes[i] as number) < 0x80) i++;
+    if (i === end) {
+      const ascii = buffer.toString("latin1", pos, end);
+      pos = end;
+      return ascii;
+    }
+  }
   let value: string;
   try {
-    value = strictUtf8.decode(bytes.subarray(pos, end));
+    value = strictUtf8.decode(new Uint8Array(bytes.buffer, bytes.byteOffset + pos, length));
   } catch {
     throw NOT_REGULAR;
   }
@@ -67,12 +90,12 @@ function strLength(): number {
   if (head === 0xda) {
     need(2);
     pos += 2;
-    return view.getUint16(pos - 2);
+    return u16(pos - 2);
   }
   if (head === 0xdb) {
     need(4);
     pos += 4;
-    return view.getUint32(pos - 4);
+    return u32(pos - 4);
   }
   pos--;
   return -1;
@@ -100,12 +123,12 @@ function count(): number {
   if (head === 0xcd) {
     need(2);
     pos += 2;
-    return view.getUint16(pos - 2);
+    return u16(pos - 2);
   }
   if (head === 0xce) {
     need(4);
     pos += 4;
-    return view.getUint32(pos - 4);
+    return u32(pos - 4);
   }
   throw NOT_REGULAR;
 }
@@ -131,29 +154,29 @@ function value(depth: number): JsonValue {
     case 0xcd:
     case 0xd1:
       need(2);
-      result = head === 0xcd ? view.getUint16(pos) : view.getInt16(pos);
+      result = head === 0xcd ? u16(pos) : (u16(pos) << 16) >> 16;
       pos += 2;
       return result;
     case 0xce:
     case 0xd2:
       need(4);
-      result = head === 0xce ? view.getUint32(pos) : view.getInt32(pos);
+      result = head === 0xce ? u32(pos) : u32(pos) | 0;
       pos += 4;
       return result;
     case 0xcf:
     case 0xd3:
       // as @msgpack/msgpack reads them without BigInt: high * 2^32 + low (beyond 2^53, rounded as there)
       need(8);
-      result = (head === 0xcf ? view.getUint32(pos) : view.getInt32(pos)) * 0x1_0000_0000 + view.getUint32(pos + 4);
+      result = (head === 0xcf ? u32(pos) : u32(pos) | 0) * 0x1_0000_0000 + u32(pos + 4);
       pos += 8;
       return result;
     case 0xd0:
       need(1);
-      return view.getInt8(pos++);
+      return ((bytes[pos++] as number) << 24) >> 24;
     case 0xca:
     case 0xcb:
       need(head === 0xca ? 4 : 8);
-      result = head === 0xca ? view.getFloat32(pos) : view.getFloat64(pos);
+      result = float(pos, head === 0xca ? 4 : 8);
       pos += head === 0xca ? 4 : 8;
       if (!Number.isFinite(result)) throw NOT_REGULAR;
       return result === 0 ? 0 : result;
@@ -167,7 +190,7 @@ function value(depth: number): JsonValue {
     case 0xdf: {
       const wide = head === 0xdb || head === 0xdd || head === 0xdf;
       need(wide ? 4 : 2);
-      const length = wide ? view.getUint32(pos) : view.getUint16(pos);
+      const length = wide ? u32(pos) : u16(pos);
       pos += wide ? 4 : 2;
       if (head <= 0xdb) return text(length);
       return head <= 0xdd ? array(length, depth) : map(length, depth);
@@ -214,9 +237,8 @@ function key(index: number): void {
  * @internal
  */
 export function readRegularEnvelope(input: Uint8Array): Message | undefined {
-  // A plain view even of a Buffer (what nats.js hands over): a Buffer's subarray costs more.
-  bytes = new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
-  view = new DataView(input.buffer, input.byteOffset, input.byteLength);
+  bytes = input;
+  buffer = Buffer.isBuffer(input) ? input : undefined;
   pos = 0;
   try {
     return envelope();
@@ -225,6 +247,7 @@ export function readRegularEnvelope(input: Uint8Array): Message | undefined {
     throw error;
   } finally {
     bytes = NONE;
+    buffer = undefined;
   }
 }
 
@@ -255,7 +278,7 @@ function envelope(): Message | undefined {
   key(8);
   if (byte() !== 0xcb) return undefined;
   need(8);
-  const seconds = view.getFloat64(pos);
+  const seconds = float(pos, 8);
   pos += 8;
   if (!(Number.isFinite(seconds) && seconds >= 0)) return undefined;
   key(9);

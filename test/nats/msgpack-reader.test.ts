@@ -39,6 +39,7 @@ describe("the regular MessagePack envelope reader", () => {
         const read = readRegularEnvelope(bytes);
         expect(read).toBeDefined();
         expect(read).toEqual(general(bytes));
+        expect(readRegularEnvelope(Buffer.from(bytes))).toEqual(read); // what nats.js hands over
       }),
       { numRuns: 500 },
     );
@@ -51,6 +52,7 @@ describe("the regular MessagePack envelope reader", () => {
         const bytes = encodeWire({ ...wire, payload } as WireMessage, "msgpack");
         const read = readRegularEnvelope(bytes);
         if (read !== undefined) expect(read).toEqual(general(bytes));
+        expect(readRegularEnvelope(Buffer.from(bytes))).toEqual(read);
       }),
       { numRuns: 500 },
     );
@@ -64,6 +66,7 @@ describe("the regular MessagePack envelope reader", () => {
         const damaged = damage === "cut" ? bytes.slice(0, i) : damage === "append" ? Uint8Array.from([...bytes, byte]) : Uint8Array.from(bytes, (b, j) => (j === i ? byte : b));
         const read = readRegularEnvelope(damaged);
         if (read !== undefined) expect(read).toEqual(general(damaged));
+        expect(readRegularEnvelope(Buffer.from(damaged))).toEqual(read);
       }),
       { numRuns: 2000 },
     );
@@ -73,6 +76,7 @@ describe("the regular MessagePack envelope reader", () => {
     for (const vector of golden.vectors) {
       const bytes = new Uint8Array(Buffer.from(vector.msgpack, "base64"));
       expect(readRegularEnvelope(bytes), vector.name).toEqual(general(bytes));
+      expect(readRegularEnvelope(Buffer.from(bytes)), vector.name).toEqual(general(bytes));
     }
   });
 
