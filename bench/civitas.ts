@@ -44,6 +44,15 @@ export type SqliteModule = typeof SqliteEntry;
 let emittedSrc: string | undefined;
 
 /**
+ * The directory the last {@link loadCivitas} call emitted `src/` into (it
+ * holds `index.js` and `entries/`), for a benchmark's child process to load
+ * the same code; `undefined` when `src/` was imported through tsx.
+ */
+export function emittedSource(): string | undefined {
+  return emittedSrc;
+}
+
+/**
  * The `civitas-ts/sqlite` entry, loaded the same way as the last
  * {@link loadCivitas} call loaded the core (so both share one copy of the
  * runtime's modules). Needs better-sqlite3.

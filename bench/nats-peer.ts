@@ -2,12 +2,21 @@
 // runtime on the NATS bus with an echo agent, a counting sink and a pausable
 // agent, and beside them the raw-client equivalents (an echo responder and a
 // counting subscription). Prints "ready" once both are up; SIGTERM stops it.
+// Usage: nats-peer.ts <servers> <prefix> [emitted src directory]: given the
+// directory bench/civitas.ts emitted `src/` into, it runs that code (what the
+// sending side measures); without it, `src/` through tsx.
+import { pathToFileURL } from "node:url";
+import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
-import { AgentProcess, InMemoryStateStore, Runtime, silentLogger, type Message } from "../src/index.js";
-import { NatsTransport } from "../src/nats/nats-transport.js";
+import type { Message } from "../src/index.js";
+import type { CivitasModule, NatsModule } from "./civitas.js";
 
 const servers = process.argv[2] ?? "127.0.0.1:4222";
 const prefix = process.argv[3] ?? "bench";
+const emitted = process.argv[4];
+const civitas = (await import(emitted === undefined ? "../src/index.js" : pathToFileURL(join(emitted, "index.js")).href)) as CivitasModule;
+const { NatsTransport } = (await import(emitted === undefined ? "../src/entries/nats.js" : pathToFileURL(join(emitted, "entries", "nats.js")).href)) as NatsModule;
+const { AgentProcess, InMemoryStateStore, Runtime, silentLogger } = civitas;
 let sunk = 0;
 
 class Echo extends AgentProcess {

@@ -106,11 +106,11 @@ export function toWire(message: Message): WireMessage {
   return wire;
 }
 
-const MESSAGE_FIELDS = ["id", "type", "sender", "recipient", "correlationId", "replyTo", "payload", "timestamp", "traceId", "spanId", "parentSpanId", "attempt", "priority", "ttlMs", "traceFlags"] as const;
+type MessageField = "id" | "type" | "sender" | "recipient" | "correlationId" | "replyTo" | "payload" | "timestamp" | "traceId" | "spanId" | "parentSpanId" | "attempt" | "priority" | "ttlMs" | "traceFlags";
 
 /** A snapshot of `value`'s fields, each read once and checked; throws `INVALID_WIRE_MESSAGE` naming the first bad one. */
 function readMessage(value: unknown): Message {
-  const m = snapshot(value, MESSAGE_FIELDS, "toWire: the message", "pass a Message made by createMessage or fromWire");
+  const m = snapshotMessage(value);
   const bad = (field: string, expected: string): never => {
     throw new InvalidWireMessageError(`toWire: message field '${field}' must be ${expected}, got ${describeValue(m[field as keyof typeof m])}; pass a Message made by createMessage or fromWire`);
   };
@@ -127,6 +127,39 @@ function readMessage(value: unknown): Message {
   if (m.traceFlags != null && !isTraceFlags(m.traceFlags)) bad("traceFlags", "an integer 0-255 or absent");
   if (m.ttlMs != null && !isCount(m.ttlMs)) bad("ttlMs", "a non-negative integer or absent");
   return m as unknown as Message;
+}
+
+/**
+ * {@link snapshot} of a message's fields, read by name (one object shape,
+ * so the reads stay fast on the send path); the same refusals.
+ */
+function snapshotMessage(value: unknown): Record<MessageField, unknown> {
+  const fix = "pass a Message made by createMessage or fromWire";
+  if (typeof value !== "object" || value === null) throw new InvalidWireMessageError(`toWire: the message must be a JSON object, got ${describeValue(value)}; ${fix}`);
+  try {
+    if (Array.isArray(value)) throw new InvalidWireMessageError(`toWire: the message must be a JSON object, got an array; ${fix}`);
+    const m = value as Record<MessageField, unknown>;
+    return {
+      id: m.id,
+      type: m.type,
+      sender: m.sender,
+      recipient: m.recipient,
+      correlationId: m.correlationId,
+      replyTo: m.replyTo,
+      payload: m.payload,
+      timestamp: m.timestamp,
+      traceId: m.traceId,
+      spanId: m.spanId,
+      parentSpanId: m.parentSpanId,
+      attempt: m.attempt,
+      priority: m.priority,
+      ttlMs: m.ttlMs,
+      traceFlags: m.traceFlags,
+    };
+  } catch (error) {
+    if (error instanceof InvalidWireMessageError) throw error;
+    throw new InvalidWireMessageError(`toWire: the message could not be read (${errorText(error)}); ${fix}`, { cause: error });
+  }
 }
 
 /**
@@ -284,6 +317,11 @@ function copyPlainJson(value: unknown, path: string, enclosing: object[]): JsonV
 function secondsToMs(w: Fields): number {
   const seconds = w.timestamp;
   if (!isTimestamp(seconds)) throw new InvalidWireMessageError(`wire message field 'timestamp' must be a non-negative number of unix seconds, got ${describeValue(seconds)}`);
+  return wireSecondsToMs(seconds);
+}
+
+/** A wire `timestamp` (unix seconds, already checked) as the epoch milliseconds `fromWire` gives it (see `secondsToMs`). @internal */
+export function wireSecondsToMs(seconds: number): number {
   const whole = Math.round(seconds * 1000);
   return whole / 1000 === seconds ? whole : seconds * 1000;
 }

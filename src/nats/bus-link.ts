@@ -19,6 +19,15 @@ async function withDeadline(work: Promise<unknown>, ms: number): Promise<void> {
   }
 }
 
+/** How many bytes the outbox holds before it hands them to the connection without waiting for the end of the turn (nats.js writes to its socket at 32 KiB as well). */
+const OUTBOX_BYTES = 32 * 1024;
+
+/** What nats.js refuses in a subject. */
+const WHITESPACE = /\s/;
+
+/** What a publish that was queued resolves with. */
+const SENT: Promise<void> = Promise.resolve();
+
 /** A send waiting for the connection to come back. */
 interface Waiter {
   resolve: () => void;
@@ -37,6 +46,10 @@ export class BusLink {
   connected = true;
   private readonly waiters = new Set<Waiter>();
   private readonly subs = new Set<Subscription>();
+  /** The outbox: messages published this turn, not yet handed to the connection. */
+  private queuedSubjects: string[] = [];
+  private queuedData: Uint8Array[] = [];
+  private queuedBytes = 0;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -124,18 +137,72 @@ export class BusLink {
   }
 
   /**
-   * Publishes `data` to `subject`. While the connection is down it waits for
-   * it to come back, at most `sendTimeoutMs` (or until `signal` aborts), then
-   * rejects with `TRANSPORT_UNAVAILABLE`; nothing is dropped unseen.
+   * Publishes `data` to `subject`. While the connection is up, the message
+   * joins the outbox, which is handed to the connection — in order, as one
+   * socket write — at the end of the current turn of the event loop, or at
+   * once when it holds {@link OUTBOX_BYTES}; it resolves at once, as
+   * nats.js's own `publish` returns once its buffer holds the bytes. (nats.js
+   * writes its buffer to the socket a microtask after a publish, so a sender
+   * that awaits each send would otherwise cost a socket write per message.)
+   * While the connection is down it waits for it to come back, at most
+   * `sendTimeoutMs` (or until `signal` aborts), then rejects with
+   * `TRANSPORT_UNAVAILABLE`; nothing is dropped unseen. A message the
+   * connection would refuse (closed or draining, a subject with whitespace,
+   * over the server's `max_payload`) rejects here, before it is queued.
    */
-  async publish(subject: string, data: Uint8Array, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) throw signal.reason;
-    if (!this.connected) await this.reconnected(subject, signal);
+  publish(subject: string, data: Uint8Array, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    if (!this.connected) return this.reconnected(subject, signal).then(() => this.enqueue(subject, data));
     try {
-      this.nc.publish(subject, data);
+      this.enqueue(subject, data);
     } catch (error) {
-      throw new TransportUnavailableError(`could not publish to '${subject}': ${(error as Error).message}`, { cause: error });
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checkPublishable threw, a TransportUnavailableError
+      return Promise.reject(error);
     }
+    return SENT;
+  }
+
+  /** Hands every queued message to the connection now, in order (before a request that must not overtake them, a flush, a close). */
+  sendQueued(): void {
+    const subjects = this.queuedSubjects;
+    const payloads = this.queuedData;
+    const count = subjects.length;
+    this.queuedBytes = 0;
+    if (count === 0) return;
+    this.queuedSubjects = [];
+    this.queuedData = [];
+    for (let i = 0; i < count; i++) {
+      try {
+        this.nc.publish(subjects[i] as string, payloads[i]);
+      } catch (error) {
+        // Checked when queued; only a connection closed by its owner in between gets here.
+        this.logger.error(`a message to '${subjects[i] as string}' could not be handed to the NATS connection and was not sent`, { error });
+      }
+    }
+  }
+
+  private enqueue(subject: string, data: Uint8Array): void {
+    this.checkPublishable(subject, data);
+    this.queuedSubjects.push(subject);
+    this.queuedData.push(data);
+    this.queuedBytes += data.length;
+    if (this.queuedBytes >= OUTBOX_BYTES) this.sendQueued();
+    else if (this.queuedSubjects.length === 1) process.nextTick(this.sendQueuedLater);
+  }
+
+  private readonly sendQueuedLater = (): void => this.sendQueued();
+
+  /** Throws `TRANSPORT_UNAVAILABLE` for what the connection's `publish` would refuse. */
+  private checkPublishable(subject: string, data: Uint8Array): void {
+    let problem: string | undefined;
+    if (this.nc.isClosed()) problem = "the connection is closed";
+    else if (this.nc.isDraining()) problem = "the connection is draining";
+    else if (subject.length === 0 || WHITESPACE.test(subject)) problem = "the subject is empty or holds whitespace";
+    else {
+      const max = this.nc.info?.max_payload;
+      if (max !== undefined && data.length > max) problem = `the message is ${data.length} bytes, over the server's max_payload of ${max}`;
+    }
+    if (problem !== undefined) throw new TransportUnavailableError(`could not publish to '${subject}': ${problem}`);
   }
 
   private reconnected(subject: string, signal: AbortSignal | undefined): Promise<void> {
@@ -180,6 +247,7 @@ export class BusLink {
 
   /** Resolves once the server has processed everything sent so far. */
   async flush(): Promise<void> {
+    this.sendQueued();
     try {
       await this.nc.flush();
     } catch (error) {
@@ -196,6 +264,7 @@ export class BusLink {
   /** Drains and closes a connection this link created; from a given one, only unsubscribes. Sends still waiting reject with `TRANSPORT_UNAVAILABLE`. */
   async close(): Promise<void> {
     for (const waiter of this.waiters) waiter.reject(new TransportUnavailableError("the transport stopped while a send waited for the NATS connection"));
+    this.sendQueued();
     try {
       if (this.owned) {
         // A drain waits for the server; with the connection down it could wait forever: it gets a deadline, then the connection is closed.

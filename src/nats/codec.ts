@@ -2,7 +2,8 @@ import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, InvalidWireMessageError } from "../errors/errors.js";
 import type { Message } from "../message/message.js";
 import { fromWire, toWire, type WireMessage } from "../message/wire.js";
-import { decodeMsgpack, encodeMsgpackEnvelope, utf8Bytes } from "./msgpack-envelope.js";
+import { decodeMsgpack, encodeMsgpackEnvelope, encodeMsgpackWire, utf8Bytes } from "./msgpack-envelope.js";
+import { readRegularEnvelope } from "./msgpack-reader.js";
 import { pythonJsonText } from "./python-json.js";
 
 /**
@@ -90,7 +91,7 @@ export function decodeWire(bytes: Uint8Array): unknown {
  * ```
  */
 export function encodeMessage(message: Message, serializer: WireSerializer = "msgpack"): Uint8Array {
-  return encodeWire(toWire(message), serializer);
+  return serializer === "msgpack" ? encodeMsgpackWire(toWire(message)) : encodeWire(toWire(message), serializer);
 }
 
 /**
@@ -99,5 +100,6 @@ export function encodeMessage(message: Message, serializer: WireSerializer = "ms
  * @throws {@link InvalidWireMessageError} for anything that is not a valid envelope.
  */
 export function decodeMessage(bytes: Uint8Array): Message {
-  return fromWire(decodeWire(bytes));
+  // A regular MessagePack envelope is read straight into the message; anything else takes the general path.
+  return (bytes instanceof Uint8Array ? readRegularEnvelope(bytes) : undefined) ?? fromWire(decodeWire(bytes));
 }

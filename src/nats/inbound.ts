@@ -18,14 +18,17 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
  * one: addressed to the agent whose subject it came on, a request with a
  * `reply_to` and no `correlation_id` pairs its reply by its id (so does a
  * heartbeat without `reply_to`, answered to its sender), and a message sent
- * outside any trace (Python's empty ids) gets ids of its own.
+ * outside any trace (Python's empty ids) gets ids of its own. `message`
+ * must be one just decoded, held by nobody else: it is completed in place.
  * @internal
  */
 export function admitInbound(message: Message, name: string): { message: Message } | { dropped: string } {
   if (isReservedType(message.type) && message.type !== HEARTBEAT) {
     return { dropped: `a '${message.type}' control message from '${message.sender}' arrived on the bus for '${name}'; control is taken only from the agent's own runtime, so it was dropped` };
   }
-  const m: Mutable<Message> = { ...message, recipient: name };
+  // The message was just decoded from the bus and nobody else holds it: it is completed in place, not copied.
+  const m = message as Mutable<Message>;
+  if (m.recipient !== name) m.recipient = name;
   if (m.type === HEARTBEAT && m.replyTo === undefined && m.sender.length > 0) m.replyTo = m.sender;
   if (m.replyTo !== undefined && m.correlationId === undefined) m.correlationId = m.id;
   if (m.traceId.length === 0 || m.spanId.length === 0) {

@@ -19,6 +19,35 @@ function room(bytes: number): void {
 }
 
 function writeString(value: string): void {
+  if (!writeAscii(value)) writeUtf8String(value);
+}
+
+/**
+ * Writes a string of under 256 ASCII characters (names, ids, types) char by
+ * char — its UTF-8 length is its length, and TextEncoder's call costs more —
+ * or returns `false`, having written nothing.
+ */
+function writeAscii(value: string): boolean {
+  const length = value.length;
+  if (length >= 0x100) return false;
+  room(length + 2);
+  const o = out;
+  let p = pos;
+  if (length < 32) o[p++] = 0xa0 | length;
+  else {
+    o[p++] = 0xd9;
+    o[p++] = length;
+  }
+  for (let i = 0; i < length; i++) {
+    const code = value.charCodeAt(i);
+    if (code >= 0x80) return false;
+    o[p + i] = code;
+  }
+  pos = p + length;
+  return true;
+}
+
+function writeUtf8String(value: string): void {
   const length = Buffer.byteLength(value, "utf8");
   room(length + 5);
   if (length < 32) out[pos++] = 0xa0 | length;
@@ -35,6 +64,36 @@ function writeString(value: string): void {
     pos += 4;
   }
   pos += utf8.encodeInto(value, out.subarray(pos, pos + length)).written;
+}
+
+/** The MessagePack bytes of a key (a fixstr), and of `schema_version: 1` with the key after it. */
+function keyBytes(...keys: string[]): Uint8Array {
+  return Uint8Array.from(keys.flatMap((key) => [0xa0 | key.length, ...Buffer.from(key, "latin1")]));
+}
+const VERSION_AND_ID = Uint8Array.from([...keyBytes("schema_version"), 0x01, ...keyBytes("id")]);
+const TYPE = keyBytes("type");
+const SENDER = keyBytes("sender");
+const RECIPIENT = keyBytes("recipient");
+const CORRELATION_ID = keyBytes("correlation_id");
+const REPLY_TO = keyBytes("reply_to");
+const PAYLOAD = keyBytes("payload");
+const TIMESTAMP = keyBytes("timestamp");
+const TRACE_ID = keyBytes("trace_id");
+const SPAN_ID = keyBytes("span_id");
+const PARENT_SPAN_ID = keyBytes("parent_span_id");
+const ATTEMPT = keyBytes("attempt");
+const PRIORITY = keyBytes("priority");
+const TTL_MS = keyBytes("ttl_ms");
+const TRACE_FLAGS = keyBytes("trace_flags");
+
+/** Writes a key's bytes (byte by byte: `set` costs more for a dozen bytes). */
+function writeKey(key: Uint8Array): void {
+  const length = key.length;
+  room(length);
+  const o = out;
+  const p = pos;
+  for (let i = 0; i < length; i++) o[p + i] = key[i] as number;
+  pos = p + length;
 }
 
 function writeFloat64(value: number): void {
@@ -62,6 +121,118 @@ function writeValue(value: unknown): void {
   } else writeBytes(encoder.encodeSharedRef(value));
 }
 
+/** Nesting {@link writePlainJson} follows; a deeper payload is left to `@msgpack/msgpack` (whose limit is 100). */
+const MAX_PLAIN_DEPTH = 32;
+
+/**
+ * Writes a payload made of plain objects, arrays, ASCII strings, numbers,
+ * booleans and `null` byte for byte as `@msgpack/msgpack` does (smallest
+ * integer form, other numbers as float64, map keys in `Object.keys` order);
+ * returns `false`, having written part of it, at anything else (non-ASCII
+ * text, `undefined`, another kind of object, deep nesting), for the caller to
+ * hand the whole payload to `@msgpack/msgpack` instead.
+ */
+function writePlainJson(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case "string":
+      return writeAscii(value);
+    case "boolean":
+      room(1);
+      out[pos++] = value ? 0xc3 : 0xc2;
+      return true;
+    case "number":
+      writeNumber(value);
+      return true;
+    case "object": {
+      if (value === null) {
+        room(1);
+        out[pos++] = 0xc0;
+        return true;
+      }
+      if (depth >= MAX_PLAIN_DEPTH) return false;
+      if (Array.isArray(value)) {
+        writeHeader(value.length, 0x90, 0xdc);
+        for (const item of value as unknown[]) if (!writePlainJson(item, depth + 1)) return false;
+        return true;
+      }
+      const proto: unknown = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) return false;
+      const keys = Object.keys(value);
+      writeHeader(keys.length, 0x80, 0xde);
+      for (const key of keys) if (!writeAscii(key) || !writePlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+/** A fixarray/fixmap (`fix`), 16-bit (`wide`) or 32-bit (`wide + 1`) header of `count` entries. */
+function writeHeader(count: number, fix: number, wide: number): void {
+  room(5);
+  if (count < 16) out[pos++] = fix | count;
+  else if (count < 0x10000) {
+    out[pos++] = wide;
+    view.setUint16(pos, count);
+    pos += 2;
+  } else {
+    out[pos++] = wide + 1;
+    view.setUint32(pos, count);
+    pos += 4;
+  }
+}
+
+/** A number as `@msgpack/msgpack` writes one: safe integers in their smallest form, anything else as float64. */
+function writeNumber(value: number): void {
+  room(9);
+  if (!Number.isSafeInteger(value)) writeFloat64(value);
+  else if (value >= 0) {
+    if (value < 0x80) out[pos++] = value;
+    else if (value < 0x100) {
+      out[pos++] = 0xcc;
+      out[pos++] = value;
+    } else if (value < 0x10000) {
+      out[pos++] = 0xcd;
+      view.setUint16(pos, value);
+      pos += 2;
+    } else if (value < 0x1_0000_0000) {
+      out[pos++] = 0xce;
+      view.setUint32(pos, value);
+      pos += 4;
+    } else {
+      out[pos++] = 0xcf;
+      view.setUint32(pos, Math.floor(value / 0x1_0000_0000));
+      view.setUint32(pos + 4, value >>> 0);
+      pos += 8;
+    }
+  } else if (value >= -0x20) out[pos++] = value & 0xff;
+  else if (value >= -0x80) {
+    out[pos++] = 0xd0;
+    view.setInt8(pos++, value);
+  } else if (value >= -0x8000) {
+    out[pos++] = 0xd1;
+    view.setInt16(pos, value);
+    pos += 2;
+  } else if (value >= -0x8000_0000) {
+    out[pos++] = 0xd2;
+    view.setInt32(pos, value);
+    pos += 4;
+  } else {
+    out[pos++] = 0xd3;
+    view.setInt32(pos, Math.floor(value / 0x1_0000_0000));
+    view.setUint32(pos + 4, value >>> 0);
+    pos += 8;
+  }
+}
+
+/** The payload: by {@link writePlainJson} when it can, else by `@msgpack/msgpack` (the same bytes either way). */
+function writePayload(payload: unknown): void {
+  const start = pos;
+  if (writePlainJson(payload, 0)) return;
+  pos = start;
+  writeBytes(encoder.encodeSharedRef(payload));
+}
+
 /**
  * Writes the envelope as Python's `msgpack.packb(envelope, use_bin_type=True)`
  * does, byte for byte: a map in the envelope's key order, strings as str
@@ -87,6 +258,58 @@ export function encodeMsgpackEnvelope(wire: WireMessage): Uint8Array {
     writeString(key);
     if (key === "timestamp") writeFloat64(value as number);
     else writeValue(value);
+  }
+  return out.slice(0, pos);
+}
+
+/**
+ * {@link encodeMsgpackEnvelope} for an envelope `toWire` made — its own keys
+ * only, in its order — written field by field rather than key by key: the same bytes, sooner.
+ * @internal
+ */
+export function encodeMsgpackWire(wire: WireMessage): Uint8Array {
+  if (wire.schema_version !== 1) return encodeMsgpackEnvelope(wire);
+  pos = 0;
+  room(3);
+  const extras = (wire.ttl_ms === undefined ? 0 : 1) + (wire.trace_flags === undefined ? 0 : 1);
+  if (extras === 2) {
+    out[pos++] = 0xde;
+    out[pos++] = 0x00;
+    out[pos++] = 0x10;
+  } else out[pos++] = 0x8e + extras;
+  writeKey(VERSION_AND_ID);
+  writeString(wire.id);
+  writeKey(TYPE);
+  writeString(wire.type);
+  writeKey(SENDER);
+  writeString(wire.sender);
+  writeKey(RECIPIENT);
+  writeString(wire.recipient);
+  writeKey(CORRELATION_ID);
+  writeValue(wire.correlation_id);
+  writeKey(REPLY_TO);
+  writeValue(wire.reply_to);
+  writeKey(PAYLOAD);
+  writePayload(wire.payload);
+  writeKey(TIMESTAMP);
+  writeFloat64(wire.timestamp);
+  writeKey(TRACE_ID);
+  writeString(wire.trace_id);
+  writeKey(SPAN_ID);
+  writeString(wire.span_id);
+  writeKey(PARENT_SPAN_ID);
+  writeValue(wire.parent_span_id);
+  writeKey(ATTEMPT);
+  writeValue(wire.attempt);
+  writeKey(PRIORITY);
+  writeValue(wire.priority);
+  if (wire.ttl_ms !== undefined) {
+    writeKey(TTL_MS);
+    writeValue(wire.ttl_ms);
+  }
+  if (wire.trace_flags !== undefined) {
+    writeKey(TRACE_FLAGS);
+    writeValue(wire.trace_flags);
   }
   return out.slice(0, pos);
 }

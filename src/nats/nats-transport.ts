@@ -194,18 +194,25 @@ export class NatsTransport implements Transport {
   }
 
   /** Publishes `message` to `civitas.agent.<recipient>`; a request's replies are addressed to this runtime's {@link NatsTransport.replyAddress}. */
-  async send(message: Message, signal?: AbortSignal): Promise<void> {
-    if (!this.directory.has(message.recipient)) throw notFound(message.recipient);
-    const link = this.requireLink(`send to '${message.recipient}'`);
-    // A request from an agent of this runtime: the answer comes back to this runtime's reply address.
-    const outgoing = message.replyTo !== undefined && !message.replyTo.startsWith(REPLY_PREFIX) ? { ...message, replyTo: this.replyAddress } : message;
-    await link.publish(subjectOf(message.recipient), encodeMessage(outgoing, this.serializer), signal);
+  send(message: Message, signal?: AbortSignal): Promise<void> {
+    try {
+      if (!this.directory.has(message.recipient)) throw notFound(message.recipient);
+      const link = this.requireLink(`send to '${message.recipient}'`);
+      // A request from an agent of this runtime: the answer comes back to this runtime's reply address.
+      const outgoing = message.replyTo !== undefined && !message.replyTo.startsWith(REPLY_PREFIX) ? { ...message, replyTo: this.replyAddress } : message;
+      return link.publish(subjectOf(message.recipient), encodeMessage(outgoing, this.serializer), signal);
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checking and encoding threw, a CivitasError
+      return Promise.reject(error);
+    }
   }
 
   /** Sends a control request to `civitas.ctl.<name>`, where only the agent's owner listens (see {@link Transport.control}). */
   async control(name: string, operation: ControlOperation, args: JsonObject, timeoutMs: number, signal?: AbortSignal): Promise<JsonObject> {
     if (!this.directory.has(name)) throw notFound(name);
-    return requestControl(this.requireLink(`control '${name}'`).connection, this.serializer, name, operation, args, timeoutMs, signal);
+    const link = this.requireLink(`control '${name}'`);
+    link.sendQueued(); // what was sent before the request goes out before it
+    return requestControl(link.connection, this.serializer, name, operation, args, timeoutMs, signal);
   }
 
   /**

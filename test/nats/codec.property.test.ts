@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { CivitasError } from "../../src/errors/civitas-error.js";
 import { InvalidWireMessageError } from "../../src/errors/errors.js";
 import { createMessage } from "../../src/message/message.js";
-import { toWire } from "../../src/message/wire.js";
+import { fromWire, toWire } from "../../src/message/wire.js";
 import { decodeMessage, decodeWire, encodeMessage, encodeWire, type WireSerializer } from "../../src/nats/codec.js";
 import { messageArbitrary } from "../../src/testing/arbitraries.js";
 
@@ -32,6 +32,47 @@ describe("codec round trip", () => {
         expect(decodeMessage(encodeMessage(message, how))).toEqual(message);
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it("encodeMessage writes the bytes encodeWire writes for the message's wire form, in either encoding (property)", () => {
+    fc.assert(
+      fc.property(messageArbitrary(), serializer, (message, how) => {
+        expect(Buffer.from(encodeMessage(message, how)).toString("hex")).toBe(Buffer.from(encodeWire(toWire(message), how)).toString("hex"));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("encodeMessage writes envelope strings of any length and script as encodeWire does (property)", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: "grapheme", maxLength: 300 }), fc.constantFrom(0, 31, 32, 255, 256, 70_000), (text, pad) => {
+        const message = createMessage({ sender: "a", recipient: "b", type: text + "x".repeat(pad), payload: {} });
+        expect(Buffer.from(encodeMessage(message)).toString("hex")).toBe(Buffer.from(encodeWire(toWire(message))).toString("hex"));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("encodeMessage writes any payload byte for byte as @msgpack/msgpack does: every integer width, floats, long and non-ASCII text, wide maps and arrays (property)", () => {
+    const edge = fc.constantFrom(-0, 0.5, 2 ** 31, -(2 ** 31) - 1, 2 ** 32, 2 ** 53, -(2 ** 53), 2 ** 53 - 1, -(2 ** 53) + 1, -33, -32, 127, 128, 255, 256, 65535, 65536, -129, -32769, "é", "\ud800", "x".repeat(300));
+    const value = fc.letrec((tie) => ({
+      json: fc.oneof(
+        { depthSize: "small" },
+        edge,
+        fc.integer(),
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.string({ unit: "binary", maxLength: 40 }),
+        fc.array(tie("json"), { maxLength: 20 }),
+        fc.dictionary(fc.string({ maxLength: 6 }), tie("json"), { maxKeys: 20 }),
+      ),
+    })).json;
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ maxLength: 6 }), value, { maxKeys: 20 }), (payload) => {
+        const message = fromWire({ ...toWire(createMessage({ sender: "a", recipient: "b", payload: {} })), payload });
+        expect(Buffer.from(encodeMessage(message)).toString("hex")).toBe(Buffer.from(encodeWire(toWire(message), "msgpack")).toString("hex"));
+      }),
+      { numRuns: 500 },
     );
   });
 

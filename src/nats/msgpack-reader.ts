@@ -1,0 +1,314 @@
+import type { JsonObject, JsonValue } from "../message/json.js";
+import type { Message } from "../message/message.js";
+import { WIRE_KEYS, WIRE_SCHEMA_VERSION, wireSecondsToMs } from "../message/wire.js";
+
+/**
+ * Why the fast reader gave up: the general path (`fromWire(decodeWire(bytes))`)
+ * decides, and reports any error. One instance, made once: never seen outside this module.
+ */
+class NotRegular extends Error {}
+const NOT_REGULAR = new NotRegular("not a regular envelope");
+
+/** The MessagePack bytes of each wire key (all fixstr), to compare without decoding. */
+const KEY_BYTES: readonly Uint8Array[] = WIRE_KEYS.map((key) => Uint8Array.from([0xa0 | key.length, ...Buffer.from(key, "latin1")]));
+
+/** Nesting the fast reader follows inside a payload; deeper payloads (rare) take the general path, which allows `MAX_JSON_DEPTH`. */
+const MAX_FAST_DEPTH = 64;
+
+/** Strict, and keeping a leading U+FEFF as `@msgpack/msgpack` does. */
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+const NONE: Uint8Array = new Uint8Array(0);
+let bytes = NONE;
+/** `bytes` as a Buffer when nats.js handed one (it does): ASCII is then read by `toString("latin1")`, without a view object. */
+let buffer: Buffer | undefined;
+let pos = 0;
+
+/** Big-endian reads from `bytes` at `at` (bounds checked by the caller), without a DataView per message. */
+function u16(at: number): number {
+  return ((bytes[at] as number) << 8) | (bytes[at + 1] as number);
+}
+function u32(at: number): number {
+  return (bytes[at] as number) * 0x100_0000 + (((bytes[at + 1] as number) << 16) | ((bytes[at + 2] as number) << 8) | (bytes[at + 3] as number));
+}
+const scratch = new DataView(new ArrayBuffer(8));
+function float(at: number, size: 4 | 8): number {
+  for (let i = 0; i < size; i++) scratch.setUint8(i, bytes[at + i] as number);
+  return size === 4 ? scratch.getFloat32(0) : scratch.getFloat64(0);
+}
+
+function byte(): number {
+  if (pos >= bytes.length) throw NOT_REGULAR;
+  return bytes[pos++] as number;
+}
+
+function need(count: number): void {
+  if (pos + count > bytes.length) throw NOT_REGULAR;
+}
+
+/** A string of `length` bytes at `pos`: short ASCII by char codes, anything else by a strict UTF-8 decoder (invalid UTF-8: the general path). */
+function text(length: number): string {
+  need(length);
+  const end = pos + length;
+  if (length <= 12) {
+    let ascii = "";
+    let i = pos;
+    for (; i < end; i++) {
+      const code = bytes[i] as number;
+      if (code >= 0x80) break;
+      ascii += String.fromCharCode(code);
+    }
+    if (i === end) {
+      pos = end;
+      return ascii;
+    }
+  }
+  if (buffer !== undefined) {
+    let i = pos;
+    while (i < end && (bytes[i] as number) < 0x80) i++;
+    if (i === end) {
+      const ascii = buffer.toString("latin1", pos, end);
+      pos = end;
+      return ascii;
+    }
+  }
+  let value: string;
+  try {
+    value = strictUtf8.decode(new Uint8Array(bytes.buffer, bytes.byteOffset + pos, length));
+  } catch {
+    throw NOT_REGULAR;
+  }
+  pos = end;
+  return value;
+}
+
+/** The length of a str at `pos` (its header consumed), or -1 when the next value is not a str. */
+function strLength(): number {
+  const head = byte();
+  if (head >= 0xa0 && head <= 0xbf) return head & 0x1f;
+  if (head === 0xd9) return byte();
+  if (head === 0xda) {
+    need(2);
+    pos += 2;
+    return u16(pos - 2);
+  }
+  if (head === 0xdb) {
+    need(4);
+    pos += 4;
+    return u32(pos - 4);
+  }
+  pos--;
+  return -1;
+}
+
+function str(): string {
+  const length = strLength();
+  if (length < 0) throw NOT_REGULAR;
+  return text(length);
+}
+
+function nullableStr(): string | null {
+  if (bytes[pos] === 0xc0) {
+    pos++;
+    return null;
+  }
+  return str();
+}
+
+/** A non-negative integer as the general path reads one (64-bit forms: the general path). */
+function count(): number {
+  const head = byte();
+  if (head < 0x80) return head;
+  if (head === 0xcc) return byte();
+  if (head === 0xcd) {
+    need(2);
+    pos += 2;
+    return u16(pos - 2);
+  }
+  if (head === 0xce) {
+    need(4);
+    pos += 4;
+    return u32(pos - 4);
+  }
+  throw NOT_REGULAR;
+}
+
+/** A JSON value, as `copyPlainJson` would copy what `@msgpack/msgpack` decodes; anything it would refuse (or that is rare) is not regular. */
+function value(depth: number): JsonValue {
+  const head = byte();
+  if (head < 0x80) return head;
+  if (head >= 0xe0) return head - 0x100;
+  if (head >= 0xa0 && head <= 0xbf) return text(head & 0x1f);
+  if (head >= 0x80 && head <= 0x8f) return map(head & 0x0f, depth);
+  if (head >= 0x90 && head <= 0x9f) return array(head & 0x0f, depth);
+  let result: number;
+  switch (head) {
+    case 0xc0:
+      return null;
+    case 0xc2:
+      return false;
+    case 0xc3:
+      return true;
+    case 0xcc:
+      return byte();
+    case 0xcd:
+    case 0xd1:
+      need(2);
+      result = head === 0xcd ? u16(pos) : (u16(pos) << 16) >> 16;
+      pos += 2;
+      return result;
+    case 0xce:
+    case 0xd2:
+      need(4);
+      result = head === 0xce ? u32(pos) : u32(pos) | 0;
+      pos += 4;
+      return result;
+    case 0xcf:
+    case 0xd3:
+      // as @msgpack/msgpack reads them without BigInt: high * 2^32 + low (beyond 2^53, rounded as there)
+      need(8);
+      result = (head === 0xcf ? u32(pos) : u32(pos) | 0) * 0x1_0000_0000 + u32(pos + 4);
+      pos += 8;
+      return result;
+    case 0xd0:
+      need(1);
+      return ((bytes[pos++] as number) << 24) >> 24;
+    case 0xca:
+    case 0xcb:
+      need(head === 0xca ? 4 : 8);
+      result = float(pos, head === 0xca ? 4 : 8);
+      pos += head === 0xca ? 4 : 8;
+      if (!Number.isFinite(result)) throw NOT_REGULAR;
+      return result === 0 ? 0 : result;
+    case 0xd9:
+      return text(byte());
+    case 0xda:
+    case 0xdb:
+    case 0xdc:
+    case 0xdd:
+    case 0xde:
+    case 0xdf: {
+      const wide = head === 0xdb || head === 0xdd || head === 0xdf;
+      need(wide ? 4 : 2);
+      const length = wide ? u32(pos) : u16(pos);
+      pos += wide ? 4 : 2;
+      if (head <= 0xdb) return text(length);
+      return head <= 0xdd ? array(length, depth) : map(length, depth);
+    }
+    default:
+      throw NOT_REGULAR; // bin, ext, never-used
+  }
+}
+
+function array(length: number, depth: number): JsonValue[] {
+  if (depth >= MAX_FAST_DEPTH || length > bytes.length - pos) throw NOT_REGULAR;
+  const items: JsonValue[] = [];
+  for (let i = 0; i < length; i++) items.push(value(depth + 1));
+  return items;
+}
+
+function map(length: number, depth: number): JsonObject {
+  if (depth >= MAX_FAST_DEPTH || length > bytes.length - pos) throw NOT_REGULAR;
+  const object: JsonObject = {};
+  for (let i = 0; i < length; i++) {
+    const key = str();
+    if (key === "__proto__") throw NOT_REGULAR;
+    object[key] = value(depth + 1);
+  }
+  return object;
+}
+
+/** Consumes the wire key `index` (as its fixstr bytes), or gives up. */
+function key(index: number): void {
+  const expected = KEY_BYTES[index] as Uint8Array;
+  need(expected.length);
+  for (let i = 0; i < expected.length; i++) if (bytes[pos + i] !== expected[i]) throw NOT_REGULAR;
+  pos += expected.length;
+}
+
+/**
+ * Reads a MessagePack envelope written the regular way — Python's fourteen
+ * keys in their order, then `ttl_ms` and `trace_flags` when present, plain
+ * JSON in the payload — straight into a {@link Message}, without the
+ * intermediate objects of the general path. Returns `undefined` for
+ * anything else (other key orders or extra keys, a non-float timestamp, invalid
+ * UTF-8, errors of any kind): the general path reads those, or refuses them
+ * with its coded error. What it returns is what `fromWire(decodeWire(bytes))` returns.
+ * @internal
+ */
+export function readRegularEnvelope(input: Uint8Array): Message | undefined {
+  bytes = input;
+  buffer = Buffer.isBuffer(input) ? input : undefined;
+  pos = 0;
+  try {
+    return envelope();
+  } catch (error) {
+    if (error === NOT_REGULAR) return undefined;
+    throw error;
+  } finally {
+    bytes = NONE;
+    buffer = undefined;
+  }
+}
+
+function envelope(): Message | undefined {
+  const head = byte();
+  let size: number;
+  if (head === 0x8e || head === 0x8f) size = head & 0x0f;
+  else if (head === 0xde && byte() === 0 && byte() === 16) size = 16;
+  else return undefined;
+  key(0);
+  if (byte() !== WIRE_SCHEMA_VERSION) return undefined;
+  key(1);
+  const id = str();
+  key(2);
+  const type = str();
+  key(3);
+  const sender = str();
+  key(4);
+  const recipient = str();
+  key(5);
+  const correlationId = nullableStr();
+  key(6);
+  const replyTo = nullableStr();
+  key(7);
+  const first = bytes[pos];
+  if (first === undefined || !((first >= 0x80 && first <= 0x8f) || first === 0xde || first === 0xdf)) return undefined; // the payload: a map
+  const payload = value(0) as JsonObject;
+  key(8);
+  if (byte() !== 0xcb) return undefined;
+  need(8);
+  const seconds = float(pos, 8);
+  pos += 8;
+  if (!(Number.isFinite(seconds) && seconds >= 0)) return undefined;
+  key(9);
+  const traceId = str();
+  key(10);
+  const spanId = str();
+  key(11);
+  const parentSpanId = nullableStr();
+  key(12);
+  const attempt = count();
+  key(13);
+  const priority = count();
+  let ttlMs: number | undefined;
+  let traceFlags: number | undefined;
+  if (size > 14 && bytes[pos + 1] === 0x74 && bytes[pos + 2] === 0x74) {
+    key(14);
+    ttlMs = bytes[pos] === 0xc0 ? (pos++, undefined) : count();
+    size--;
+  }
+  if (size > 14) {
+    key(15);
+    traceFlags = bytes[pos] === 0xc0 ? (pos++, undefined) : count();
+    if (traceFlags !== undefined && traceFlags > 255) return undefined;
+  }
+  if (pos !== bytes.length || id.length === 0) return undefined;
+  const message: { -readonly [K in keyof Message]: Message[K] } = { id, type, sender, recipient, payload, timestamp: wireSecondsToMs(seconds), traceId, spanId, attempt, priority };
+  if (correlationId !== null) message.correlationId = correlationId;
+  if (replyTo !== null) message.replyTo = replyTo;
+  if (parentSpanId !== null && parentSpanId.length > 0) message.parentSpanId = parentSpanId;
+  if (traceFlags !== undefined) message.traceFlags = traceFlags;
+  if (ttlMs !== undefined) message.ttlMs = ttlMs;
+  return message;
+}

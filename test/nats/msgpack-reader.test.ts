@@ -1,0 +1,99 @@
+import { readFileSync } from "node:fs";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { createMessage } from "../../src/message/message.js";
+import { fromWire, toWire, type WireMessage } from "../../src/message/wire.js";
+import { decodeWire, encodeMessage, encodeWire } from "../../src/nats/codec.js";
+import { readRegularEnvelope } from "../../src/nats/msgpack-reader.js";
+import { messageArbitrary } from "../../src/testing/arbitraries.js";
+
+/** What the general path makes of `bytes`: the message, or the code of its refusal. */
+function general(bytes: Uint8Array): unknown {
+  try {
+    return fromWire(decodeWire(bytes));
+  } catch (error) {
+    return { refused: (error as { code?: unknown }).code };
+  }
+}
+
+const golden = JSON.parse(readFileSync(new URL("fixtures/golden-vectors.json", import.meta.url), "utf8")) as { vectors: { name: string; msgpack: string }[] };
+
+/** JSON values as MessagePack can carry them, with the edge cases the reader takes apart: wide integers, -0, floats, a BOM, non-ASCII. */
+const jsonish = fc.letrec((tie) => ({
+  value: fc.oneof(
+    { depthSize: "small" },
+    fc.constantFrom(null, true, false, -0, 0.5, -1.25e300, 2 ** 31, -(2 ** 31) - 1, 2 ** 32, 2 ** 53 - 1, -(2 ** 53) + 1, "\ufeffbom", "h\u00e9llo \u{1f600}"),
+    fc.integer({ min: -(2 ** 40), max: 2 ** 40 }),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.string({ unit: "binary", maxLength: 80 }),
+    fc.array(tie("value"), { maxLength: 4 }),
+    fc.dictionary(fc.string({ maxLength: 8 }), tie("value"), { maxKeys: 4 }),
+  ),
+})).value;
+
+describe("the regular MessagePack envelope reader", () => {
+  it("reads every message civitas-ts encodes as the general path does (property)", () => {
+    fc.assert(
+      fc.property(messageArbitrary(), (message) => {
+        const bytes = encodeMessage(message, "msgpack");
+        const read = readRegularEnvelope(bytes);
+        expect(read).toBeDefined();
+        expect(read).toEqual(general(bytes));
+        expect(readRegularEnvelope(Buffer.from(bytes))).toEqual(read); // what nats.js hands over
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("reads any JSON payload as the general path does, or leaves it to it (property)", () => {
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ maxLength: 8 }), jsonish, { maxKeys: 6 }), (payload) => {
+        const wire = toWire(createMessage({ sender: "a", recipient: "b", payload: {} }));
+        const bytes = encodeWire({ ...wire, payload } as WireMessage, "msgpack");
+        const read = readRegularEnvelope(bytes);
+        if (read !== undefined) expect(read).toEqual(general(bytes));
+        expect(readRegularEnvelope(Buffer.from(bytes))).toEqual(read);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("a damaged encoding is read as the general path reads it, or left to it (property)", () => {
+    fc.assert(
+      fc.property(messageArbitrary(), fc.nat(), fc.integer({ min: 0, max: 255 }), fc.constantFrom("cut", "flip", "append"), (message, at, byte, damage) => {
+        const bytes = encodeMessage(message, "msgpack");
+        const i = at % bytes.length;
+        const damaged = damage === "cut" ? bytes.slice(0, i) : damage === "append" ? Uint8Array.from([...bytes, byte]) : Uint8Array.from(bytes, (b, j) => (j === i ? byte : b));
+        const read = readRegularEnvelope(damaged);
+        if (read !== undefined) expect(read).toEqual(general(damaged));
+        expect(readRegularEnvelope(Buffer.from(damaged))).toEqual(read);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it("reads the envelopes Python's msgpack writes itself", () => {
+    for (const vector of golden.vectors) {
+      const bytes = new Uint8Array(Buffer.from(vector.msgpack, "base64"));
+      expect(readRegularEnvelope(bytes), vector.name).toEqual(general(bytes));
+      expect(readRegularEnvelope(Buffer.from(bytes)), vector.name).toEqual(general(bytes));
+    }
+  });
+
+  it("leaves to the general path what it does not read: invalid UTF-8, a __proto__ key, binary, an ext type, JSON", () => {
+    const base = Buffer.from(encodeMessage(createMessage({ sender: "a", recipient: "b", payload: {} }), "msgpack"));
+    const payloadKey = Buffer.from([0xa7, ...Buffer.from("payload")]);
+    const at = base.indexOf(payloadKey) + payloadKey.length;
+    const withPayload = (bytes: number[]): Uint8Array => new Uint8Array(Buffer.concat([base.subarray(0, at), Buffer.from(bytes), base.subarray(at + 1)]));
+    expect(readRegularEnvelope(withPayload([0x81, 0xa1, 0x62, 0xa3, 0xe2, 0x82, 0xac]))?.payload).toEqual({ b: "\u20ac" });
+    for (const payload of [
+      [0x81, 0xa1, 0x62, 0xa3, 0xed, 0xa0, 0x80],
+      [0x81, 0xa9, ...Buffer.from("__proto__"), 0x01],
+      [0x81, 0xa1, 0x62, 0xc4, 0x01, 0x00],
+      [0x81, 0xa1, 0x62, 0xd4, 0x05, 0x00],
+    ]) {
+      expect(readRegularEnvelope(withPayload(payload))).toBeUndefined();
+    }
+    expect(readRegularEnvelope(encodeMessage(createMessage({ sender: "a", recipient: "b", payload: {} }), "json"))).toBeUndefined();
+  });
+});
