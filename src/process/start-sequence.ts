@@ -67,7 +67,10 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     if (fenced !== undefined) throw fenced;
   } catch (error) {
     const exit = { kind: "crash", error } as const;
-    const ending: Stopping = { kind: "stopping", exit, plan: undefined, done: attempt.initialized, crashRecorded: undefined, unfinished: attempt };
+    let stopReturned!: () => void;
+    // A stop meanwhile joins this start's onStop (not its receipt).
+    const done = new Promise<void>((resolve) => (stopReturned = resolve));
+    const ending: Stopping = { kind: "stopping", exit, plan: undefined, done, crashRecorded: undefined, unfinished: attempt };
     r.enter(ending, ProcessStatus.CRASHED);
     r.suspension.deadline?.cancel();
     attempt.markInitialized();
@@ -78,9 +81,8 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     // (STATE_SCHEMA) with the initial state: persists fail with the restore's error until the next start.
     if (!restored) r.unrestored = error;
     const stopSpan = services.telemetry.startSpan("civitas.agent.stop", { "civitas.agent.name": r.agent.name });
-    // A stop meanwhile joins this onStop (not its receipt).
-    ending.done = onStopAfterFailedStart(r);
-    await ending.done;
+    await runHook(r, "onStop", () => r.agent.onStop(), r.options.shutdownTimeoutMs);
+    stopReturned();
     services.telemetry.endSpan(stopSpan);
     await receiptRecorded(r, "agent.crash", ending.crashRecorded);
     if (r.phase === ending) r.enter({ kind: "down", exit, unfinished: attempt }, ProcessStatus.CRASHED);
@@ -106,11 +108,6 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
   // runtime.start() resolves once this receipt is recorded: a kill right after leaves it in the log. Not awaited
   // here: a crash while it is being written must find this start over, so its restart can begin.
   if (services.telemetry.auditing) services.telemetry.track(receiptRecorded(r, "agent.start", startRecorded));
-}
-
-/** `onStop` after a failed start (bounded by `shutdownTimeoutMs`, never throwing). */
-async function onStopAfterFailedStart(r: ProcessRunner): Promise<void> {
-  await runHook(r, "onStop", () => r.agent.onStop(), r.options.shutdownTimeoutMs);
 }
 
 /**

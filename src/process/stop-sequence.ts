@@ -60,14 +60,19 @@ export function stopPlanOf(r: ProcessRunner): StopPlan | undefined {
 function beginStop(r: ProcessRunner, exit: ChildExit, plan: StopPlan | undefined): Stopping {
   const from = r.phase;
   const attempt = from.kind === "starting" && !from.attempt.over ? from.attempt : undefined;
-  const phase: Stopping = { kind: "stopping", exit, plan, done: IDLE_PROMISE, crashRecorded: undefined, unfinished: attempt };
-  r.enter(phase, exit.kind === "crash" ? ProcessStatus.CRASHED : ProcessStatus.STOPPING);
+  const phase: Stopping = { kind: "stopping", exit, plan, done: ENTERED, crashRecorded: undefined, unfinished: attempt };
+  // Made before the phase is entered, so a stop asked at that very instant (an agent.status listener) joins the whole end.
   phase.done = endIncarnation(r, phase);
+  r.enter(phase, exit.kind === "crash" ? ProcessStatus.CRASHED : ProcessStatus.STOPPING);
+  if (plan !== undefined) {
+    r.mailbox.unpark();
+    r.wake();
+  }
   return phase;
 }
 
-/** What `Stopping.done` holds until the end it stands for has begun. */
-const IDLE_PROMISE: Promise<void> = Promise.resolve();
+/** Awaited first by {@link endIncarnation}: it goes on once its phase is entered. */
+const ENTERED: Promise<void> = Promise.resolve();
 
 /**
  * The end of an incarnation, straight through: the loop's last message (or
@@ -77,14 +82,14 @@ const IDLE_PROMISE: Promise<void> = Promise.resolve();
 async function endIncarnation(r: ProcessRunner, phase: Stopping): Promise<void> {
   const services = r.requireServices();
   const plan = phase.plan;
+  await ENTERED;
+  if (r.phase !== phase) return; // the change to it was refused
   if (plan === undefined) {
     // Its own end, decided in its loop (or by a write that lost the fence): the loop, if it runs, ends at its next boundary.
-    await (r.driving ? r.loopDone : undefined);
+    if (r.driving) await r.loopDone;
     // Stopped on its own (STOP, halt) it takes no more messages: senders get MAILBOX_CLOSED, not silence.
     if (phase.exit.kind === "normal") r.close();
   } else {
-    r.mailbox.unpark();
-    r.wake();
     if (!(await settlesWithin(r.loopDone ?? Promise.resolve(), services.clock, plan.timeoutMs))) giveUpOnLoop(r, plan.timeoutMs);
   }
   await finish(r, phase);
