@@ -71,11 +71,9 @@ interface PhaseRule {
 }
 
 /**
- * The phase table. A status change within a phase (RUNNING ⇄ SUSPENDED,
- * STOPPING → STOPPED) keeps the phase; a start may follow a stop whose
- * last receipt is still being written (its status is STOPPED or CRASHED
- * already). Every change is checked against both this table and the
- * status table (process-status.ts).
+ * The phase table. A status change within a phase (INITIALIZING → RUNNING,
+ * RUNNING ⇄ SUSPENDED, STOPPING → STOPPED) keeps the phase. Every change is
+ * checked against both this table and the status table (process-status.ts).
  */
 export const PHASES: Readonly<Record<Phase["kind"], PhaseRule>> = Object.freeze({
   idle: Object.freeze({ statuses: Object.freeze([ProcessStatus.INITIALIZING]), next: Object.freeze(["starting"] as const) }),
@@ -86,7 +84,7 @@ export const PHASES: Readonly<Record<Phase["kind"], PhaseRule>> = Object.freeze(
   up: Object.freeze({ statuses: Object.freeze([ProcessStatus.RUNNING, ProcessStatus.SUSPENDED]), next: Object.freeze(["up", "stopping"] as const) }),
   stopping: Object.freeze({
     statuses: Object.freeze([ProcessStatus.STOPPING, ProcessStatus.STOPPED, ProcessStatus.CRASHED]),
-    next: Object.freeze(["stopping", "down", "starting"] as const),
+    next: Object.freeze(["stopping", "down"] as const),
   }),
   down: Object.freeze({ statuses: Object.freeze([ProcessStatus.STOPPED, ProcessStatus.CRASHED]), next: Object.freeze(["starting"] as const) }),
 });
