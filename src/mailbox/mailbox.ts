@@ -379,13 +379,14 @@ export class Mailbox {
   private take(lane: Lane): Message | undefined {
     for (;;) {
       const message = lane.shift();
+      // No put ever waited on this lane (its queue is made on first need): no call on the message path.
       if (message === undefined) {
-        if (this.isClosed || !this.admitPutter(lane)) return undefined;
+        if (this.isClosed || lane.putters === undefined || !this.admitPutter(lane)) return undefined;
         continue;
       }
       if (lane === this.business) this.businessTaken++;
       // A forced message (a retry, a control) may hold the lane at capacity: a waiting put gets in only when there is room.
-      if (lane.length < lane.capacity) this.admitPutter(lane);
+      if (lane.putters !== undefined && lane.length < lane.capacity) this.admitPutter(lane);
       if (!this.discardIfExpired(message)) return message;
     }
   }

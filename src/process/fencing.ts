@@ -1,5 +1,4 @@
 import { StateFencedError } from "../errors/errors.js";
-import { ProcessStatus } from "./process-status.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { beginSelfStop } from "./stop-sequence.js";
 
@@ -28,12 +27,8 @@ export function afterFailedPersist(runner: ProcessRunner, error: unknown): never
       currentFence: error.currentFence ?? null,
       status: runner.currentStatus,
     });
-    const status = runner.currentStatus;
-    if (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED) {
-      beginSelfStop(runner, "fenced");
-      // Parked (a write from outside a handler, such as a timer's checkpoint): wake the loop so it finishes the stop.
-      runner.wake();
-    }
+    // Parked (a write from outside a handler, such as a timer's checkpoint), the stop ends without its loop.
+    beginSelfStop(runner, "fenced");
   }
   throw error;
 }

@@ -1,14 +1,101 @@
+import type { ChildExit } from "../supervision/child.js";
+import { ProcessStatus } from "./process-status.js";
+
 /**
- * The data of one start and of one stop of an agent, each its own record: a
- * new start makes a new {@link StartAttempt} and drops the last
- * {@link StopPlan}, so nothing of one incarnation's start or stop can leak
- * into the next. Which phase the agent is in is its `ProcessStatus` (the one
- * scalar the message loop reads), written only by `ProcessRunner.transition`
- * against the table in process-status.ts.
+ * The lifecycle phases of an agent, one tagged union: each phase holds only
+ * its own data, so nothing of one incarnation's start or stop can leak into
+ * the next. `ProcessRunner.enter` is the one writer of the phase and of the
+ * public `ProcessStatus` (the scalar the message loop and `wake()` read),
+ * checked against {@link PHASES}.
  * @internal
  */
+export type Phase = Idle | Starting | Up | Stopping | Down;
 
-/** One start of an agent, from `startChild` until the next start replaces it. */
+/** Never started. */
+export interface Idle {
+  readonly kind: "idle";
+}
+
+/**
+ * A start (`startChild`): restoring, `onStart`, then, for a restored pause
+ * not announced yet, its announcement. It lasts until the loop may begin:
+ * a start a stop came during stays here once over, and hands over to that
+ * stop, which alone begins the loop (nothing queued slips in first).
+ */
+export interface Starting {
+  readonly kind: "starting";
+  readonly attempt: StartAttempt;
+}
+
+/** Started, no stop asked for: RUNNING or SUSPENDED, and anything may wake the loop. */
+export interface Up {
+  readonly kind: "up";
+}
+
+/**
+ * Ending the incarnation: a stop asked for (`plan`), one of its own (STOP,
+ * halt, shutdown, lost fence) or a crash, until its `onStop`, final status,
+ * receipts and (for an end of its own) the parent's notice are done.
+ */
+export interface Stopping {
+  readonly kind: "stopping";
+  readonly exit: ChildExit;
+  /** What a stop asked for from outside asked for; `undefined` for an end of its own or a crash. */
+  readonly plan: StopPlan | undefined;
+  /** The whole of the end: what a second stop joins. */
+  done: Promise<void>;
+  /** A crash's `agent.crash` receipt, recorded as the crash happens: the parent hears of it once it is. */
+  crashRecorded: Promise<boolean> | undefined;
+  /** The start of this incarnation when it was still running (announcing a restored pause): a new start follows it. */
+  readonly unfinished: StartAttempt | undefined;
+}
+
+/** Ended: STOPPED or CRASHED, until the next start. */
+export interface Down {
+  readonly kind: "down";
+  readonly exit: ChildExit;
+  /** As {@link Stopping.unfinished}: a stop does not wait for a restored pause's announcement. */
+  readonly unfinished: StartAttempt | undefined;
+}
+
+/** The phase of every agent never started. */
+export const IDLE: Idle = Object.freeze({ kind: "idle" });
+
+/** The phase of every started agent no stop was asked of: shared, so an idle agent holds nothing of its start. */
+export const UP: Up = Object.freeze({ kind: "up" });
+
+/** What each phase allows: the statuses it may show, and the phases it may change to. */
+interface PhaseRule {
+  readonly statuses: readonly ProcessStatus[];
+  readonly next: readonly Phase["kind"][];
+}
+
+/**
+ * The phase table. A status change within a phase (INITIALIZING → RUNNING,
+ * RUNNING ⇄ SUSPENDED, STOPPING → STOPPED) keeps the phase. Every change is
+ * checked against both this table and the status table (process-status.ts).
+ */
+export const PHASES: Readonly<Record<Phase["kind"], PhaseRule>> = Object.freeze({
+  idle: Object.freeze({ statuses: Object.freeze([ProcessStatus.INITIALIZING]), next: Object.freeze(["starting"] as const) }),
+  starting: Object.freeze({
+    statuses: Object.freeze([ProcessStatus.INITIALIZING, ProcessStatus.RUNNING, ProcessStatus.SUSPENDED]),
+    next: Object.freeze(["starting", "up", "stopping"] as const),
+  }),
+  up: Object.freeze({ statuses: Object.freeze([ProcessStatus.RUNNING, ProcessStatus.SUSPENDED]), next: Object.freeze(["up", "stopping"] as const) }),
+  stopping: Object.freeze({
+    statuses: Object.freeze([ProcessStatus.STOPPING, ProcessStatus.STOPPED, ProcessStatus.CRASHED]),
+    next: Object.freeze(["stopping", "down"] as const),
+  }),
+  down: Object.freeze({ statuses: Object.freeze([ProcessStatus.STOPPED, ProcessStatus.CRASHED]), next: Object.freeze(["starting"] as const) }),
+});
+
+/** Whether a change from phase `from` to phase `to` showing `status` is legal. */
+export function isLegalPhase(from: Phase, to: Phase, status: ProcessStatus): boolean {
+  const rule = PHASES[to.kind];
+  return PHASES[from.kind].next.includes(to.kind) && rule.statuses.includes(status);
+}
+
+/** One start of an agent: the data of its `starting` phase. */
 export interface StartAttempt {
   /** The start itself; settles after onStart and, for a restored pause not announced yet, its announcement. */
   done: Promise<void>;
@@ -21,8 +108,8 @@ export interface StartAttempt {
    * never by the start, so nothing queued is taken first.
    */
   stopAsked: boolean;
-  /** Set once the start is over and no stop came during it: from then on anything may wake the loop. */
-  loopMayBegin: boolean;
+  /** Set once `done` has settled. */
+  over: boolean;
   /** Gives up on the `onStart` running now, after `shutdownTimeoutMs` (set while it runs). */
   abandon: (() => void) | undefined;
 }
@@ -31,10 +118,10 @@ export interface StartAttempt {
 export function newStartAttempt(): StartAttempt {
   let markInitialized!: () => void;
   const initialized = new Promise<void>((resolve) => (markInitialized = resolve));
-  return { done: initialized, initialized, markInitialized, stopAsked: false, loopMayBegin: false, abandon: undefined };
+  return { done: initialized, initialized, markInitialized, stopAsked: false, over: false, abandon: undefined };
 }
 
-/** What a stop asked for (`requestStop`), kept until the next start. */
+/** What a stop asked for from outside (`requestStop`): the data of its `stopping` phase. */
 export interface StopPlan {
   /** The bound of the stop's steps (its drain, `onStop`): the stop's own `timeoutMs`, else `shutdownTimeoutMs`. */
   readonly timeoutMs: number;

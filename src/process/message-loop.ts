@@ -11,7 +11,7 @@ import { ProcessStatus } from "./process-status.js";
 import { cancelOnHalt } from "./pause-settlement.js";
 import { isMintedControl } from "./control-authority.js";
 import type { ProcessRunner } from "./process-runner.js";
-import { finish, crash, beginSelfStop } from "./stop-sequence.js";
+import { crash, beginSelfStop, stopPlanOf } from "./stop-sequence.js";
 import { receiptRecorded, runHook } from "./hooks.js";
 import { refuse, routeResult, deliverQuietly, reportForgedControl } from "./effects.js";
 
@@ -22,8 +22,9 @@ const WAKE: Promise<void> = Promise.resolve();
  * The message loop of incarnation `generation`: dispatches messages until
  * the mailbox is empty — then it parks (the mailbox nudges it when work
  * arrives, so an idle agent holds no pending promise) — or the incarnation
- * ends. One async frame per wake-up: the untraced dispatch of a business
- * message is inlined here, as it is the runtime's hot path.
+ * ends (the `stopping` phase then goes on without it: stop-sequence.ts).
+ * One async frame per wake-up: the untraced dispatch of a business message
+ * is inlined here, as it is the runtime's hot path.
  */
 export async function run(r: ProcessRunner, generation: number): Promise<void> {
   await WAKE; // a handler never runs inside the call stack of whoever woke the loop
@@ -69,13 +70,15 @@ export async function run(r: ProcessRunner, generation: number): Promise<void> {
           }
           break;
         }
-        case ProcessStatus.STOPPING:
+        case ProcessStatus.STOPPING: {
           // A pause asked for (before or during the drain) makes the rest of the business unapproved work.
+          const plan = stopPlanOf(r);
           message =
-            r.plan?.drainAll === true && r.suspension.request === undefined
-              ? (mailbox.pollPriority() ?? (mailbox.businessTakenCount < r.plan.drainEnd ? mailbox.poll() : undefined))
+            plan?.drainAll === true && r.suspension.request === undefined
+              ? (mailbox.pollPriority() ?? (mailbox.businessTakenCount < plan.drainEnd ? mailbox.poll() : undefined))
               : undefined;
           break;
+        }
         default:
           message = undefined;
       }
@@ -123,7 +126,7 @@ export async function run(r: ProcessRunner, generation: number): Promise<void> {
     // Only a bug in the runtime lands here; never leave the agent half-running.
     if (generation === r.generation) {
       r.driving = false;
-      if (r.currentStatus === ProcessStatus.RUNNING) crash(r, error);
+      if (r.currentStatus === ProcessStatus.RUNNING) void crash(r, error); // its receipt is awaited by the end it begins
       else if (r.currentStatus === ProcessStatus.SUSPENDED) {
         // SUSPENDED cannot crash (it runs no user code that may fail): stop it, keeping its marker.
         services.logger.error(`'${r.agent.name}' hit an internal error while SUSPENDED; stopping it`, { error });
@@ -131,14 +134,6 @@ export async function run(r: ProcessRunner, generation: number): Promise<void> {
       }
     }
   }
-  if (generation !== r.generation || r.plan !== undefined) return;
-  // Stopped on its own (STOP, halt) it takes no more messages: senders get MAILBOX_CLOSED, not silence.
-  if (r.exit?.kind === "normal") r.close();
-  r.finishing = finish(r);
-  await r.finishing;
-  // A crash's receipt is durable before the supervisor restarts the agent.
-  if (r.exit?.kind === "crash" && r.crashRecorded !== undefined) await receiptRecorded(r, "agent.crash", r.crashRecorded);
-  r.parent?.childExited(r.agent, r.exit ?? { kind: "normal", reason: "stopped" }, r.starts);
 }
 
 /**
@@ -201,16 +196,17 @@ export async function onFailure(r: ProcessRunner, error: unknown, message: Messa
     return;
   }
   if (r.currentStatus === ProcessStatus.STOPPING) {
+    const plan = stopPlanOf(r);
     // On its way out, it cannot crash or stop again. A retry goes back to the mailbox: next in a drain-all,
     // otherwise queued with the rest for the next incarnation (a restart keeps the mailbox).
     if (action === ErrorAction.RETRY && message.attempt < r.options.maxRetries && !r.mailbox.closed) {
-      if (r.plan?.drainAll === true) requeueMessage(r.mailbox, nextAttempt(message));
+      if (plan?.drainAll === true) requeueMessage(r.mailbox, nextAttempt(message));
       else forceMessage(r.mailbox, nextAttempt(message));
     } else {
       failRequest(r, message, error, action);
       if (action === ErrorAction.SKIP) return;
-      const drainEnds = r.plan?.drainAll === true ? "; the drain ends, what is still queued is left unhandled" : "";
-      if (r.plan !== undefined) r.plan.drainAll = false;
+      const drainEnds = plan?.drainAll === true ? "; the drain ends, what is still queued is left unhandled" : "";
+      if (plan !== undefined) plan.drainAll = false;
       services.logger.error(
         `'${r.agent.name}' failed a message while STOPPING (${message.id}, onError: ${describeValue(action)}): on its way out it cannot crash or stop again, so the message is dropped${drainEnds}`,
         { error },
@@ -240,9 +236,9 @@ export async function onFailure(r: ProcessRunner, error: unknown, message: Messa
   } else if (action !== ErrorAction.ESCALATE) {
     services.logger.error(`'${r.agent.name}'.onError returned ${describeValue(action)}, not an ErrorAction; escalating`);
   }
-  crash(r, error);
+  const crashRecorded = crash(r, error);
   // The crash is on record before the caller hears of it.
-  if (r.crashRecorded !== undefined) await receiptRecorded(r, "agent.crash", r.crashRecorded);
+  await receiptRecorded(r, "agent.crash", crashRecorded);
   failRequest(r, message, error, action);
 }
 

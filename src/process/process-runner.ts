@@ -3,7 +3,7 @@ import { AgentNotFoundError, IllegalTransitionError, InvalidArgumentError, Mailb
 import { type Message } from "../message/message.js";
 import { Mailbox, queuedBusiness, type MailboxConsumer } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../runtime/services.js";
-import type { ChildExit, ChildParent, StopOptions } from "../supervision/child.js";
+import type { ChildParent, StopOptions } from "../supervision/child.js";
 import { isDynamicHost } from "../supervision/dynamic-host.js";
 import { systemClock, type Clock } from "../time/clock.js";
 import { type ResolvedAgentOptions } from "./agent-options.js";
@@ -14,7 +14,7 @@ import { afterFailedPersist } from "./fencing.js";
 import { isLegalTransition, ProcessStatus } from "./process-status.js";
 import type { AgentProcess } from "./agent-process.js";
 import { SuspensionControl } from "./suspension-control.js";
-import { newStartAttempt, type StartAttempt, type StopPlan } from "./lifecycle.js";
+import { IDLE, isLegalPhase, newStartAttempt, UP, type Phase } from "./lifecycle.js";
 import { start } from "./start-sequence.js";
 import { requestStop } from "./stop-sequence.js";
 import { run } from "./message-loop.js";
@@ -27,22 +27,21 @@ import { refuse } from "./effects.js";
  * @internal
  */
 export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
+  /** The public status: a scalar mirror of the phase's, written only by {@link ProcessRunner.enter}. */
   currentStatus = ProcessStatus.INITIALIZING;
+  /** Which lifecycle phase the agent is in, with that phase's data (lifecycle.ts); written only by {@link ProcessRunner.enter}. */
+  phase: Phase = IDLE;
   services: RuntimeServices | undefined;
   parent: ChildParent | undefined;
   box: Mailbox | undefined;
   initialState: string | undefined;
+  /** Bumped by every start and by a stop that gives up on its loop: a loop (or handler) of an older one can no longer act. */
   generation = 0;
   starts = 0;
-  /** The last start (see lifecycle.ts): in flight until its `done` settles. */
-  attempt: StartAttempt | undefined;
-  /** What the stop of this incarnation asked for; `undefined` until a stop is requested. */
-  plan: StopPlan | undefined;
-  stopping: Promise<void> | undefined;
-  finishing: Promise<unknown> | undefined;
-  loopDone: Promise<void> | undefined;
+  /** The message loop runs now (begun by {@link ProcessRunner.wake}, not parked): never two loops. */
   driving = false;
-  exit: ChildExit | undefined;
+  /** The loop begun last; it spans the `up` and `stopping` phases of one incarnation. */
+  loopDone: Promise<void> | undefined;
   /**
    * Aborts the deliveries of what this incarnation's handlers returned, when a
    * stop gives up on it. Made on first need: an idle agent holds none.
@@ -64,8 +63,6 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   abandonedOnStart: Promise<void> | undefined;
   /** Hooks (`onStop`, `onSuspend`, `onResume`, `onChildTerminated`) running now, including ones past their deadline. */
   hooksRunning = 0;
-  /** Settles once the last crash's `agent.crash` receipt is recorded (or failed to be): the restart waits for it. */
-  crashRecorded: Promise<boolean> | undefined;
   /** Why this incarnation's state could not be restored: persists are refused with it, so the stored record survives. */
   unrestored: unknown;
   /** Set when a persist was refused with `STATE_FENCED`: another process owns the agent now; see `afterFailedPersist`. */
@@ -148,10 +145,10 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
    * @internal
    */
   abandonStart(): void {
-    const attempt = this.attempt;
-    if (attempt === undefined || this.currentStatus !== ProcessStatus.INITIALIZING) return;
-    attempt.stopAsked = true;
-    attempt.abandon?.();
+    const phase = this.phase;
+    if (phase.kind !== "starting" || this.currentStatus !== ProcessStatus.INITIALIZING) return;
+    phase.attempt.stopAsked = true;
+    phase.attempt.abandon?.();
   }
 
   /** @internal */
@@ -169,42 +166,41 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       return Promise.reject(new IllegalTransitionError(this.agent.name, status, ProcessStatus.INITIALIZING));
     }
     const attempt = newStartAttempt();
-    this.attempt = attempt;
     attempt.done = start(this, attempt).finally(() => {
-      // Over: a shared record says how it ended, so an idle agent keeps nothing of its start.
-      if (this.attempt === attempt) this.attempt = attempt.stopAsked ? STOP_CAME_DURING_START : STARTED;
+      attempt.over = true;
     });
     return attempt.done;
   }
 
-  /** The start in flight, if any. */
+  /** The start in flight, if any: the `starting` phase's, or that of an incarnation a stop ended while it announced a restored pause. */
   startInFlight(): Promise<void> | undefined {
-    const done = this.attempt?.done;
-    return done === SETTLED ? undefined : done;
+    const phase = this.phase;
+    const attempt = phase.kind === "starting" ? phase.attempt : phase.kind === "stopping" || phase.kind === "down" ? phase.unfinished : undefined;
+    return attempt === undefined || attempt.over ? undefined : attempt.done;
   }
 
   /** @internal */
   async stopChild(options: StopOptions = {}): Promise<void> {
     for (;;) {
-      switch (this.currentStatus) {
-        case ProcessStatus.INITIALIZING:
-          const starting = this.startInFlight();
-          if (starting === undefined || this.attempt === undefined) return; // never started
-          // Stopped while starting (also before onStart began): onStart gets shutdownTimeoutMs, as when the runtime
-          // stops, and no loop begins; once the start is past onStart (the rest, such as announcing a restored
-          // pause, goes on in the background), it is stopped as usual.
-          this.abandonStart();
-          await Promise.race([starting.catch(() => undefined), this.attempt.initialized]);
-          continue;
-        case ProcessStatus.RUNNING:
-        case ProcessStatus.SUSPENDED:
-          this.stopping = requestStop(this, options);
-          return this.stopping;
+      const phase = this.phase;
+      switch (phase.kind) {
+        case "starting":
+          if (this.currentStatus === ProcessStatus.INITIALIZING) {
+            // Stopped while starting (also before onStart began): onStart gets shutdownTimeoutMs, as when the runtime
+            // stops, and no loop begins; once the start is past onStart (the rest, such as announcing a restored
+            // pause, goes on in the background), it is stopped as usual.
+            this.abandonStart();
+            await Promise.race([phase.attempt.done.catch(() => undefined), phase.attempt.initialized]);
+            continue;
+          }
+          return requestStop(this, options);
+        case "up":
+          return requestStop(this, options);
+        case "stopping":
+          // Another stop, its own end, a crash or a failed start is ending it: this stop joins that end.
+          return phase.done;
         default:
-          await this.stopping;
-          await this.loopDone;
-          await this.finishing;
-          return;
+          return; // never started, or over
       }
     }
   }
@@ -219,20 +215,15 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   /**
    * The one way the message loop begins (called by the mailbox, by a start
    * once it is over, by a stop, by a suspend request or a pause's deadline
-   * an idle agent must see, by a lost fence). Begins it unless it runs
-   * already (`driving`: never two loops), the agent is not RUNNING,
-   * SUSPENDED or STOPPING, or (unless STOPPING) a start has not allowed it:
-   * during a start the loop waits for it to be over, and after a start a
-   * stop came during, only that stop begins it, so nothing queued slips in
-   * first.
+   * an idle agent must see). Begins it unless it runs already (`driving`:
+   * never two loops), or the agent is neither `up` (RUNNING or SUSPENDED,
+   * its start over) nor STOPPING: during a start the loop waits for it to be
+   * over, and after a start a stop came during, only that stop begins it,
+   * so nothing queued slips in first.
    */
   wake(): void {
     if (this.driving) return;
-    const status = this.currentStatus;
-    if (status !== ProcessStatus.STOPPING) {
-      if (status !== ProcessStatus.RUNNING && status !== ProcessStatus.SUSPENDED) return;
-      if (this.attempt?.loopMayBegin === false) return;
-    }
+    if (this.currentStatus !== ProcessStatus.STOPPING && this.phase !== UP) return;
     this.box?.unpark();
     this.driving = true;
     this.loopDone = run(this, this.generation);
@@ -261,9 +252,25 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     }
   }
 
+  /** A status change within the current phase (RUNNING ⇄ SUSPENDED, INITIALIZING → RUNNING, STOPPING → STOPPED). */
   transition(to: ProcessStatus): void {
+    this.enter(this.phase, to);
+  }
+
+  /**
+   * The one writer of the phase and of the public status: enters `next`
+   * showing `to`, both checked (lifecycle.ts' phase table, process-status.ts'
+   * status table), and emits `agent.status` when the status changes.
+   * @throws {@link IllegalTransitionError} (`ILLEGAL_TRANSITION`) for a change either table refuses
+   */
+  enter(next: Phase, to: ProcessStatus): void {
     const from = this.currentStatus;
-    if (!isLegalTransition(from, to)) throw new IllegalTransitionError(this.agent.name, from, to);
+    const phase = this.phase;
+    // The same status is legal only with a phase change (idle -> starting, or a start handing over to `up`).
+    if (from === to ? next === phase : !isLegalTransition(from, to)) throw new IllegalTransitionError(this.agent.name, from, to);
+    if (!isLegalPhase(phase, next, to)) throw new IllegalTransitionError(this.agent.name, `${from} (${phase.kind})`, `${to} (${next.kind})`);
+    this.phase = next;
+    if (from === to) return;
     this.currentStatus = to;
     try {
       this.services?.events.emit("agent.status", this.agent.name, from, to);
@@ -315,14 +322,3 @@ export function removedError(name: string): AgentNotFoundError {
 export function notAttached(name: string): RuntimeStateError {
   return new RuntimeStateError("RUNTIME_NOT_STARTED", `agent '${name}' does not belong to a runtime yet; pass it (or its supervisor) to new Runtime({ root })`);
 }
-
-/** Stands for the `done` of a start that is over. */
-const SETTLED: Promise<void> = Promise.resolve();
-
-function noop(): void {}
-
-/** A start that is over (done, or failed) with no stop during it: anything may wake the loop of its incarnation. */
-const STARTED: StartAttempt = Object.freeze({ done: SETTLED, initialized: SETTLED, markInitialized: noop, stopAsked: false, loopMayBegin: true, abandon: undefined });
-
-/** A start that is over, a stop having come during it: only that stop begins the loop. */
-const STOP_CAME_DURING_START: StartAttempt = Object.freeze({ done: SETTLED, initialized: SETTLED, markInitialized: noop, stopAsked: true, loopMayBegin: false, abandon: undefined });

@@ -5,22 +5,27 @@ import { checkStoredState } from "../state/state-record.js";
 import { readMarker } from "./suspension.js";
 import { ProcessStatus } from "./process-status.js";
 import type { ProcessRunner } from "./process-runner.js";
-import type { StartAttempt } from "./lifecycle.js";
+import { UP, type StartAttempt, type Starting, type Stopping } from "./lifecycle.js";
 import { receiptRecorded, runHook, errorText } from "./hooks.js";
 
+/**
+ * One start of the agent, straight through its `starting` phase: restore
+ * the state, `onStart` (bounded once a stop comes), then RUNNING or
+ * SUSPENDED, a restored pause's announcement, and `up` — unless a stop came
+ * meanwhile, which then ends the incarnation. A failed start runs `onStop`
+ * and ends CRASHED.
+ */
 export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<void> {
   const services = r.requireServices();
-  if (r.currentStatus !== ProcessStatus.INITIALIZING) r.transition(ProcessStatus.INITIALIZING);
+  const starting: Starting = { kind: "starting", attempt };
+  r.enter(starting, ProcessStatus.INITIALIZING);
   if (r.box?.closed === true) r.box = r.newMailbox(); // restarted after it stopped for good
   r.generation++;
   r.results = undefined;
   r.starts++;
-  r.plan = undefined;
-  r.suspension.startedAfter = r.starts > 1 ? services.controlSent.count : undefined;
+  // Resumes numbered up to this were queued before a restart: not meant for a pause it restores unannounced.
+  const startedAfter = r.starts > 1 ? services.controlSent.count : undefined;
   r.driving = false;
-  r.exit = undefined;
-  r.stopping = undefined;
-  r.finishing = undefined;
   const span = services.telemetry.startSpan("civitas.agent.start", { "civitas.agent.name": r.agent.name, "civitas.agent.incarnation": r.starts });
   let restored = false;
   let settledInStore = false;
@@ -61,20 +66,26 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     const fenced = r.fencedOut as StateFencedError | undefined; // set meanwhile when onStart's checkpoint found the agent owned elsewhere
     if (fenced !== undefined) throw fenced;
   } catch (error) {
-    r.transition(ProcessStatus.CRASHED);
+    const exit = { kind: "crash", error } as const;
+    let stopReturned!: () => void;
+    // A stop meanwhile joins this start's onStop (not its receipt).
+    const done = new Promise<void>((resolve) => (stopReturned = resolve));
+    const ending: Stopping = { kind: "stopping", exit, plan: undefined, done, crashRecorded: undefined, unfinished: attempt };
+    r.enter(ending, ProcessStatus.CRASHED);
     r.suspension.deadline?.cancel();
     attempt.markInitialized();
     services.telemetry.endSpan(span, error);
     // The crash's receipt is durable before the supervisor hears of the failure (and restarts).
-    const crashRecorded = services.telemetry.audit("agent.crash", r.agent.name, { phase: "start", error: errorText(error) });
+    ending.crashRecorded = services.telemetry.audit("agent.crash", r.agent.name, { phase: "start", error: errorText(error) });
     // onStop still runs, but a checkpoint from it must not overwrite the record that could not be read
     // (STATE_SCHEMA) with the initial state: persists fail with the restore's error until the next start.
     if (!restored) r.unrestored = error;
     const stopSpan = services.telemetry.startSpan("civitas.agent.stop", { "civitas.agent.name": r.agent.name });
-    r.finishing = runHook(r, "onStop", () => r.agent.onStop(), r.options.shutdownTimeoutMs);
-    await r.finishing;
+    await runHook(r, "onStop", () => r.agent.onStop(), r.options.shutdownTimeoutMs);
+    stopReturned();
     services.telemetry.endSpan(stopSpan);
-    await receiptRecorded(r, "agent.crash", crashRecorded);
+    await receiptRecorded(r, "agent.crash", ending.crashRecorded);
+    if (r.phase === ending) r.enter({ kind: "down", exit, unfinished: attempt }, ProcessStatus.CRASHED);
     throw new StartFailedError(r.agent.name, { cause: error });
   }
   r.transition(r.suspension.marker === undefined ? ProcessStatus.RUNNING : ProcessStatus.SUSPENDED);
@@ -85,13 +96,15 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     ...(r.suspension.marker === undefined ? {} : { suspensionId: r.suspension.marker.suspensionId }),
   });
   // A pause stored before it was announced (a crash or stop came first) gets its receipt and onSuspend now, before any message.
-  if (r.suspension.marker?.announced === false) await r.suspension.announceRestored();
+  if (r.suspension.marker?.announced === false) await r.suspension.announceRestored(startedAfter);
   // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.
   else if (settledInStore && r.suspension.marker === undefined) await r.suspension.persistMarker("resume", undefined);
   // A stop that came meanwhile (this agent's, or the runtime's) has begun, or will begin, the loop itself.
   if (services.stopping.aborted) attempt.stopAsked = true;
-  attempt.loopMayBegin = !attempt.stopAsked;
-  if (r.currentStatus !== ProcessStatus.STOPPING && r.currentStatus !== ProcessStatus.STOPPED) r.wake();
+  if (r.phase === starting && !attempt.stopAsked) {
+    r.enter(UP, r.currentStatus);
+    r.wake();
+  }
   // runtime.start() resolves once this receipt is recorded: a kill right after leaves it in the log. Not awaited
   // here: a crash while it is being written must find this start over, so its restart can begin.
   if (services.telemetry.auditing) services.telemetry.track(receiptRecorded(r, "agent.start", startRecorded));

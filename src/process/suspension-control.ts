@@ -86,14 +86,6 @@ export class SuspensionControl {
    */
   announcementOwed = false;
   /**
-   * The runtime's count of control requests when this incarnation began, on
-   * a restart: resumes numbered up to it were queued before the restart and
-   * cannot have been meant for a pause the restart restores unannounced.
-   * `undefined` on a first start (a resume sent while it starts is meant for
-   * the stored pause).
-   */
-  startedAfter: number | undefined;
-  /**
    * The current pause's deadline, armed on the runtime's clock; made for the
    * first pause that has one (most agents never do, and an idle agent's
    * footprint counts).
@@ -169,15 +161,19 @@ export class SuspensionControl {
    * was announced (`announced: false`: a checkpoint carried it, then a crash
    * or a stop came before the loop boundary): its persist, `onSuspend` and
    * `agent.suspend` receipt, as entering it would have given.
+   * `startedAfter`: on a restart, the runtime's count of control requests
+   * when it began (resumes numbered up to it were queued before the restart
+   * and cannot have been meant for this pause); `undefined` on a first start
+   * (a resume sent while it starts is meant for the stored pause).
    */
-  announceRestored(): Promise<void> {
+  announceRestored(startedAfter: number | undefined): Promise<void> {
     const stored = this.marker;
     if (stored?.announced !== false) return Promise.resolve();
     const marker = announcedMarker(stored);
     const span = this.suspendSpan(marker, true);
     this.setMarker(marker);
     // Resumes queued before a restart (one sent while the agent still ran) were not meant for this pause.
-    this.pauseAfter = this.request?.askedBy ?? this.startedAfter;
+    this.pauseAfter = this.request?.askedBy ?? startedAfter;
     return this.announce(marker, span, true);
   }
 
