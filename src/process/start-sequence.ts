@@ -6,7 +6,7 @@ import { readMarker } from "./suspension.js";
 import { ProcessStatus } from "./process-status.js";
 import type { ProcessRunner } from "./process-runner.js";
 import type { StartAttempt } from "./lifecycle.js";
-import { receiptRecorded, runHook, errorText } from "./hooks.js";
+import { receiptRecorded, runHook, errorText, overrides } from "./hooks.js";
 
 export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<void> {
   const services = r.requireServices();
@@ -45,19 +45,22 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     restored = true;
     // An onStart a stop gave up on gets up to shutdownTimeoutMs more to return before the next one begins.
     const previous = r.abandonedOnStart;
-    const onStart = previous === undefined ? callOnStart(r) : afterAbandonedOnStart(r, previous);
-    if (!(await settlesUnlessStopped(r, attempt, onStart))) {
-      const abandoned = onStart.catch(() => undefined);
-      r.abandonedOnStart = abandoned;
-      void abandoned.then(() => {
-        if (r.abandonedOnStart === abandoned) r.abandonedOnStart = undefined;
-      });
-      if (services.stopping.aborted) {
-        throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime stopped while '${r.agent.name}'.onStart was running, and it did not finish within ${r.options.shutdownTimeoutMs} ms; the start is abandoned`);
+    // The base class's onStart does nothing: no call, and nothing to wait for or bound.
+    if (previous !== undefined || overrides(r, "onStart")) {
+      const onStart = previous === undefined ? callOnStart(r) : afterAbandonedOnStart(r, previous);
+      if (!(await settlesUnlessStopped(r, attempt, onStart))) {
+        const abandoned = onStart.catch(() => undefined);
+        r.abandonedOnStart = abandoned;
+        void abandoned.then(() => {
+          if (r.abandonedOnStart === abandoned) r.abandonedOnStart = undefined;
+        });
+        if (services.stopping.aborted) {
+          throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime stopped while '${r.agent.name}'.onStart was running, and it did not finish within ${r.options.shutdownTimeoutMs} ms; the start is abandoned`);
+        }
+        throw new Error(`'${r.agent.name}' was stopped while its onStart was running, and onStart did not finish within ${r.options.shutdownTimeoutMs} ms; the start is abandoned`);
       }
-      throw new Error(`'${r.agent.name}' was stopped while its onStart was running, and onStart did not finish within ${r.options.shutdownTimeoutMs} ms; the start is abandoned`);
+      await onStart;
     }
-    await onStart;
     const fenced = r.fencedOut as StateFencedError | undefined; // set meanwhile when onStart's checkpoint found the agent owned elsewhere
     if (fenced !== undefined) throw fenced;
   } catch (error) {

@@ -238,8 +238,13 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       events: this,
       authorizeResume: options.authorizeResume,
       expired: (message) => {
-        logger.warn(`message ${message.id} to '${message.recipient}' expired after ${message.ttlMs} ms in the mailbox and was discarded`);
-        this.emit("message.expired", message);
+        // Reported from inside an agent loop's dequeue: a listener's bug must not crash the agent.
+        try {
+          logger.warn(`message ${message.id} to '${message.recipient}' expired after ${message.ttlMs} ms in the mailbox and was discarded`);
+          this.emit("message.expired", message);
+        } catch (error) {
+          logger.error(`a 'message.expired' listener threw for message ${message.id} to '${message.recipient}'`, { error });
+        }
       },
       stopping: this.stopSignal.signal,
       controlSent: { count: 0 },
@@ -650,7 +655,11 @@ function checkTree(root: SupervisedChild): void {
       throw new DuplicateNameError(node.name, `${what} name '${node.name}' is already used in this tree by a ${first}; names of agents and supervisors must be unique`);
     }
     names.set(node.name, what);
-    if (node instanceof Supervisor || node instanceof DynamicSupervisor) pending.push(...[...node.children].reverse());
+    if (node instanceof Supervisor || node instanceof DynamicSupervisor) {
+      // Pushed last to first, so children are checked in order; no spread, which would pass every child as an argument.
+      const children = node.children;
+      for (let i = children.length - 1; i >= 0; i--) pending.push(children[i] as SupervisedChild);
+    }
   }
 }
 

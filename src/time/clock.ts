@@ -57,13 +57,15 @@ export const systemClock: Clock = {
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+const NOW_ONLY: readonly "now"[] = Object.freeze(["now"]);
+
 /**
  * `clock` as given in `owner`'s options, refused with `INVALID_ARGUMENT`
  * before anything else happens unless it has the methods `owner` calls
  * (a Mailbox and a state store only read the time; a Runtime also arms timers).
  * @internal
  */
-export function checkClock(clock: unknown, owner: string, needs: readonly ("now" | "setTimeout")[] = ["now"]): Clock {
+export function checkClock(clock: unknown, owner: string, needs: readonly ("now" | "setTimeout")[] = NOW_ONLY): Clock {
   const missing = needs.filter((method) => typeof (clock as Record<string, unknown> | null)?.[method] !== "function");
   if (missing.length > 0) {
     throw new InvalidArgumentError(
