@@ -29,6 +29,7 @@ import { checkRuntimeOptions } from "./check-runtime-options.js";
 import { buildTopology, type AgentClasses } from "./topology.js";
 import { attachTransport } from "./transport-host.js";
 import { listClusterSuspended } from "./cluster-suspensions.js";
+import { readStatesAhead } from "../state/read-ahead.js";
 
 /** Options of a {@link Runtime}. */
 export interface RuntimeOptions {
@@ -274,6 +275,14 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     return new Runtime({ ...rest, root: buildTopology(topology, agents) });
   }
 
+  /** Starts the root; every agent reads its record as it starts, and a store that can reads them all in one go first. */
+  private startTree(): Promise<void> {
+    const dropUnread = readStatesAhead(this.services.store, this.services.registry.names());
+    const started = this.root[startChild]();
+    void started.then(dropUnread, dropUnread);
+    return started;
+  }
+
   /**
    * Starts the tree, children in order. Resolves once every agent runs and
    * their `agent.start` audit receipts are recorded by the audit sink (for a
@@ -290,7 +299,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       const transport = this.services.bus.transport;
       const host = this.transportHost;
       // The transport connects and learns the other runtimes' agents before any agent starts and sends.
-      const started = transport === undefined || host === undefined ? this.root[startChild]() : transport.start(host).then(() => this.root[startChild]());
+      const started = transport === undefined || host === undefined ? this.startTree() : transport.start(host).then(() => this.startTree());
       this.starting = started.then(() => this.services.telemetry.flush(), (error: unknown) => {
         this.startFailed = true;
         clearInterval(this.aliveHandle);
