@@ -644,26 +644,25 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
  * already belonging to a runtime.
  */
 function checkTree(root: SupervisedChild): void {
-  const names = new Map<string, string>();
-  const seen = new Set<SupervisedChild>();
+  // One entry per name: an instance met twice finds itself under its own name.
+  const named = new Map<string, SupervisedChild>();
   // A loop, not recursion: a tree built in code may nest deeper than the stack allows.
   const pending: SupervisedChild[] = [root];
   for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
-    const agent = node instanceof AgentProcess;
-    const what = agent ? "agent" : "supervisor";
-    if (seen.has(node)) {
+    const what = node instanceof AgentProcess ? "agent" : "supervisor";
+    const first = typeof node.name === "string" ? named.get(node.name) : undefined;
+    if (first === node) {
       throw new InvalidArgumentError(what, `${what} '${node.name}' appears twice in the tree; create one instance per place in the tree`);
     }
-    seen.add(node);
     assertValidName(node.name, what);
     if (node.attached) {
       throw new InvalidArgumentError(what, `${what} '${node.name}' already belongs to a runtime; create a new instance instead`);
     }
-    const first = names.get(node.name);
     if (first !== undefined) {
-      throw new DuplicateNameError(node.name, `${what} name '${node.name}' is already used in this tree by a ${first}; names of agents and supervisors must be unique`);
+      const firstWhat = first instanceof AgentProcess ? "agent" : "supervisor";
+      throw new DuplicateNameError(node.name, `${what} name '${node.name}' is already used in this tree by a ${firstWhat}; names of agents and supervisors must be unique`);
     }
-    names.set(node.name, what);
+    named.set(node.name, node);
     if (node instanceof Supervisor || node instanceof DynamicSupervisor) {
       // Pushed last to first, so children are checked in order; no spread, which would pass every child as an argument.
       const children = node.children;

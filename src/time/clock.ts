@@ -66,8 +66,12 @@ const NOW_ONLY: readonly "now"[] = Object.freeze(["now"]);
  * @internal
  */
 export function checkClock(clock: unknown, owner: string, needs: readonly ("now" | "setTimeout")[] = NOW_ONLY): Clock {
-  const missing = needs.filter((method) => typeof (clock as Record<string, unknown> | null)?.[method] !== "function");
-  if (missing.length > 0) {
+  // A loop, not a filter: every agent's mailbox checks its clock, and a complete one needs no array.
+  let missing: string[] | undefined;
+  for (const method of needs) {
+    if (typeof (clock as Record<string, unknown> | null)?.[method] !== "function") (missing ??= []).push(method);
+  }
+  if (missing !== undefined) {
     throw new InvalidArgumentError(
       "clock",
       `${owner} option clock must be a Clock (now() returning epoch ms${needs.includes("setTimeout") ? ", setTimeout(fn, ms) returning { cancel() }" : ""}), got ${describeValue(clock)} without ${missing.join(", ")}; leave it out for the system clock, or pass TestClock from civitas-ts/testing`,
