@@ -1,6 +1,7 @@
 import { RuntimeStateError, StartFailedError, type StateFencedError } from "../errors/errors.js";
 import { assertJsonObject, type JsonObject } from "../message/json.js";
-import { settlesUnlessAbandoned, settlesWithin } from "../time/deadline.js";
+import { AbandonableWait, settlesWithin } from "../time/deadline.js";
+import { whenAborted } from "../time/when-aborted.js";
 import { checkStoredState } from "../state/state-record.js";
 import { readMarker } from "./suspension.js";
 import { ProcessStatus } from "./process-status.js";
@@ -129,19 +130,19 @@ export function callOnStart(r: ProcessRunner): Promise<void> {
  */
 export async function settlesUnlessStopped(r: ProcessRunner, attempt: StartAttempt, onStart: Promise<void>): Promise<boolean> {
   const services = r.requireServices();
-  const stop = new AbortController();
+  const wait = new AbandonableWait(onStart, services.clock, r.options.shutdownTimeoutMs);
   const abandon = (): void => {
     // The runtime stopping is a stop during this start too: no loop begins after it, so nothing queued is taken.
     attempt.stopAsked = true;
-    stop.abort();
+    wait.abandon();
   };
-  services.stopping.addEventListener("abort", abandon, { once: true });
-  if (services.stopping.aborted || attempt.stopAsked) abandon();
+  const unwatch = whenAborted(services.stopping, abandon);
+  if (attempt.stopAsked) abandon();
   attempt.abandon = abandon;
   try {
-    return await settlesUnlessAbandoned(onStart, stop.signal, services.clock, r.options.shutdownTimeoutMs);
+    return await wait.settled;
   } finally {
-    services.stopping.removeEventListener("abort", abandon);
+    unwatch();
     attempt.abandon = undefined;
   }
 }
