@@ -73,6 +73,11 @@ export class Registry {
     return this.supervisors.get(name);
   }
 
+  /** The names of all registered agents, in registration order. */
+  names(): string[] {
+    return [...this.agents.keys()];
+  }
+
   /** All registered agents, in registration order. */
   all(): AgentProcess[] {
     return [...this.agents.values()];

@@ -165,10 +165,14 @@ export class Telemetry {
   }
 
   /** Emits an audit event; resolves when the sink accepted it. Never rejects: failures are logged and reported as `false`. */
-  async audit(event: string, agent: string, details: JsonObject): Promise<boolean> {
-    if (this.auditSink === undefined) return true;
+  audit(event: string, agent: string, details: JsonObject): Promise<boolean> {
+    // Without a sink every agent's start and stop would make a promise for nothing: they share one.
+    return this.auditSink === undefined ? NOTHING_TO_RECORD : this.record(this.auditSink, event, agent, details);
+  }
+
+  private async record(sink: AuditSink, event: string, agent: string, details: JsonObject): Promise<boolean> {
     try {
-      const anchor = anchorOf(await this.auditSink.emit({ event, ts: isoTime(this.clock.now()), agent, signerId: this.signerId, details }));
+      const anchor = anchorOf(await sink.emit({ event, ts: isoTime(this.clock.now()), agent, signerId: this.signerId, details }));
       if (anchor !== undefined && (this.anchors.get(agent)?.seq ?? -1) < anchor.seq) this.anchors.set(agent, anchor);
       return true;
     } catch (err) {
@@ -177,6 +181,9 @@ export class Telemetry {
     }
   }
 }
+
+/** What {@link Telemetry.audit} returns when there is no sink. */
+const NOTHING_TO_RECORD: Promise<boolean> = Promise.resolve(true);
 
 /** The globally registered provider, or `undefined` when only the no-op one is there. */
 function globalProvider(): TracerProvider | undefined {

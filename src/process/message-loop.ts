@@ -18,6 +18,36 @@ import { refuse, routeResult, deliverQuietly, reportForgedControl } from "./effe
 /** Awaited once per wake-up: one settled promise, shared. */
 const WAKE: Promise<void> = Promise.resolve();
 
+/** What a loop that parked at once leaves behind (see {@link run}): one settled promise, shared. */
+const PARKED: Promise<void> = Promise.resolve();
+
+/**
+ * Begins the message loop of incarnation `generation`; settles when it
+ * parks or the incarnation ends. When its first turn would find nothing to
+ * do (the agent RUNNING or SUSPENDED, both lanes empty, no pause to apply,
+ * no abandoned handler to wait for), it parks at once, as that turn would:
+ * every start wakes the loop, and an idle agent then costs no async frame.
+ */
+export function run(r: ProcessRunner, generation: number): Promise<void> {
+  const status = r.currentStatus;
+  const box = r.box;
+  if (
+    (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED) &&
+    box !== undefined &&
+    box.size === 0 &&
+    box.prioritySize === 0 &&
+    generation === r.generation &&
+    r.abandoned === undefined &&
+    r.suspension.request === undefined &&
+    r.suspension.deadline?.due !== true
+  ) {
+    r.driving = false;
+    box.park(r, status === ProcessStatus.SUSPENDED);
+    return PARKED;
+  }
+  return loop(r, generation);
+}
+
 /**
  * The message loop of incarnation `generation`: dispatches messages until
  * the mailbox is empty — then it parks (the mailbox nudges it when work
@@ -26,7 +56,7 @@ const WAKE: Promise<void> = Promise.resolve();
  * One async frame per wake-up: the untraced dispatch of a business message
  * is inlined here, as it is the runtime's hot path.
  */
-export async function run(r: ProcessRunner, generation: number): Promise<void> {
+async function loop(r: ProcessRunner, generation: number): Promise<void> {
   await WAKE; // a handler never runs inside the call stack of whoever woke the loop
   const abandoned = r.abandoned;
   if (abandoned !== undefined) {

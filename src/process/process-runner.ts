@@ -103,14 +103,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       capacity: this.options.mailboxSize,
       priorityCapacity: this.options.priorityMailboxSize,
       clock: services.clock,
-      onExpired: (message) => {
-        // Reported from inside the loop's dequeue: a listener's bug must not crash this agent.
-        try {
-          services.expired(message);
-        } catch (error) {
-          services.logger.error(`a 'message.expired' listener threw for message ${message.id} to '${this.agent.name}'`, { error });
-        }
-      },
+      onExpired: services.expired,
     });
   }
 

@@ -1,12 +1,13 @@
 import { RuntimeStateError, StartFailedError, type StateFencedError } from "../errors/errors.js";
 import { assertJsonObject, type JsonObject } from "../message/json.js";
-import { settlesUnlessAbandoned, settlesWithin } from "../time/deadline.js";
+import { AbandonableWait, settlesWithin } from "../time/deadline.js";
+import { whenAborted } from "../time/when-aborted.js";
 import { checkStoredState } from "../state/state-record.js";
 import { readMarker } from "./suspension.js";
 import { ProcessStatus } from "./process-status.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { UP, type StartAttempt, type Starting, type Stopping } from "./lifecycle.js";
-import { receiptRecorded, runHook, errorText } from "./hooks.js";
+import { receiptRecorded, runHook, errorText, overrides } from "./hooks.js";
 
 /**
  * One start of the agent, straight through its `starting` phase: restore
@@ -50,19 +51,22 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     restored = true;
     // An onStart a stop gave up on gets up to shutdownTimeoutMs more to return before the next one begins.
     const previous = r.abandonedOnStart;
-    const onStart = previous === undefined ? callOnStart(r) : afterAbandonedOnStart(r, previous);
-    if (!(await settlesUnlessStopped(r, attempt, onStart))) {
-      const abandoned = onStart.catch(() => undefined);
-      r.abandonedOnStart = abandoned;
-      void abandoned.then(() => {
-        if (r.abandonedOnStart === abandoned) r.abandonedOnStart = undefined;
-      });
-      if (services.stopping.aborted) {
-        throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime stopped while '${r.agent.name}'.onStart was running, and it did not finish within ${r.options.shutdownTimeoutMs} ms; the start is abandoned`);
+    // The base class's onStart does nothing: no call, and nothing to wait for or bound.
+    if (previous !== undefined || overrides(r, "onStart")) {
+      const onStart = previous === undefined ? callOnStart(r) : afterAbandonedOnStart(r, previous);
+      if (!(await settlesUnlessStopped(r, attempt, onStart))) {
+        const abandoned = onStart.catch(() => undefined);
+        r.abandonedOnStart = abandoned;
+        void abandoned.then(() => {
+          if (r.abandonedOnStart === abandoned) r.abandonedOnStart = undefined;
+        });
+        if (services.stopping.aborted) {
+          throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime stopped while '${r.agent.name}'.onStart was running, and it did not finish within ${r.options.shutdownTimeoutMs} ms; the start is abandoned`);
+        }
+        throw new Error(`'${r.agent.name}' was stopped while its onStart was running, and onStart did not finish within ${r.options.shutdownTimeoutMs} ms; the start is abandoned`);
       }
-      throw new Error(`'${r.agent.name}' was stopped while its onStart was running, and onStart did not finish within ${r.options.shutdownTimeoutMs} ms; the start is abandoned`);
+      await onStart;
     }
-    await onStart;
     const fenced = r.fencedOut as StateFencedError | undefined; // set meanwhile when onStart's checkpoint found the agent owned elsewhere
     if (fenced !== undefined) throw fenced;
   } catch (error) {
@@ -139,19 +143,19 @@ export function callOnStart(r: ProcessRunner): Promise<void> {
  */
 export async function settlesUnlessStopped(r: ProcessRunner, attempt: StartAttempt, onStart: Promise<void>): Promise<boolean> {
   const services = r.requireServices();
-  const stop = new AbortController();
+  const wait = new AbandonableWait(onStart, services.clock, r.options.shutdownTimeoutMs);
   const abandon = (): void => {
     // The runtime stopping is a stop during this start too: no loop begins after it, so nothing queued is taken.
     attempt.stopAsked = true;
-    stop.abort();
+    wait.abandon();
   };
-  services.stopping.addEventListener("abort", abandon, { once: true });
-  if (services.stopping.aborted || attempt.stopAsked) abandon();
+  const unwatch = whenAborted(services.stopping, abandon);
+  if (attempt.stopAsked) abandon();
   attempt.abandon = abandon;
   try {
-    return await settlesUnlessAbandoned(onStart, stop.signal, services.clock, r.options.shutdownTimeoutMs);
+    return await wait.settled;
   } finally {
-    services.stopping.removeEventListener("abort", abandon);
+    unwatch();
     attempt.abandon = undefined;
   }
 }

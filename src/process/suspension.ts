@@ -65,7 +65,8 @@ export function sameIdentity(a: AgentIdentity, b: AgentIdentity): boolean {
 }
 
 /**
- * Reads and validates the marker in restored `state`, if any.
+ * Reads and validates the marker in restored `state`, if any: a frozen
+ * marker (as the agent holds it), read once.
  * @throws {@link StateSchemaError} when the key holds anything but a well-formed marker
  * @internal
  */
@@ -95,26 +96,24 @@ export function readMarker(agent: string, state: JsonObject): SuspensionMarker |
   if (m.announced !== undefined && m.announced !== false) {
     throw new StateSchemaError(agent, `stored state of '${agent}' has a suspension marker whose 'announced' is ${describeValue(m.announced)}; it is false or absent — restore the record from a backup`);
   }
-  const marker: SuspensionMarker = {
-    reason: m.reason as string,
-    since: m.since as string,
-    approver: null,
-    suspensionId: m.suspensionId as string,
-    ...(typeof m.expiresAt === "string" ? { expiresAt: m.expiresAt } : {}),
-    ...(m.announced === false ? { announced: false as const } : {}),
-  };
-  if (m.identity === undefined) return marker;
-  const identity = m.identity as Record<string, unknown> | null;
-  const validIdentity =
-    typeof identity === "object" &&
-    identity !== null &&
-    (identity.version === null || typeof identity.version === "string") &&
-    Array.isArray(identity.capabilities) &&
-    identity.capabilities.every((c) => typeof c === "string");
-  if (!validIdentity) {
-    throw new StateSchemaError(agent, `stored state of '${agent}' has a suspension marker with a malformed identity (${describeValue(m.identity)}); restore the record from a backup`);
+  // Built field by field and frozen here: every restored pause is read once per start, and the agent keeps it frozen.
+  const marker: { -readonly [K in keyof SuspensionMarker]: SuspensionMarker[K] } = { reason: m.reason as string, since: m.since as string, approver: null, suspensionId: m.suspensionId as string };
+  if (typeof m.expiresAt === "string") marker.expiresAt = m.expiresAt;
+  if (m.announced === false) marker.announced = false;
+  if (m.identity !== undefined) marker.identity = readIdentity(agent, m.identity);
+  return Object.freeze(marker);
+}
+
+/** The identity a stored marker recorded, frozen; `STATE_SCHEMA` when malformed. */
+function readIdentity(agent: string, value: unknown): AgentIdentity {
+  const identity = value as Record<string, unknown> | null;
+  const capabilities = typeof identity === "object" && identity !== null ? identity.capabilities : undefined;
+  let valid = Array.isArray(capabilities) && (identity?.version === null || typeof identity?.version === "string");
+  if (valid) for (const capability of capabilities as unknown[]) valid &&= typeof capability === "string";
+  if (!valid) {
+    throw new StateSchemaError(agent, `stored state of '${agent}' has a suspension marker with a malformed identity (${describeValue(value)}); restore the record from a backup`);
   }
-  return { ...marker, identity: { version: identity.version as string | null, capabilities: [...(identity.capabilities as string[])] } };
+  return Object.freeze({ version: identity?.version as string | null, capabilities: Object.freeze([...(capabilities as string[])]) });
 }
 
 /**

@@ -30,6 +30,7 @@ import { checkRuntimeOptions } from "./check-runtime-options.js";
 import { buildTopology, type AgentClasses } from "./topology.js";
 import { attachTransport } from "./transport-host.js";
 import { listClusterSuspended } from "./cluster-suspensions.js";
+import { readStatesAhead } from "../state/read-ahead.js";
 
 /** Options of a {@link Runtime}. */
 export interface RuntimeOptions {
@@ -240,8 +241,13 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       events: this,
       authorizeResume: options.authorizeResume,
       expired: (message) => {
-        logger.warn(`message ${message.id} to '${message.recipient}' expired after ${message.ttlMs} ms in the mailbox and was discarded`);
-        this.emit("message.expired", message);
+        // Reported from inside an agent loop's dequeue: a listener's bug must not crash the agent.
+        try {
+          logger.warn(`message ${message.id} to '${message.recipient}' expired after ${message.ttlMs} ms in the mailbox and was discarded`);
+          this.emit("message.expired", message);
+        } catch (error) {
+          logger.error(`a 'message.expired' listener threw for message ${message.id} to '${message.recipient}'`, { error });
+        }
       },
       stopping: this.stopSignal.signal,
       controlSent: { count: 0 },
@@ -272,6 +278,14 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     return new Runtime({ ...rest, root: buildTopology(topology, agents) });
   }
 
+  /** Starts the root; every agent reads its record as it starts, and a store that can reads them all in one go first. */
+  private startTree(): Promise<void> {
+    const dropUnread = readStatesAhead(this.services.store, this.services.registry.names());
+    const started = this.root[startChild]();
+    void started.then(dropUnread, dropUnread);
+    return started;
+  }
+
   /**
    * Starts the tree, children in order. Resolves once every agent runs and
    * their `agent.start` audit receipts are recorded by the audit sink (for a
@@ -288,7 +302,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
       const transport = this.services.bus.transport;
       const host = this.transportHost;
       // The transport connects and learns the other runtimes' agents before any agent starts and sends.
-      const started = transport === undefined || host === undefined ? this.root[startChild]() : transport.start(host).then(() => this.root[startChild]());
+      const started = transport === undefined || host === undefined ? this.startTree() : transport.start(host).then(() => this.startTree());
       this.starting = started.then(() => this.services.telemetry.flush(), (error: unknown) => {
         this.startFailed = true;
         clearInterval(this.aliveHandle);
@@ -633,27 +647,30 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
  * already belonging to a runtime.
  */
 function checkTree(root: SupervisedChild): void {
-  const names = new Map<string, string>();
-  const seen = new Set<SupervisedChild>();
+  // One entry per name: an instance met twice finds itself under its own name.
+  const named = new Map<string, SupervisedChild>();
   // A loop, not recursion: a tree built in code may nest deeper than the stack allows.
   const pending: SupervisedChild[] = [root];
   for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
-    const agent = node instanceof AgentProcess;
-    const what = agent ? "agent" : "supervisor";
-    if (seen.has(node)) {
+    const what = node instanceof AgentProcess ? "agent" : "supervisor";
+    const first = typeof node.name === "string" ? named.get(node.name) : undefined;
+    if (first === node) {
       throw new InvalidArgumentError(what, `${what} '${node.name}' appears twice in the tree; create one instance per place in the tree`);
     }
-    seen.add(node);
     assertValidName(node.name, what);
     if (node.attached) {
       throw new InvalidArgumentError(what, `${what} '${node.name}' already belongs to a runtime; create a new instance instead`);
     }
-    const first = names.get(node.name);
     if (first !== undefined) {
-      throw new DuplicateNameError(node.name, `${what} name '${node.name}' is already used in this tree by a ${first}; names of agents and supervisors must be unique`);
+      const firstWhat = first instanceof AgentProcess ? "agent" : "supervisor";
+      throw new DuplicateNameError(node.name, `${what} name '${node.name}' is already used in this tree by a ${firstWhat}; names of agents and supervisors must be unique`);
     }
-    names.set(node.name, what);
-    if (node instanceof Supervisor || node instanceof DynamicSupervisor) pending.push(...[...node.children].reverse());
+    named.set(node.name, node);
+    if (node instanceof Supervisor || node instanceof DynamicSupervisor) {
+      // Pushed last to first, so children are checked in order; no spread, which would pass every child as an argument.
+      const children = node.children;
+      for (let i = children.length - 1; i >= 0; i--) pending.push(children[i] as SupervisedChild);
+    }
   }
 }
 

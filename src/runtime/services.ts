@@ -25,7 +25,7 @@ export interface RuntimeServices {
   readonly events: EventEmitter<RuntimeEvents>;
   /** The governance hook that may refuse a resume. */
   readonly authorizeResume: AuthorizeResume | undefined;
-  /** Reports a message that expired in a mailbox (shared by every mailbox of the runtime). */
+  /** Reports a message that expired in a mailbox (shared by every mailbox of the runtime); never throws. */
   readonly expired: (message: Message) => void;
   /** Aborted when the runtime begins to stop: a start still in `onStart` then gets `shutdownTimeoutMs` more, no longer. */
   readonly stopping: AbortSignal;

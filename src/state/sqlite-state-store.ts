@@ -4,6 +4,7 @@ import { CivitasError, describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
 import { checkClock, isoTime, systemClock, type Clock } from "../time/clock.js";
+import { readAhead, RowsAhead, type ReadsAhead } from "./read-ahead.js";
 import { assertStateName, decodeState, encodeState, STATE_RECORD_VERSION } from "./state-record.js";
 import type { StateStore } from "./state-store.js";
 import { StoreClosedError } from "./store-closed-error.js";
@@ -52,6 +53,10 @@ interface RecordRow {
   state: unknown;
 }
 
+interface NamedRecordRow extends RecordRow {
+  name: string;
+}
+
 const DEFAULT_TABLE = "civitas_state";
 const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
@@ -90,7 +95,7 @@ const SQL_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
  * await store.close();
  * ```
  */
-export class SqliteStateStore implements StateStore {
+export class SqliteStateStore implements StateStore, ReadsAhead {
   /**
    * Always `true`: a `set` that resolved is fsync'ed to disk.
    * @defaultValue `true`
@@ -110,6 +115,9 @@ export class SqliteStateStore implements StateStore {
   private readonly upsert: Database.Statement<[string, number, string, string]>;
   private readonly deleteOne: Database.Statement<[string]>;
   private readonly selectNames: Database.Statement<[], string>;
+  private readonly selectMany: Database.Statement<[string], NamedRecordRow>;
+  /** Records read ahead for a starting tree (see {@link readAhead}). */
+  private ahead: RowsAhead<NamedRecordRow> | undefined;
   private closed = false;
 
   /**
@@ -187,6 +195,7 @@ export class SqliteStateStore implements StateStore {
       );
       this.deleteOne = db.prepare<[string]>(`DELETE FROM ${quoted} WHERE name = ?`);
       this.selectNames = db.prepare<[], string>(`SELECT name FROM ${quoted}`).pluck();
+      this.selectMany = db.prepare<[string], NamedRecordRow>(`SELECT name, version, state FROM ${quoted} WHERE name IN (SELECT value FROM json_each(?))`);
     } catch (err) {
       db.close();
       throw err instanceof CivitasError ? err : this.failure("opening the database", err);
@@ -204,8 +213,25 @@ export class SqliteStateStore implements StateStore {
   async get(name: string): Promise<JsonObject | undefined> {
     this.assertOpen();
     assertStateName(name);
-    const row = this.sqlite("reading", () => this.selectOne.get(name));
+    const ahead = this.ahead?.take(name);
+    const row = ahead === undefined ? this.sqlite("reading", () => this.selectOne.get(name)) : (ahead ?? undefined);
     return row === undefined ? undefined : decodeState(name, row.version, row.state);
+  }
+
+  /**
+   * Reads the records of `names` a chunk per query, for the `get` of each
+   * during a runtime's start (see {@link readAhead}). Reads nothing when
+   * closed or when another read-ahead is still in use; a chunk whose query
+   * fails is read by each `get` on its own, which reports the failure.
+   * @internal
+   */
+  [readAhead](names: readonly string[]): () => void {
+    if (this.closed || this.ahead !== undefined) return nothingRead;
+    const ahead = new RowsAhead<NamedRecordRow>(names, (chunk) => this.selectMany.iterate(JSON.stringify(chunk)));
+    this.ahead = ahead;
+    return () => {
+      if (this.ahead === ahead) this.ahead = undefined;
+    };
   }
 
   /**
@@ -218,6 +244,7 @@ export class SqliteStateStore implements StateStore {
   async set(name: string, state: JsonObject): Promise<void> {
     this.assertOpen();
     assertStateName(name);
+    this.ahead?.drop(name);
     const text = encodeState(name, state);
     const updatedAt = isoTime(this.clock.now());
     this.sqlite("writing", () => this.upsert.run(name, STATE_RECORD_VERSION, text, updatedAt));
@@ -231,6 +258,7 @@ export class SqliteStateStore implements StateStore {
   async delete(name: string): Promise<void> {
     this.assertOpen();
     assertStateName(name);
+    this.ahead?.drop(name);
     this.sqlite("deleting", () => this.deleteOne.run(name));
   }
 
@@ -247,6 +275,7 @@ export class SqliteStateStore implements StateStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.ahead = undefined;
     this.db.close();
   }
 
@@ -306,6 +335,8 @@ export class SqliteStateStore implements StateStore {
     if (this.closed) throw new StoreClosedError(this.label);
   }
 }
+
+function nothingRead(): void {}
 
 let driver: typeof Database | undefined;
 

@@ -163,17 +163,22 @@ export class Supervisor implements SupervisedChild, ChildParent {
     this.backoffs.clear();
     this.stopping = undefined;
     this.halting = false;
-    const started: SupervisedChild[] = [];
-    for (const child of this.kids) {
+    // startUnlessHalting, inlined: one async frame for all the children, not one per child.
+    const kids = this.kids;
+    for (let i = 0; i < kids.length; i++) {
+      if (this.halting) break; // a stop came: the children not started stay so
+      const child = kids[i] as SupervisedChild;
+      this.startingChild = child;
       try {
-        if (!(await this.startUnlessHalting(child))) break; // a stop came: the children not started stay so
-        started.push(child);
+        await child[startChild]();
       } catch (error) {
+        this.startingChild = undefined;
         services.logger.error(`supervisor '${this.name}' could not start '${child.name}'; stopping the children it started`, { error });
-        for (const done of started.reverse()) await done[stopChild]();
+        for (let done = i - 1; done >= 0; done--) await (kids[done] as SupervisedChild)[stopChild]();
         this.currentStatus = ProcessStatus.CRASHED;
         throw error instanceof StartFailedError ? error : new StartFailedError(child.name, { cause: error });
       }
+      this.startingChild = undefined;
     }
     this.currentStatus = ProcessStatus.RUNNING;
   }

@@ -57,15 +57,21 @@ export const systemClock: Clock = {
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+const NOW_ONLY: readonly "now"[] = Object.freeze(["now"]);
+
 /**
  * `clock` as given in `owner`'s options, refused with `INVALID_ARGUMENT`
  * before anything else happens unless it has the methods `owner` calls
  * (a Mailbox and a state store only read the time; a Runtime also arms timers).
  * @internal
  */
-export function checkClock(clock: unknown, owner: string, needs: readonly ("now" | "setTimeout")[] = ["now"]): Clock {
-  const missing = needs.filter((method) => typeof (clock as Record<string, unknown> | null)?.[method] !== "function");
-  if (missing.length > 0) {
+export function checkClock(clock: unknown, owner: string, needs: readonly ("now" | "setTimeout")[] = NOW_ONLY): Clock {
+  // A loop, not a filter: every agent's mailbox checks its clock, and a complete one needs no array.
+  let missing: string[] | undefined;
+  for (const method of needs) {
+    if (typeof (clock as Record<string, unknown> | null)?.[method] !== "function") (missing ??= []).push(method);
+  }
+  if (missing !== undefined) {
     throw new InvalidArgumentError(
       "clock",
       `${owner} option clock must be a Clock (now() returning epoch ms${needs.includes("setTimeout") ? ", setTimeout(fn, ms) returning { cancel() }" : ""}), got ${describeValue(clock)} without ${missing.join(", ")}; leave it out for the system clock, or pass TestClock from civitas-ts/testing`,
