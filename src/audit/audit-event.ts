@@ -27,4 +27,24 @@ export interface AuditSink {
    * then records it beside the agent's stored pause (truncation detection).
    */
   emit(event: AuditEvent): void | Promise<void | AuditAnchor>;
+  /**
+   * The decision already on record for the pause `suspensionId` of `agent`
+   * (its `agent.resume`, `agent.deny` or `agent.suspend.cancelled` event),
+   * or `undefined` when there is none. Optional: a sink that can read back
+   * what it recorded implements it, and the runtime then settles a pause
+   * restored after a crash exactly once (a crash between a decision's
+   * receipt and the write clearing the marker brings the pause back; the
+   * decision on record is completed instead of receipted a second time).
+   * Rejecting means "cannot tell": the decision is then refused
+   * (`AUDIT_UNAVAILABLE`) and the pause stays.
+   */
+  recordedSettlement?(agent: string, suspensionId: string): Promise<AuditEvent | undefined>;
+}
+
+/** The events that settle a pause: each pause gets exactly one. */
+export const SETTLEMENT_EVENTS: ReadonlySet<string> = new Set(["agent.resume", "agent.deny", "agent.suspend.cancelled"]);
+
+/** Whether `event` settles the pause `suspensionId` of `agent`. @internal */
+export function settles(event: Pick<AuditEvent, "event" | "agent" | "details">, agent: string, suspensionId: string): boolean {
+  return event.agent === agent && SETTLEMENT_EVENTS.has(event.event) && event.details.suspensionId === suspensionId;
 }

@@ -5,6 +5,9 @@ import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import type { AuditAnchor } from "./audit-anchor.js";
 import { auditEventProblem } from "./audit-event-check.js";
+import { settlementAmong } from "./recorded-settlement.js";
+import { readAuditFile } from "./read-audit-file.js";
+import { walkAuditLog } from "./verify-audit-log.js";
 import type { AuditEvent, AuditSink } from "./audit-event.js";
 import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError, AuditUnreadableError } from "./audit-errors.js";
 import {
@@ -147,6 +150,25 @@ export class JsonlAuditSink implements AuditSink {
       () => undefined,
     );
     return run;
+  }
+
+  /**
+   * The decision on record in the log for the pause `suspensionId` of
+   * `agent`, once the emits already asked for are written (see
+   * {@link AuditSink.recordedSettlement}). Only rows whose chain verifies up
+   * to them are read.
+   * @throws (rejects) `AUDIT_UNREADABLE` when the file cannot be read.
+   */
+  async recordedSettlement(agent: string, suspensionId: string): Promise<AuditEvent | undefined> {
+    await this.#queue;
+    let bytes: Buffer;
+    try {
+      bytes = await readAuditFile(this.path);
+    } catch (error) {
+      if ((error as { cause?: NodeJS.ErrnoException }).cause?.code === "ENOENT") return undefined;
+      throw error;
+    }
+    return settlementAmong(walkAuditLog(bytes, null).rows, agent, suspensionId, this.#keyId, this.#key);
   }
 
   /** Waits for pending emits, then closes the file. Idempotent: later calls return the first one's promise. */

@@ -1,4 +1,4 @@
-import type { AuditEvent, AuditSink } from "./audit-event.js";
+import { settles, type AuditEvent, type AuditSink } from "./audit-event.js";
 
 /**
  * Keeps audit events in memory, in emit order. For tests and for
@@ -23,6 +23,11 @@ export class MemoryAuditSink implements AuditSink {
   /** Records `event`. */
   emit(event: AuditEvent): void {
     this.recorded.push(event);
+  }
+
+  /** The decision recorded for the pause `suspensionId` of `agent`, if any (see {@link AuditSink.recordedSettlement}). */
+  recordedSettlement(agent: string, suspensionId: string): Promise<AuditEvent | undefined> {
+    return Promise.resolve(this.recorded.find((e) => settles(e, agent, suspensionId)));
   }
 
   /** Events of one kind, optionally for one agent. */

@@ -8,6 +8,7 @@ import type { AuditAnchor } from "./audit-anchor.js";
 import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError } from "./audit-errors.js";
 import type { AuditEvent, AuditSink } from "./audit-event.js";
 import { auditEventProblem } from "./audit-event-check.js";
+import { settlementAmong } from "./recorded-settlement.js";
 import { encodeRow, GENESIS_PREV, isParseFailure, keyBytes, macEquals, macOf, parseRowLine, signRow, type AuditRow } from "./audit-row.js";
 
 /** Options of {@link PostgresAuditSink}: where (`pool` or `connectionString`), and how rows are signed. */
@@ -155,6 +156,21 @@ export class PostgresAuditSink implements AuditSink {
       rows.push(row);
     }
     return rows;
+  }
+
+  /**
+   * The decision on record for the pause `suspensionId` of `agent`, once the
+   * emits already asked for are written (see {@link AuditSink.recordedSettlement}).
+   * @throws (rejects) `AUDIT_CORRUPT`; `STORE_UNAVAILABLE`.
+   */
+  async recordedSettlement(agent: string, suspensionId: string): Promise<AuditEvent | undefined> {
+    await this.#queue;
+    this.#ready ??= this.#prepare().catch((error: unknown) => {
+      this.#ready = undefined;
+      throw error;
+    });
+    await this.#ready;
+    return settlementAmong(await this.rows(), agent, suspensionId, this.#keyId, this.#key);
   }
 
   /** Waits for pending emits, then ends the pool the sink made (a given pool is never ended). Idempotent. */

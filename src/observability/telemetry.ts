@@ -10,7 +10,7 @@ import {
   type TracerProvider,
 } from "@opentelemetry/api";
 import { anchorOf, type AuditAnchor } from "../audit/audit-anchor.js";
-import type { AuditSink } from "../audit/audit-event.js";
+import type { AuditEvent, AuditSink } from "../audit/audit-event.js";
 import { describeValue } from "../errors/civitas-error.js";
 import type { JsonObject } from "../message/json.js";
 import type { Logger } from "../logging/logger.js";
@@ -162,6 +162,23 @@ export class Telemetry {
   /** Resolves once every wait handed to {@link Telemetry.track} so far has settled. */
   async flush(): Promise<void> {
     if (this.tracked.size > 0) await Promise.all(this.tracked);
+  }
+
+  /**
+   * The decision the sink holds on record for the pause `suspensionId` of
+   * `agent`: the event, `undefined` when there is none (or the sink cannot
+   * read back, or there is no sink), `null` when the sink could not be read
+   * (logged). Never rejects.
+   */
+  async recordedSettlement(agent: string, suspensionId: string): Promise<AuditEvent | undefined | null> {
+    const sink = this.auditSink;
+    if (sink?.recordedSettlement === undefined) return undefined;
+    try {
+      return await sink.recordedSettlement(agent, suspensionId);
+    } catch (err) {
+      this.logger.error("audit: the sink could not be read for the decision on record of a restored pause", { agent, suspensionId, error: err });
+      return null;
+    }
   }
 
   /** Emits an audit event; resolves when the sink accepted it. Never rejects: failures are logged and reported as `false`. */

@@ -84,7 +84,10 @@ export function expirePause(control: SuspensionControl): Promise<void> | undefin
   const marker = control.marker;
   const expiresAt = marker?.expiresAt;
   if (runner.currentStatus !== ProcessStatus.SUSPENDED || marker === undefined || expiresAt === undefined) return undefined;
-  return denyPause(control, EXPIRY_DECIDER, marker, `its deadline ${expiresAt} passed`, true).catch((error: unknown) => {
+  const expiring = control
+    .decisionOnRecord(marker, "deny")
+    .then((recorded) => (recorded === undefined ? denyPause(control, EXPIRY_DECIDER, marker, `its deadline ${expiresAt} passed`, true) : control.completeRecorded(marker, recorded)));
+  return expiring.catch((error: unknown) => {
     runner.requireServices().logger.error(`'${runner.agent.name}' passed the deadline of its pause ${marker.suspensionId} (${expiresAt}) but could not be denied; it stays SUSPENDED until resumed or denied`, { error });
   });
 }
@@ -102,7 +105,13 @@ export async function cancelPause(control: SuspensionControl, cause: CancelCause
   const marker = control.marker;
   if (marker === undefined) return true;
   const runner = control.runner;
-  if (!(await receiptFirst(control, marker, "agent.suspend.cancelled", { suspensionId: marker.suspensionId, cause, by }))) {
+  // A pause decided before a crash (its receipt on record, its marker not yet cleared) is settled already.
+  const recorded = await control.decisionOnRecord(marker, "deny").catch(() => null);
+  if (recorded !== undefined && recorded !== null) {
+    control.settle(marker);
+    return true;
+  }
+  if (recorded === null || !(await receiptFirst(control, marker, "agent.suspend.cancelled", { suspensionId: marker.suspensionId, cause, by }))) {
     runner
       .requireServices()
       .logger.error(

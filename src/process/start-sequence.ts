@@ -48,6 +48,7 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     r.suspension.marker ??= settledInStore ? undefined : storedMarker;
     r.agent.state = (stored ?? JSON.parse(r.initialState)) as JsonObject;
     r.suspension.setMarker(r.suspension.marker);
+    r.suspension.restoredPause = r.suspension.marker?.suspensionId;
     restored = true;
     // An onStart a stop gave up on gets up to shutdownTimeoutMs more to return before the next one begins.
     const previous = r.abandonedOnStart;

@@ -1,4 +1,5 @@
 import type { Span } from "@opentelemetry/api";
+import type { AuditEvent } from "../audit/audit-event.js";
 import { describeValue } from "../errors/civitas-error.js";
 import { AuditUnavailableError, IdentityChangedError, InvalidArgumentError, MailboxClosedError, ResumeRefusedError, RuntimeStateError, StaleApprovalError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
@@ -68,6 +69,13 @@ export class SuspensionControl {
    * settled, and settling it twice would be a second approval.
    */
   lastSettled: string | undefined;
+  /**
+   * The pause this incarnation found when it started. A crash may have come
+   * between its decision's receipt and the write clearing its marker, so
+   * before it is decided the audit sink is asked for a decision on record
+   * ({@link SuspensionControl.decisionOnRecord}): a pause is settled once.
+   */
+  restoredPause: string | undefined;
   /**
    * Resumes numbered up to this one were sent before the current pause could
    * be seen, and do not lift it: the `runtime.suspend` that asked for it, or,
@@ -322,7 +330,13 @@ export class SuspensionControl {
         forceMessage(this.runner.mailbox, request);
         return;
       }
-      if (denial === undefined) await this.leaveSuspended(approver, marker, identityChange);
+      const call = denial === undefined ? "resume" : "deny";
+      const recorded = await this.decisionOnRecord(marker, call);
+      if (recorded !== undefined) {
+        // Decided before a crash: that decision is completed, never receipted a second time.
+        await this.completeRecorded(marker, recorded);
+        if (recorded.event !== (denial === undefined ? "agent.resume" : "agent.deny")) throw new StaleApprovalError(this.runner.agent.name, marker.suspensionId, undefined, call);
+      } else if (denial === undefined) await this.leaveSuspended(approver, marker, identityChange);
       else await denyPause(this, approver, marker, denial.reason, false);
     } catch (error) {
       refuse(this.runner, request, error as Error);
@@ -407,6 +421,48 @@ export class SuspensionControl {
       throw new ResumeRefusedError(this.runner.agent.name, approver, { cause }, decision === "deny" ? "deny" : "resume");
     }
     if (allowed !== true) throw new ResumeRefusedError(this.runner.agent.name, approver, undefined, decision === "deny" ? "deny" : "resume");
+  }
+
+  /**
+   * The decision already on record (`agent.resume`, `agent.deny`,
+   * `agent.suspend.cancelled`) for `marker`, when it is the pause this
+   * incarnation restored and the audit sink can read back what it recorded;
+   * `undefined` otherwise.
+   * @throws {@link AuditUnavailableError} (rejects) when the sink could not be read: whether the pause
+   *   was decided is unknown, so it is not decided now (it stays, nothing has changed)
+   */
+  async decisionOnRecord(marker: SuspensionMarker, call: "resume" | "deny"): Promise<AuditEvent | undefined> {
+    if (this.restoredPause !== marker.suspensionId) return undefined;
+    const recorded = await this.runner.requireServices().telemetry.recordedSettlement(this.runner.agent.name, marker.suspensionId);
+    if (recorded === null) throw new AuditUnavailableError(this.runner.agent.name, call);
+    return recorded;
+  }
+
+  /**
+   * Completes the decision `recorded` of the pause `marker` as its first
+   * carrying out would have, without a second receipt: the marker is
+   * cleared and persisted, the status becomes RUNNING, and `onResume` (with
+   * the recorded approver) or `onDeny` (with the recorded decider and reason)
+   * runs; a recorded cancellation runs neither.
+   */
+  async completeRecorded(marker: SuspensionMarker, recorded: AuditEvent): Promise<void> {
+    const runner = this.runner;
+    const details = recorded.details;
+    const text = (value: unknown): string => (typeof value === "string" ? value : "");
+    runner
+      .requireServices()
+      .logger.warn(
+        `'${runner.agent.name}' came back SUSPENDED under the pause ${marker.suspensionId}, whose ${recorded.event} is already on record (the process ended before its marker was cleared); completing that decision without a second receipt`,
+      );
+    this.settle(marker);
+    await this.persistMarker(recorded.event === "agent.deny" ? "deny" : "resume", undefined);
+    if (runner.currentStatus !== ProcessStatus.SUSPENDED) return;
+    runner.transition(ProcessStatus.RUNNING);
+    if (recorded.event === "agent.resume") {
+      await runHook(runner, "onResume", () => runner.agent.onResume(text(details.approver), { ...marker }), runner.options.shutdownTimeoutMs);
+    } else if (recorded.event === "agent.deny") {
+      await runHook(runner, "onDeny", () => runner.agent.onDeny(text(details.decider), { ...marker }, text(details.reason)), runner.options.shutdownTimeoutMs);
+    }
   }
 
   /** The receipt comes before the effect: audit, then clear and persist, then RUNNING, then `onResume`. */

@@ -37,20 +37,6 @@ class Tally extends AgentProcess<{ ids: number[] }> {
 /** Lifecycle scenarios with a simulated form: no `elapse` (virtual time moves only when nothing is ready), no `shutdown`. */
 const scenarios = lifecycleCommandsArbitrary({ maxLength: 25, weights: { elapse: 0 }, shutdown: "never" });
 
-/**
- * Whether `failure` is the known defect: a pause settled twice after the
- * write clearing its marker, following a decision's receipt, was lost.
- */
-function knownDefect(failure: SimulationFailure): boolean {
-  if (failure.code !== "SIMULATION_INVARIANT" || !/invariant pause-settled-once failed/.test(failure.message)) return false;
-  const steps = failure.trace;
-  return steps.some((receipt, i) => {
-    if ((receipt.kind !== "resume" && receipt.kind !== "decision") || receipt.agent !== "subject") return false;
-    const lost = steps.findIndex((step, j) => j > i && step.key.startsWith("store.set:subject") && step.kind !== "store.hang");
-    return lost > i && (steps[lost]?.kind === "crash" || steps[lost]?.kind === "store.fail");
-  });
-}
-
 /** `[command]` rounds: each command settles (nothing ready) before the next, as the model assumes. */
 function sequential(life: LifecycleSimulation, commands: readonly LifecycleCommand[]) {
   return simulationScenario(commands.map((command) => [life.command(command)]));
@@ -127,14 +113,7 @@ describe("durable suspension against its reference model, under simulation (prop
             expect(new Set(settled).size).toBe(settled.length);
           },
         }).catch((error: unknown) => (error instanceof SimulationFailure ? error : Promise.reject(error as Error)));
-        if (run instanceof SimulationFailure) {
-          // The one failure this property knows of, a defect of the runtime reported with issue 13 and
-          // pinned in test/simulation/faults.test.ts: a decision's receipt is written, the write that
-          // clears the marker is lost (a crash at it, or it fails), the pause comes back under the same
-          // id and a second decision settles it again. Any other failure fails the property.
-          expect(knownDefect(run), run.message).toBe(true);
-          return;
-        }
+        if (run instanceof SimulationFailure) expect.fail(run.message);
         for (const step of run.trace) if (step.kind === "crash" || step.kind === "store.fail") faults[step.kind]++;
       }),
       { numRuns: RUNS || 150 },

@@ -1,4 +1,4 @@
-import type { AuditEvent, AuditSink } from "../../audit/audit-event.js";
+import { settles, type AuditEvent, type AuditSink } from "../../audit/audit-event.js";
 import type { Gate, GateBoard, GateOutcome } from "./gate.js";
 import type { SimulationChoice, SimulationFaultKind, SimulationStepKind } from "./types.js";
 
@@ -42,5 +42,10 @@ export class SimulatedAuditSink implements AuditSink {
       };
       this.board.add(gate, this.epoch);
     });
+  }
+
+  /** The decision the log acknowledged for the pause `suspensionId` of `agent` (acknowledged appends survive a kill). */
+  recordedSettlement(agent: string, suspensionId: string): Promise<AuditEvent | undefined> {
+    return Promise.resolve(this.log.acknowledged.find((e) => settles(e, agent, suspensionId)));
   }
 }

@@ -1,0 +1,162 @@
+/**
+ * A kill between a decision's receipt and the write clearing the pause's
+ * marker brings the pause back under the same id (the receipt is written
+ * before the effect). With a sink that reads back what it recorded (the JSONL
+ * and PostgreSQL sinks), the next decision completes the one on record and
+ * writes no second receipt: verifySuspension stays `verified`.
+ *
+ * The kill is reproduced by writing the stored record back as it was before
+ * the resume's marker-clearing write, then starting a new runtime (new sink,
+ * same log, same store) on it.
+ */
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AuditLogSource } from "../../src/audit/audit-source.js";
+import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
+import { PostgresAuditSink } from "../../src/audit/postgres-audit-sink.js";
+import { verifySuspension } from "../../src/audit/verify-suspension.js";
+import { AgentProcess, ProcessStatus, Runtime, silentLogger, type AuditSink, type StateStore } from "../../src/index.js";
+import type { SuspensionMarker } from "../../src/process/suspension.js";
+import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
+import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
+import { createTestSchema, type TestSchema } from "../support/postgres.js";
+import { KEY, tempDir } from "./fixtures/log.js";
+
+class Payer extends AgentProcess {
+  readonly resumes: string[] = [];
+  readonly denials: string[] = [];
+  override async onResume(approver: string): Promise<void> {
+    this.resumes.push(approver);
+  }
+  override async onDeny(decider: string, _marker: SuspensionMarker, reason: string): Promise<void> {
+    this.denials.push(`${decider}:${reason}`);
+  }
+}
+
+let schema: TestSchema;
+beforeAll(async () => {
+  schema = await createTestSchema("settleonce");
+});
+afterAll(async () => {
+  await schema.drop();
+});
+
+type ClosableSink = AuditSink & { close(): Promise<void> };
+
+interface Backend {
+  store: StateStore;
+  /** A new sink on the log (one per runtime incarnation). */
+  sink(): ClosableSink;
+  log(sink: ClosableSink): Promise<AuditLogSource>;
+  cleanup(): Promise<void>;
+}
+
+const backends: [string, () => Backend][] = [
+  [
+    "SQLite store and JSONL sink",
+    () => {
+      const { dir, cleanup } = tempDir();
+      const file = path.join(dir, "audit.jsonl");
+      const store = new SqliteStateStore(path.join(dir, "state.db"));
+      return {
+        store,
+        sink: () => new JsonlAuditSink(file, { key: KEY }),
+        log: () => Promise.resolve(file),
+        cleanup: async () => {
+          await store.close();
+          cleanup();
+        },
+      };
+    },
+  ],
+  [
+    "PostgreSQL store and sink",
+    () => {
+      const store = new PostgresStateStore({ pool: schema.pool }, { table: schema.table("state") });
+      const table = schema.table("audit"); // a fresh name per call: one chain for both runtimes
+      return {
+        store,
+        sink: () => new PostgresAuditSink({ pool: schema.pool, key: KEY, table }),
+        log: (sink) => (sink as PostgresAuditSink).rows(),
+        cleanup: () => store.close(),
+      };
+    },
+  ],
+];
+
+/**
+ * Suspends `payer` and decides its pause with `decide`, then puts the stored
+ * record back as it was before the decision's marker-clearing write (the kill),
+ * and starts a new runtime on the same store and log. The restored pause's id.
+ */
+async function decidedThenKilled(b: Backend, decide: (runtime: Runtime, suspensionId: string) => Promise<void>): Promise<string> {
+  const sink = b.sink();
+  const runtime = new Runtime({ root: [new Payer("payer")], store: b.store, auditSink: sink, logger: silentLogger, keepAlive: false });
+  try {
+    await runtime.start();
+    await runtime.suspend("payer", "approve");
+    const paused = await b.store.get("payer");
+    const suspensionId = (paused?.["_civitas.suspended"] as unknown as SuspensionMarker).suspensionId;
+    await decide(runtime, suspensionId);
+    expect((await b.store.get("payer"))?.["_civitas.suspended"]).toBeUndefined();
+    await runtime.stop();
+    await b.store.set("payer", paused!); // the marker-clearing write never happened
+    return suspensionId;
+  } finally {
+    await runtime.stop();
+    await sink.close();
+  }
+}
+
+for (const [label, make] of backends) {
+  describe(`a pause whose decision is on record comes back after a kill: ${label}`, () => {
+    it("a second approval completes the recorded one (its approver, onResume once) without a second agent.resume", async () => {
+      const b = make();
+      const id = await decidedThenKilled(b, (runtime, suspensionId) => runtime.resume("payer", "alice", { suspensionId }));
+      const agent = new Payer("payer");
+      const sink = b.sink();
+      const runtime = new Runtime({ root: [agent], store: b.store, auditSink: sink, logger: silentLogger, keepAlive: false });
+      try {
+        await runtime.start();
+        expect(agent.status).toBe(ProcessStatus.SUSPENDED);
+        expect(agent.suspension?.suspensionId).toBe(id);
+        await runtime.resume("payer", "bob", { suspensionId: id });
+        expect(agent.status).toBe(ProcessStatus.RUNNING);
+        expect(agent.resumes).toEqual(["alice"]);
+        expect((await b.store.get("payer"))?.["_civitas.suspended"]).toBeUndefined();
+        await expect(runtime.resume("payer", "carol", { suspensionId: id })).rejects.toMatchObject({ code: "STALE_APPROVAL" });
+        const verified = await verifySuspension(await b.log(sink), "payer", { key: KEY });
+        expect(verified.failures).toEqual([]);
+        expect(verified.status).toBe("verified");
+        expect(verified.suspensions).toHaveLength(1);
+      } finally {
+        await runtime.stop();
+        await sink.close();
+        await b.cleanup();
+      }
+    });
+
+    it("an approval of a pause whose denial is on record completes the denial (onDeny) and is refused STALE_APPROVAL", async () => {
+      const b = make();
+      const id = await decidedThenKilled(b, (runtime, suspensionId) => runtime.deny("payer", "dora", { suspensionId, reason: "over budget" }));
+      const agent = new Payer("payer");
+      const sink = b.sink();
+      const runtime = new Runtime({ root: [agent], store: b.store, auditSink: sink, logger: silentLogger, keepAlive: false });
+      try {
+        await runtime.start();
+        expect(agent.status).toBe(ProcessStatus.SUSPENDED);
+        await expect(runtime.resume("payer", "bob", { suspensionId: id })).rejects.toMatchObject({ code: "STALE_APPROVAL" });
+        expect(agent.status).toBe(ProcessStatus.RUNNING);
+        expect(agent.resumes).toEqual([]);
+        expect(agent.denials).toEqual(["dora:over budget"]);
+        const verified = await verifySuspension(await b.log(sink), "payer", { key: KEY });
+        expect(verified.failures).toEqual([]);
+        expect(verified.status).toBe("verified");
+      } finally {
+        await runtime.stop();
+        await sink.close();
+        await b.cleanup();
+      }
+    });
+  });
+}
