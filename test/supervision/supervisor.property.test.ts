@@ -1,21 +1,11 @@
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { ProcessStatus, RESTART_STRATEGIES, RestartIntensityError, Supervisor, type RestartStrategy } from "../../src/index.js";
+import { ProcessStatus, RESTART_STRATEGIES, RestartIntensityError, Supervisor } from "../../src/index.js";
 import { Probe, harness, probes, stopAll, turns, waitUntil } from "../support/agents.js";
+import { restartSet } from "../support/restart-set.js";
 
 afterEach(stopAll);
 
-/** The model: which children a crash of child `crashed` of `n` restarts. */
-function modelRestartSet(strategy: RestartStrategy, n: number, crashed: number): number[] {
-  switch (strategy) {
-    case "ONE_FOR_ONE":
-      return [crashed];
-    case "ONE_FOR_ALL":
-      return Array.from({ length: n }, (_, i) => i);
-    case "REST_FOR_ONE":
-      return Array.from({ length: n - crashed }, (_, i) => crashed + i);
-  }
-}
 
 /** The model of restart intensity: a sliding window of the restarts done so far. */
 class SlidingWindow {
@@ -50,7 +40,7 @@ describe("Supervisor restart set (property)", () => {
         await runtime.start();
         const model = Array<number>(n).fill(1);
         for (const crashed of crashes) {
-          for (const i of modelRestartSet(strategy, n, crashed)) model[i]!++;
+          for (const i of restartSet(strategy, n, crashed)) model[i]!++;
           await runtime.send(kids[crashed]!.name, { op: "crash" });
           await waitUntil(
             () => kids.every((k, i) => k.incarnation === model[i] && k.status === ProcessStatus.RUNNING),

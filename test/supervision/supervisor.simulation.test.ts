@@ -11,8 +11,9 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { AgentProcess, ProcessStatus, RESTART_STRATEGIES, Supervisor, type Message, type RestartStrategy } from "../../src/index.js";
+import { AgentProcess, ProcessStatus, RESTART_STRATEGIES, Supervisor, type Message } from "../../src/index.js";
 import { runSimulationScenario, simulationScenario, type SimulationCommand } from "../../src/entries/testing.js";
+import { restartSet } from "../support/restart-set.js";
 
 const RUNS = Number(process.env.CIVITAS_PROPERTY_RUNS ?? 0);
 
@@ -26,17 +27,6 @@ class Worker extends AgentProcess<{ work: number }> {
   }
 }
 
-/** The model: which children a crash of child `crashed` of `n` restarts. */
-function restartSet(strategy: RestartStrategy, n: number, crashed: number): number[] {
-  switch (strategy) {
-    case "ONE_FOR_ONE":
-      return [crashed];
-    case "ONE_FOR_ALL":
-      return Array.from({ length: n }, (_, i) => i);
-    case "REST_FOR_ONE":
-      return Array.from({ length: n - crashed }, (_, i) => crashed + i);
-  }
-}
 
 const scenario = fc.integer({ min: 1, max: 5 }).chain((n) =>
   fc.record({

@@ -17,6 +17,7 @@ import { SUSPENSION_KEY, type SuspensionMarker } from "../../src/process/suspens
 import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
 import { runTsChild } from "../support/child-process.js";
 import { APPROVER, type LedgerEntry, type Payment } from "./fixtures/payments-agent.js";
+import { mulberry32 } from "../../src/testing/simulation/prng.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const childScript = path.join(here, "fixtures", "suspension-crash-child.ts");
@@ -83,17 +84,6 @@ function find(run: ChildRun, ev: string): Line {
   return line;
 }
 
-/** Deterministic pseudo-random numbers (mulberry32), so a failing run can be replayed with its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("durable suspension under SIGKILL, on a SQLite file", () => {
   let dir: string;
@@ -214,7 +204,7 @@ describe("durable suspension under SIGKILL, on a SQLite file", () => {
   it("killed at random points of suspend/resume cycles, it restarts SUSPENDED under every acknowledged pause and never RUNNING with an unapproved action", async () => {
     const KILLS = 18;
     const seed = Number(process.env.CIVITAS_CRASH_SEED ?? Date.now() % 2 ** 31);
-    const random = prng(seed);
+    const random = mulberry32(seed); // deterministic, so a failing run can be replayed with its seed
     const context: string[] = [`seed ${seed} (replay with CIVITAS_CRASH_SEED=${seed})`];
     const check = (ok: boolean, what: string): void => {
       expect(ok, `${what}\n${context.join("\n")}`).toBe(true);
