@@ -1,6 +1,7 @@
 import { AuditUnavailableError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
 import { ProcessStatus } from "./process-status.js";
+import { completeRecorded, decisionOnRecord } from "./recorded-decision.js";
 import type { SuspensionControl } from "./suspension-control.js";
 import type { SuspensionMarker } from "./suspension.js";
 import { runHook } from "./hooks.js";
@@ -84,9 +85,8 @@ export function expirePause(control: SuspensionControl): Promise<void> | undefin
   const marker = control.marker;
   const expiresAt = marker?.expiresAt;
   if (runner.currentStatus !== ProcessStatus.SUSPENDED || marker === undefined || expiresAt === undefined) return undefined;
-  const expiring = control
-    .decisionOnRecord(marker, "deny")
-    .then((recorded) => (recorded === undefined ? denyPause(control, EXPIRY_DECIDER, marker, `its deadline ${expiresAt} passed`, true) : control.completeRecorded(marker, recorded)));
+  const expiring = decisionOnRecord(control, marker, "deny")
+    .then((recorded) => (recorded === undefined ? denyPause(control, EXPIRY_DECIDER, marker, `its deadline ${expiresAt} passed`, true) : completeRecorded(control, marker, recorded)));
   return expiring.catch((error: unknown) => {
     runner.requireServices().logger.error(`'${runner.agent.name}' passed the deadline of its pause ${marker.suspensionId} (${expiresAt}) but could not be denied; it stays SUSPENDED until resumed or denied`, { error });
   });
@@ -106,7 +106,7 @@ export async function cancelPause(control: SuspensionControl, cause: CancelCause
   if (marker === undefined) return true;
   const runner = control.runner;
   // A pause decided before a crash (its receipt on record, its marker not yet cleared) is settled already.
-  const recorded = await control.decisionOnRecord(marker, "deny").catch(() => null);
+  const recorded = await decisionOnRecord(control, marker, "deny").catch(() => null);
   if (recorded !== undefined && recorded !== null) {
     control.settle(marker);
     return true;

@@ -1,7 +1,6 @@
 import type { Span } from "@opentelemetry/api";
-import type { AuditEvent } from "../audit/audit-event.js";
 import { describeValue } from "../errors/civitas-error.js";
-import { AuditUnavailableError, IdentityChangedError, InvalidArgumentError, MailboxClosedError, ResumeRefusedError, RuntimeStateError, StaleApprovalError } from "../errors/errors.js";
+import { AuditUnavailableError, InvalidArgumentError, MailboxClosedError, RuntimeStateError, StaleApprovalError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
 import { uuidv7 } from "../message/ids.js";
 import { forceMessage } from "../mailbox/mailbox.js";
@@ -12,10 +11,12 @@ import { settlesWithin } from "../time/deadline.js";
 import { PauseDeadline } from "./pause-deadline.js";
 import { cancelPause, denyPause, expirePause, type CancelCause } from "./pause-settlement.js";
 import { ProcessStatus } from "./process-status.js";
-import { announcedMarker, assertApprover, describeIdentity, frozenMarker, markerJson, persistableState, sameIdentity, SUSPENSION_KEY, type AgentIdentity, type SuspensionMarker } from "./suspension.js";
+import { announcedMarker, assertApprover, frozenMarker, markerJson, persistableState, SUSPENSION_KEY, type SuspensionMarker } from "./suspension.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { runHook, runHookWithDeadline, overrides } from "./hooks.js";
 import { answer, refuse } from "./effects.js";
+import { agentIdentity, authorize, identityChange } from "./pause-decision.js";
+import { completeRecorded, decisionOnRecord } from "./recorded-decision.js";
 
 function noop(): void {}
 
@@ -299,7 +300,7 @@ export class SuspensionControl {
     if (suspensionId !== undefined && suspensionId !== marker.suspensionId) throw new StaleApprovalError(this.runner.agent.name, suspensionId, marker.suspensionId, call);
     // A denial acts on nothing the pause held back, so a changed identity does not matter to it.
     if (call === "deny") return { approver, marker, identityChange: undefined, denial: { reason: typeof payload.reason === "string" ? payload.reason : "" } };
-    return { approver, marker, identityChange: this.identityChange(marker, acceptIdentityChange === true), denial: undefined };
+    return { approver, marker, identityChange: identityChange(this.runner, marker, acceptIdentityChange === true), denial: undefined };
   }
 
   /**
@@ -318,7 +319,7 @@ export class SuspensionControl {
   async carryOutResume(request: Message, { approver, marker, identityChange, denial }: ResumePlan): Promise<void> {
     try {
       const services = this.runner.requireServices();
-      if (services.authorizeResume !== undefined) await this.authorize(approver, marker, denial === undefined ? "approve" : "deny");
+      if (services.authorizeResume !== undefined) await authorize(this.runner, approver, marker, denial === undefined ? "approve" : "deny");
       // The runtime began stopping while the approval was being decided: its caller has been told
       // RUNTIME_STOPPED, so nothing of the resume may happen (the agent may still be waiting for its turn to stop).
       if (services.stopping.aborted) throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime began stopping before the resume of '${this.runner.agent.name}' took effect; it stays paused (its marker is kept)`);
@@ -331,10 +332,10 @@ export class SuspensionControl {
         return;
       }
       const call = denial === undefined ? "resume" : "deny";
-      const recorded = await this.decisionOnRecord(marker, call);
+      const recorded = await decisionOnRecord(this, marker, call);
       if (recorded !== undefined) {
         // Decided before a crash: that decision is completed, never receipted a second time.
-        await this.completeRecorded(marker, recorded);
+        await completeRecorded(this, marker, recorded);
         if (recorded.event !== (denial === undefined ? "agent.resume" : "agent.deny")) throw new StaleApprovalError(this.runner.agent.name, marker.suspensionId, undefined, call);
       } else if (denial === undefined) await this.leaveSuspended(approver, marker, identityChange);
       else await denyPause(this, approver, marker, denial.reason, false);
@@ -372,97 +373,8 @@ export class SuspensionControl {
 
   /** The marker of a pause that begins at `nowMs` (with a deadline when `expiresAt` is given). */
   newMarker(reason: string, nowMs: number, expiresAt?: string): SuspensionMarker {
-    const marker: SuspensionMarker = { reason, since: isoTime(nowMs), approver: null, suspensionId: uuidv7(nowMs), identity: this.identity() };
+    const marker: SuspensionMarker = { reason, since: isoTime(nowMs), approver: null, suspensionId: uuidv7(nowMs), identity: agentIdentity(this.runner) };
     return expiresAt === undefined ? marker : { ...marker, expiresAt };
-  }
-
-  /** What this agent is now: the identity a pause records and a resume compares. */
-  identity(): AgentIdentity {
-    const version = (this.runner.agent.constructor as { version?: unknown }).version;
-    return { version: typeof version === "string" ? version : null, capabilities: [...this.runner.agent.capabilities].sort() };
-  }
-
-  /**
-   * Compares the identity the pause recorded with the agent's now. A change
-   * refuses the resume (`IDENTITY_CHANGED`) unless the caller accepts it;
-   * then it is returned, to be recorded in the resume's receipt.
-   */
-  identityChange(marker: SuspensionMarker, accept: boolean): JsonObject | undefined {
-    const recorded = marker.identity;
-    const now = this.identity();
-    if (recorded === undefined || sameIdentity(recorded, now)) return undefined;
-    if (!accept) throw new IdentityChangedError(this.runner.agent.name, describeIdentity(recorded), describeIdentity(now));
-    return {
-      from: { version: recorded.version, capabilities: [...recorded.capabilities] },
-      to: { version: now.version, capabilities: [...now.capabilities] },
-    };
-  }
-
-  /**
-   * Asks `authorizeResume`, for at most the agent's `shutdownTimeoutMs`: the
-   * agent's control messages (a halt, another suspend) wait while it decides,
-   * so a hook that never answers must not hold them forever. No answer in
-   * time is a refusal. `decision` tells it whether this is an approval or a denial.
-   */
-  async authorize(approver: string, marker: SuspensionMarker, decision: "approve" | "deny" = "approve"): Promise<void> {
-    const services = this.runner.requireServices();
-    const hook = services.authorizeResume;
-    if (hook === undefined) return;
-    const limitMs = this.runner.options.shutdownTimeoutMs;
-    let allowed: unknown;
-    try {
-      const deciding = Promise.resolve(hook(this.runner.agent.name, approver, { ...marker }, { decision }));
-      if (!(await settlesWithin(deciding, services.clock, limitMs))) {
-        deciding.catch(noop); // a late rejection is no longer anyone's concern
-        throw new Error(`authorizeResume did not answer within ${limitMs} ms (the agent's shutdownTimeoutMs)`);
-      }
-      allowed = await deciding;
-    } catch (cause) {
-      throw new ResumeRefusedError(this.runner.agent.name, approver, { cause }, decision === "deny" ? "deny" : "resume");
-    }
-    if (allowed !== true) throw new ResumeRefusedError(this.runner.agent.name, approver, undefined, decision === "deny" ? "deny" : "resume");
-  }
-
-  /**
-   * The decision already on record (`agent.resume`, `agent.deny`,
-   * `agent.suspend.cancelled`) for `marker`, when it is the pause this
-   * incarnation restored and the audit sink can read back what it recorded;
-   * `undefined` otherwise.
-   * @throws {@link AuditUnavailableError} (rejects) when the sink could not be read: whether the pause
-   *   was decided is unknown, so it is not decided now (it stays, nothing has changed)
-   */
-  async decisionOnRecord(marker: SuspensionMarker, call: "resume" | "deny"): Promise<AuditEvent | undefined> {
-    if (this.restoredPause !== marker.suspensionId) return undefined;
-    const recorded = await this.runner.requireServices().telemetry.recordedSettlement(this.runner.agent.name, marker.suspensionId);
-    if (recorded === null) throw new AuditUnavailableError(this.runner.agent.name, call);
-    return recorded;
-  }
-
-  /**
-   * Completes the decision `recorded` of the pause `marker` as its first
-   * carrying out would have, without a second receipt: the marker is
-   * cleared and persisted, the status becomes RUNNING, and `onResume` (with
-   * the recorded approver) or `onDeny` (with the recorded decider and reason)
-   * runs; a recorded cancellation runs neither.
-   */
-  async completeRecorded(marker: SuspensionMarker, recorded: AuditEvent): Promise<void> {
-    const runner = this.runner;
-    const details = recorded.details;
-    const text = (value: unknown): string => (typeof value === "string" ? value : "");
-    runner
-      .requireServices()
-      .logger.warn(
-        `'${runner.agent.name}' came back SUSPENDED under the pause ${marker.suspensionId}, whose ${recorded.event} is already on record (the process ended before its marker was cleared); completing that decision without a second receipt`,
-      );
-    this.settle(marker);
-    await this.persistMarker(recorded.event === "agent.deny" ? "deny" : "resume", undefined);
-    if (runner.currentStatus !== ProcessStatus.SUSPENDED) return;
-    runner.transition(ProcessStatus.RUNNING);
-    if (recorded.event === "agent.resume") {
-      await runHook(runner, "onResume", () => runner.agent.onResume(text(details.approver), { ...marker }), runner.options.shutdownTimeoutMs);
-    } else if (recorded.event === "agent.deny") {
-      await runHook(runner, "onDeny", () => runner.agent.onDeny(text(details.decider), { ...marker }, text(details.reason)), runner.options.shutdownTimeoutMs);
-    }
   }
 
   /** The receipt comes before the effect: audit, then clear and persist, then RUNNING, then `onResume`. */
