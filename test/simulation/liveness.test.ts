@@ -76,6 +76,25 @@ describe("quiescence, deadlock and external awaits", () => {
     expect(failure?.trace).toHaveLength(50);
   });
 
+  it("a run that becomes quiescent after exactly maxSteps steps is not cut; one step fewer is", async () => {
+    const transfer = async (maxSteps: number): Promise<SimulationFailure | undefined> => {
+      const sim = simulate({ root: bank, seed: 6, maxSteps });
+      await sim.start();
+      void sim.send("coord-a", "transfer", { from: "x", to: "y", amount: 10 });
+      const failure = await failureOf(sim.run());
+      await sim.stop().catch(() => undefined);
+      return failure;
+    };
+    const free = simulate({ root: bank, seed: 6, maxSteps: 10_000 });
+    await free.start();
+    void free.send("coord-a", "transfer", { from: "x", to: "y", amount: 10 });
+    await free.run();
+    const needed = free.trace.length;
+    await free.stop();
+    expect(await transfer(needed)).toBeUndefined();
+    expect((await transfer(needed - 1))?.code).toBe("SIMULATION_STEP_LIMIT");
+  });
+
   it("stop() with asks still waiting finishes: their timeouts and the shutdown run on virtual time", async () => {
     const sim = simulate({ root: askers, seed: 5, maxSteps: 100 });
     await sim.start();

@@ -266,10 +266,8 @@ export class SimulationEngine implements Simulation, GateBoard {
   private async step(advance: boolean): Promise<"stepped" | "idle"> {
     if (this.phase !== "running") return "idle";
     const offers = await this.collect();
-    if (this.steps.length >= this.options.maxSteps) {
-      throw this.fail("SIMULATION_STEP_LIMIT", `the simulation took ${this.options.maxSteps} steps without becoming quiescent; raise maxSteps, or look for a livelock in the trace`);
-    }
     if (offers.length === 0) return advance ? this.advanceTime() : "idle";
+    this.checkStepLimit();
     const picked = this.options.chooser.choose(offers, this.steps.length);
     const index = typeof picked === "number" ? picked : await picked;
     const gate = this.gates[index];
@@ -313,6 +311,13 @@ export class SimulationEngine implements Simulation, GateBoard {
   }
 
   /** Nothing is ready: a deadlock, or time moves on to the earliest timer. */
+  /** Refuses a step past `maxSteps`: a run that becomes quiescent after exactly `maxSteps` steps is not cut. */
+  private checkStepLimit(): void {
+    if (this.steps.length >= this.options.maxSteps) {
+      throw this.fail("SIMULATION_STEP_LIMIT", `the simulation took ${this.options.maxSteps} steps without becoming quiescent; raise maxSteps, or look for a livelock in the trace`);
+    }
+  }
+
   private async advanceTime(): Promise<"stepped" | "idle"> {
     const cycle = findCycle(waitEdges(this.scheduler?.runners ?? new Map()));
     if (cycle !== undefined) throw this.fail("SIMULATION_DEADLOCK", `deadlock: nothing is ready and agents wait on each other: ${formatChain(cycle)}`);
@@ -327,6 +332,7 @@ export class SimulationEngine implements Simulation, GateBoard {
       while (this.awaitingExternally() && this.gates.length === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 1));
       return this.gates.length > 0 ? "stepped" : "idle";
     }
+    this.checkStepLimit();
     const dueMs = this.clock.nextDueMs as number;
     this.record({ kind: "timer", key: `timer@+${dueMs - this.options.startMs}`, detail: `virtual time ${new Date(dueMs).toISOString()}` });
     this.clock.fireNext();
