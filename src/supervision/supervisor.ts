@@ -1,5 +1,5 @@
 import { describeValue } from "../errors/civitas-error.js";
-import { InvalidArgumentError, RestartIntensityError, StartFailedError } from "../errors/errors.js";
+import { InvalidArgumentError, RestartIntensityError, StartFailedError, StateFencedError } from "../errors/errors.js";
 import { assertValidName } from "../bus/registry.js";
 import { ProcessStatus } from "../process/process-status.js";
 import type { RuntimeServices } from "../runtime/services.js";
@@ -328,6 +328,12 @@ export class Supervisor implements SupervisedChild, ChildParent {
           cause: cause instanceof Error ? cause.message : String(cause),
         });
       } catch (error) {
+        if (movedAway(error)) {
+          // Another process owns this agent now (a newer fence): it stays stopped here, and its refused
+          // start is no crash of this group, so it neither uses up the restart budget nor escalates.
+          services.logger.warn(`'${child.name}' is owned by another process (STATE_FENCED); it stays stopped here and is not restarted`);
+          continue;
+        }
         services.telemetry.endSpan(span, error);
         this.childExited(child, { kind: "crash", error }, child.incarnation);
         return;
@@ -366,6 +372,11 @@ export class Supervisor implements SupervisedChild, ChildParent {
     }
     return this.services;
   }
+}
+
+/** Whether a child's start failed because another process took the agent over (`STATE_FENCED`). */
+function movedAway(error: unknown): boolean {
+  return error instanceof StartFailedError && error.cause instanceof StateFencedError;
 }
 
 /** Whether `child` (an agent or supervisor: both expose `status`) is started or still starting or stopping. */
