@@ -7,33 +7,14 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { AgentProcess, type JsonObject, type Message } from "civitas-ts";
+import { AgentProcess, type Message } from "civitas-ts";
 import { createMessage, Mailbox } from "../../src/index.js";
 import { turns } from "../runtime/fixtures.js";
 import { codeOf, outcome } from "../support/outcome.js";
 import { supervisedRuntimes, until } from "../support/runtimes.js";
+import { Sink, Doer } from "../support/probe-agents.js";
 
 const supervised = supervisedRuntimes();
-
-class Sink extends AgentProcess {
-  readonly seen: Message[] = [];
-  override async handle(message: Message): Promise<void> {
-    this.seen.push(message);
-  }
-}
-
-/** Runs `fn` inside handle() and replies with what it resolved to, or the error code. */
-class Doer extends AgentProcess {
-  fn: ((self: Doer) => Promise<unknown>) | undefined;
-  override async handle(): Promise<Message | void> {
-    try {
-      const value = await this.fn?.(this);
-      return this.reply({ ok: true, value: value === undefined ? null : (value as JsonObject) });
-    } catch (error) {
-      return this.reply({ ok: false, code: codeOf(error), message: error instanceof Error ? error.message : String(error) });
-    }
-  }
-}
 
 async function errorOf(promise: Promise<unknown>): Promise<unknown> {
   try {

@@ -8,46 +8,13 @@
 
 import { describe, expect, it } from "vitest";
 import type { CivitasError } from "civitas-ts";
-import { AgentProcess, ErrorAction, ProcessStatus, type JsonObject, type Message } from "civitas-ts";
+import { AgentProcess, ErrorAction, ProcessStatus, type Message } from "civitas-ts";
 import { DynamicSupervisor } from "../../src/index.js";
 import { eventually } from "../runtime/fixtures.js";
-import { codeOf } from "../support/outcome.js";
 import { supervisedRuntimes, until, runtimes } from "../support/runtimes.js";
+import { Sink, Doer, CodeReplier } from "../support/probe-agents.js";
 
 const supervised = supervisedRuntimes();
-
-class Sink extends AgentProcess {
-  readonly seen: Message[] = [];
-  override async handle(message: Message): Promise<void> {
-    this.seen.push(message);
-  }
-}
-
-/** Runs `fn` inside handle() and replies with what it resolved to, or the error code. */
-class Doer extends AgentProcess {
-  fn: ((self: Doer) => Promise<unknown>) | undefined;
-  override async handle(): Promise<Message | void> {
-    try {
-      const value = await this.fn?.(this);
-      return this.reply({ ok: true, value: value === undefined ? null : (value as JsonObject) });
-    } catch (error) {
-      return this.reply({ ok: false, code: codeOf(error), message: error instanceof Error ? error.message : String(error) });
-    }
-  }
-}
-
-/** Runs `fn` inside handle() and replies with what it resolved to, or the error code. */
-class CodeReplier extends AgentProcess {
-  fn: ((self: CodeReplier) => Promise<unknown>) | undefined;
-  override async handle(): Promise<Message | void> {
-    try {
-      const value = await this.fn?.(this);
-      return this.reply({ ok: true, value: value === undefined ? null : (value as JsonObject) });
-    } catch (error) {
-      return this.reply({ ok: false, code: codeOf(error) });
-    }
-  }
-}
 
 describe("broadcast with a stopped match", () => {
   it("broadcast does not reject after having delivered to some matches when one match has stopped", async () => {

@@ -8,33 +8,13 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, createMessage, ProcessStatus, type Message } from "civitas-ts";
-import { type JsonObject } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { eventually, turns } from "../runtime/fixtures.js";
 import { sleep, supervisedRuntimes, until } from "../support/runtimes.js";
 import { codeOf } from "../support/outcome.js";
+import { Sink, CodeReplier } from "../support/probe-agents.js";
 
 const supervised = supervisedRuntimes();
-
-class Sink extends AgentProcess {
-  readonly seen: Message[] = [];
-  override async handle(message: Message): Promise<void> {
-    this.seen.push(message);
-  }
-}
-
-/** Runs `fn` inside handle() and replies with what it resolved to, or the error code. */
-class CodeReplier extends AgentProcess {
-  fn: ((self: CodeReplier) => Promise<unknown>) | undefined;
-  override async handle(): Promise<Message | void> {
-    try {
-      const value = await this.fn?.(this);
-      return this.reply({ ok: true, value: value === undefined ? null : (value as JsonObject) });
-    } catch (error) {
-      return this.reply({ ok: false, code: codeOf(error) });
-    }
-  }
-}
 
 describe("messages returned from handle()", () => {
   it("a malformed message returned from handle() is refused (logged), not delivered unchecked and not a supervised crash", async () => {

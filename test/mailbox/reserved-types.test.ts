@@ -7,18 +7,12 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { AgentProcess, createMessage, ProcessStatus, type Message } from "civitas-ts";
+import { createMessage, ProcessStatus } from "civitas-ts";
 import { codeOf, outcome } from "../support/outcome.js";
 import { sleep, supervisedRuntimes } from "../support/runtimes.js";
+import { Sink } from "../support/probe-agents.js";
 
 const supervised = supervisedRuntimes();
-
-class Sink extends AgentProcess {
-  readonly seen: Message[] = [];
-  override async handle(message: Message): Promise<void> {
-    this.seen.push(message);
-  }
-}
 
 function caughtCode(fn: () => unknown): string {
   try {

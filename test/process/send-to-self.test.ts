@@ -9,27 +9,15 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { AgentProcess, ErrorAction, Supervisor, type Message, createMessage, type JsonObject } from "../../src/index.js";
+import { AgentProcess, ErrorAction, Supervisor, type Message, createMessage } from "../../src/index.js";
 import { codeOf, outcome } from "../support/outcome.js";
 import { gate } from "../support/agents.js";
 import { runtimes, sleep, until, supervisedRuntimes } from "../support/runtimes.js";
+import { CodeReplier } from "../support/probe-agents.js";
 
 const runtime = runtimes();
 
 const supervised = supervisedRuntimes();
-
-/** Runs `fn` inside handle() and replies with what it resolved to, or the error code. */
-class CodeReplier extends AgentProcess {
-  fn: ((self: CodeReplier) => Promise<unknown>) | undefined;
-  override async handle(): Promise<Message | void> {
-    try {
-      const value = await this.fn?.(this);
-      return this.reply({ ok: true, value: value === undefined ? null : (value as JsonObject) });
-    } catch (error) {
-      return this.reply({ ok: false, code: codeOf(error) });
-    }
-  }
-}
 
 describe("an agent messaging itself from a hook its own loop runs", () => {
   it("a send to itself from onError with its own mailbox full does not hang the agent", async () => {

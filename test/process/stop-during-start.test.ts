@@ -19,11 +19,11 @@ import {
   Supervisor,
   type JsonObject,
 } from "../../src/index.js";
-import { type Message } from "civitas-ts";
 import { gate } from "../support/agents.js";
 import { outcome, codeOf } from "../support/outcome.js";
 import { runtimes, sleep, until, supervisedRuntimes } from "../support/runtimes.js";
 import { unannouncedRecord, WrappedStore } from "../support/stores.js";
+import { Sink } from "../support/probe-agents.js";
 
 const runtime = runtimes();
 
@@ -60,13 +60,6 @@ class SlowGetStore extends WrappedStore {
 }
 
 const supervised = supervisedRuntimes();
-
-class Sink extends AgentProcess {
-  readonly seen: Message[] = [];
-  override async handle(message: Message): Promise<void> {
-    this.seen.push(message);
-  }
-}
 
 describe("a supervisor stopped while its subtree starts abandons only the start in flight at that instant", () => {
   it("a nested supervisor's startup (a parent's restart) starts no further child once a stop came, so the stop finishes", async () => {

@@ -7,17 +7,11 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { AgentProcess, ProcessStatus, type Message } from "civitas-ts";
+import { ProcessStatus } from "civitas-ts";
 import { sleep, supervisedRuntimes, until } from "../support/runtimes.js";
+import { Sink } from "../support/probe-agents.js";
 
 const supervised = supervisedRuntimes();
-
-class Sink extends AgentProcess {
-  readonly seen: Message[] = [];
-  override async handle(message: Message): Promise<void> {
-    this.seen.push(message);
-  }
-}
 
 describe("a throwing message.expired listener", () => {
 

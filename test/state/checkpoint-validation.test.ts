@@ -7,24 +7,11 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { AgentProcess, InMemoryStateStore, type JsonObject, type Message } from "civitas-ts";
-import { codeOf } from "../support/outcome.js";
+import { InMemoryStateStore } from "civitas-ts";
 import { supervisedRuntimes } from "../support/runtimes.js";
+import { Doer } from "../support/probe-agents.js";
 
 const supervised = supervisedRuntimes();
-
-/** Runs `fn` inside handle() and replies with what it resolved to, or the error code. */
-class Doer extends AgentProcess {
-  fn: ((self: Doer) => Promise<unknown>) | undefined;
-  override async handle(): Promise<Message | void> {
-    try {
-      const value = await this.fn?.(this);
-      return this.reply({ ok: true, value: value === undefined ? null : (value as JsonObject) });
-    } catch (error) {
-      return this.reply({ ok: false, code: codeOf(error), message: error instanceof Error ? error.message : String(error) });
-    }
-  }
-}
 
 describe("checkpoint() of non-plain state", () => {
   for (const [what, make] of [

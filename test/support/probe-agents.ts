@@ -1,0 +1,36 @@
+import { AgentProcess, type JsonObject, type Message } from "civitas-ts";
+import { codeOf } from "./outcome.js";
+
+/** Keeps every message it handles, in order. */
+export class Sink extends AgentProcess {
+  readonly seen: Message[] = [];
+  override async handle(message: Message): Promise<void> {
+    this.seen.push(message);
+  }
+}
+
+/** Runs `fn` inside handle() and replies with what it resolved to, or the error's code and message. */
+export class Doer extends AgentProcess {
+  fn: ((self: Doer) => Promise<unknown>) | undefined;
+  override async handle(): Promise<Message | void> {
+    try {
+      const value = await this.fn?.(this);
+      return this.reply({ ok: true, value: value === undefined ? null : (value as JsonObject) });
+    } catch (error) {
+      return this.reply({ ok: false, code: codeOf(error), message: error instanceof Error ? error.message : String(error) });
+    }
+  }
+}
+
+/** Runs `fn` inside handle() and replies with what it resolved to, or the error's code. */
+export class CodeReplier extends AgentProcess {
+  fn: ((self: CodeReplier) => Promise<unknown>) | undefined;
+  override async handle(): Promise<Message | void> {
+    try {
+      const value = await this.fn?.(this);
+      return this.reply({ ok: true, value: value === undefined ? null : (value as JsonObject) });
+    } catch (error) {
+      return this.reply({ ok: false, code: codeOf(error) });
+    }
+  }
+}
