@@ -3,7 +3,7 @@ import { assertJsonObject, type JsonObject } from "../message/json.js";
 import { AbandonableWait, settlesWithin } from "../time/deadline.js";
 import { whenAborted } from "../time/when-aborted.js";
 import { checkStoredState } from "../state/state-record.js";
-import { readMarker } from "./suspension.js";
+import { isMarkerJson, readMarker, SUSPENSION_KEY } from "./suspension.js";
 import { ProcessStatus } from "./process-status.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { UP, type StartAttempt, type Starting, type Stopping } from "./lifecycle.js";
@@ -47,7 +47,8 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     settledInStore = storedMarker !== undefined && storedMarker.suspensionId === r.suspension.lastSettled;
     r.suspension.marker ??= settledInStore ? undefined : storedMarker;
     r.agent.state = (stored ?? JSON.parse(r.initialState)) as JsonObject;
-    r.suspension.setMarker(r.suspension.marker);
+    const kept = r.suspension.marker !== undefined && r.suspension.marker === storedMarker ? stored?.[SUSPENSION_KEY] : undefined;
+    r.suspension.setMarker(r.suspension.marker, isMarkerJson(kept) ? (kept as JsonObject) : undefined);
     r.suspension.restoredPause = r.suspension.marker?.suspensionId;
     restored = true;
     // An onStart a stop gave up on gets up to shutdownTimeoutMs more to return before the next one begins.

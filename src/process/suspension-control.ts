@@ -429,7 +429,12 @@ export class SuspensionControl {
     return false;
   }
 
-  setMarker(marker: SuspensionMarker | undefined): void {
+  /**
+   * Sets the pause in memory and shows it in the agent's `state` as
+   * `json` (by default a fresh copy: a restore passes the stored one it
+   * was read from, when that holds nothing else).
+   */
+  setMarker(marker: SuspensionMarker | undefined, json?: JsonObject): void {
     // Frozen: agent.suspension and the hooks get this very object (or copies sharing its identity), and must not change it.
     this.marker = marker === undefined ? undefined : frozenMarker(marker);
     if (this.deadline !== undefined || this.marker?.expiresAt !== undefined) {
@@ -443,7 +448,7 @@ export class SuspensionControl {
     if (marker === undefined) this.announcementOwed = false;
     const state = this.runner.agent.state;
     if (marker === undefined) delete state[SUSPENSION_KEY];
-    else state[SUSPENSION_KEY] = markerJson(marker);
+    else state[SUSPENSION_KEY] = json ?? markerJson(marker);
   }
 
   /** The pause `marker` was decided (denied) or cancelled: its marker is cleared in memory, and it stays settled. */

@@ -80,7 +80,7 @@ export function readMarker(agent: string, state: JsonObject): SuspensionMarker |
     !Array.isArray(value) &&
     typeof m.reason === "string" &&
     typeof m.since === "string" &&
-    !Number.isNaN(Date.parse(m.since)) &&
+    isTime(m.since) &&
     m.approver === null &&
     typeof m.suspensionId === "string" &&
     m.suspensionId.length > 0;
@@ -90,19 +90,45 @@ export function readMarker(agent: string, state: JsonObject): SuspensionMarker |
       `stored state of '${agent}' has a malformed suspension marker under '${SUSPENSION_KEY}' (${describeValue(value)}); it must be { reason, since, approver: null, suspensionId } — restore the record from a backup rather than guess whether the agent was paused`,
     );
   }
-  if (m.expiresAt !== undefined && (typeof m.expiresAt !== "string" || Number.isNaN(Date.parse(m.expiresAt)))) {
+  if (m.expiresAt !== undefined && (typeof m.expiresAt !== "string" || !isTime(m.expiresAt))) {
     throw new StateSchemaError(agent, `stored state of '${agent}' has a suspension marker whose 'expiresAt' is ${describeValue(m.expiresAt)}; it is an ISO-8601 time or absent — restore the record from a backup`);
   }
   if (m.announced !== undefined && m.announced !== false) {
     throw new StateSchemaError(agent, `stored state of '${agent}' has a suspension marker whose 'announced' is ${describeValue(m.announced)}; it is false or absent — restore the record from a backup`);
   }
   // Built field by field and frozen here: every restored pause is read once per start, and the agent keeps it frozen.
-  const marker: { -readonly [K in keyof SuspensionMarker]: SuspensionMarker[K] } = { reason: m.reason as string, since: m.since as string, approver: null, suspensionId: m.suspensionId as string };
+  // The identity goes into the literal, so the common marker keeps all its fields in the object itself.
+  const identity = m.identity === undefined ? undefined : readIdentity(agent, m.identity);
+  const marker: { -readonly [K in keyof SuspensionMarker]: SuspensionMarker[K] } =
+    identity === undefined
+      ? { reason: m.reason as string, since: m.since as string, approver: null, suspensionId: m.suspensionId as string }
+      : { reason: m.reason as string, since: m.since as string, approver: null, suspensionId: m.suspensionId as string, identity };
   if (typeof m.expiresAt === "string") marker.expiresAt = m.expiresAt;
   if (m.announced === false) marker.announced = false;
-  if (m.identity !== undefined) marker.identity = readIdentity(agent, m.identity);
   return Object.freeze(marker);
 }
+
+/** The keys a stored marker may hold, and the keys of its identity. */
+const MARKER_KEYS = new Set(["reason", "since", "approver", "suspensionId", "identity", "expiresAt", "announced"]);
+const IDENTITY_KEYS = new Set(["version", "capabilities"]);
+
+/**
+ * Whether `value`, a stored marker {@link readMarker} accepted, holds
+ * nothing but the marker's own fields, so it can stay in the agent's
+ * `state` as it is instead of a fresh {@link markerJson} copy.
+ * @internal
+ */
+export function isMarkerJson(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  const m = value as Record<string, unknown>;
+  for (const key in m) if (!MARKER_KEYS.has(key)) return false;
+  const identity = m.identity as Record<string, unknown> | undefined;
+  if (identity !== undefined) for (const key in identity) if (!IDENTITY_KEYS.has(key)) return false;
+  return true;
+}
+
+/** The identity read last: agents restored one after another usually share one, and it is frozen. */
+let lastIdentity: AgentIdentity | undefined;
 
 /** The identity a stored marker recorded, frozen; `STATE_SCHEMA` when malformed. */
 function readIdentity(agent: string, value: unknown): AgentIdentity {
@@ -113,7 +139,54 @@ function readIdentity(agent: string, value: unknown): AgentIdentity {
   if (!valid) {
     throw new StateSchemaError(agent, `stored state of '${agent}' has a suspension marker with a malformed identity (${describeValue(value)}); restore the record from a backup`);
   }
-  return Object.freeze({ version: identity?.version as string | null, capabilities: Object.freeze([...(capabilities as string[])]) });
+  const read = { version: identity?.version as string | null, capabilities: capabilities as string[] };
+  if (lastIdentity !== undefined && sameIdentity(lastIdentity, read)) return lastIdentity;
+  lastIdentity = Object.freeze({ version: read.version, capabilities: Object.freeze([...read.capabilities]) });
+  return lastIdentity;
+}
+
+/**
+ * Whether `text` is a time `Date.parse` reads. The form the runtime writes
+ * (`2026-07-03T09:12:44.120Z`, from `toISOString`) with every field in a
+ * range valid in any month is recognised here without it: a restore reads
+ * one per agent, and `Date.parse` costs several times as much.
+ */
+function isTime(text: string): boolean {
+  if (
+    text.length === 24 &&
+    text.charCodeAt(4) === 45 /* - */ &&
+    text.charCodeAt(7) === 45 &&
+    text.charCodeAt(10) === 84 /* T */ &&
+    text.charCodeAt(13) === 58 /* : */ &&
+    text.charCodeAt(16) === 58 &&
+    text.charCodeAt(19) === 46 /* . */ &&
+    text.charCodeAt(23) === 90 /* Z */ &&
+    digits(text, 0, 4) >= 0 &&
+    inRange(digits(text, 5, 2), 1, 12) &&
+    inRange(digits(text, 8, 2), 1, 28) &&
+    inRange(digits(text, 11, 2), 0, 23) &&
+    inRange(digits(text, 14, 2), 0, 59) &&
+    inRange(digits(text, 17, 2), 0, 59) &&
+    digits(text, 20, 3) >= 0
+  ) {
+    return true;
+  }
+  return !Number.isNaN(Date.parse(text));
+}
+
+/** The decimal number in `count` characters of `text` from `at`, or -1 when one of them is not a digit. */
+function digits(text: string, at: number, count: number): number {
+  let value = 0;
+  for (let i = at; i < at + count; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return -1;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+function inRange(value: number, min: number, max: number): boolean {
+  return value >= min && value <= max;
 }
 
 /**
