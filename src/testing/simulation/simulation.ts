@@ -11,12 +11,15 @@ import type { Gate, GateBoard, GateOutcome } from "./gate.js";
 import { fillFrom, mulberry32 } from "./prng.js";
 import { SimulatedAuditSink, AuditLog } from "./simulated-audit-sink.js";
 import { SimulatedClock } from "./simulated-clock.js";
+import { SimulatedNetwork } from "./simulated-network.js";
+import { SimulatedPeer } from "./simulated-peer.js";
+import { SimulatedTransport } from "./simulated-transport.js";
 import { disarmCrash, SimulatedScheduler, type DeliveryOrdinals } from "./simulated-scheduler.js";
 import { DurableData, SimulatedStore } from "./simulated-store.js";
 import { SimulationBusyError, SimulationFailure, SimulationStateError, type SimulationFailureCode } from "./simulation-failure.js";
 import { formatTrace } from "./trace-format.js";
 import { EngineView } from "./simulation-view.js";
-import type { Simulation, SimulationChoice, SimulationFaultKind, SimulationStep, SimulationView } from "./types.js";
+import type { Simulation, SimulationChoice, SimulationFaultKind, SimulationPeer, SimulationStep, SimulationView } from "./types.js";
 import { findCycle, formatChain, waitEdges } from "./wait-graph.js";
 
 /** The simulation running in this process, if any: ids and the runtime's hooks are process-wide. */
@@ -62,6 +65,9 @@ export class SimulationEngine implements Simulation, GateBoard {
   /** Set when a step ended with a drain and nothing ran since: the next collect() need not drain again. */
   private drained = false;
   readonly view: SimulationView;
+  /** The bus between this runtime and {@link SimulationEngine.peer}: control across processes. */
+  private readonly network: SimulatedNetwork;
+  readonly peer: SimulationPeer;
 
   constructor(
     private readonly options: CheckedOptions,
@@ -70,6 +76,8 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.clock = new SimulatedClock(options.startMs);
     this.builtIn = new BuiltInInvariants(this.log);
     this.view = new EngineView(() => this.runtime, this.data, this.log, this.clock);
+    this.network = new SimulatedNetwork(this, () => this.epoch, this.clock, this.clock.outside(), options.networkDelayMs);
+    this.peer = new SimulatedPeer(this.network, this.clock.outside(), (operation, name) => void this.operate(`peer.${operation}:${name}`, name, operation));
   }
 
   get trace(): readonly SimulationStep[] {
@@ -176,6 +184,7 @@ export class SimulationEngine implements Simulation, GateBoard {
           clock: this.clock,
           store: new SimulatedStore(this.data, this, epoch),
           auditSink: new SimulatedAuditSink(this.log, this, epoch),
+          transport: new SimulatedTransport(this.network, epoch, this.clock),
           keepAlive: false,
         }),
     );
@@ -189,7 +198,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.hung.clear();
     this.epoch++;
     this.gates = [];
-    this.clock.clear();
+    this.clock.clear(true);
     this.data.restart();
     this.builtIn.restart();
     this.build();
