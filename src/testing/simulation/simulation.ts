@@ -1,3 +1,5 @@
+import { describeValue } from "../../errors/civitas-error.js";
+import { InvalidArgumentError } from "../../errors/errors.js";
 import { silentLogger } from "../../logging/logger.js";
 import type { JsonObject } from "../../message/json.js";
 import { useIdSource } from "../../message/ids.js";
@@ -132,11 +134,15 @@ export class SimulationEngine implements Simulation, GateBoard {
     while ((await this.step(false)) === "stepped");
   }
 
-  async kill(): Promise<void> {
+  async kill(options: { downMs?: number } = {}): Promise<void> {
     this.requireRunning("kill()");
-    this.record({ kind: "kill", key: "op:kill", detail: "kill -9 by the test" });
+    const downMs = options.downMs ?? 0;
+    if (!(typeof downMs === "number" && Number.isFinite(downMs) && downMs >= 0)) throw new InvalidArgumentError("downMs", `sim.kill({ downMs }): downMs must be a non-negative number of milliseconds, got ${describeValue(downMs)}`);
+    this.record({ kind: "kill", key: "op:kill", detail: `kill -9 by the test${downMs > 0 ? `, down for ${downMs} ms` : ""}` });
     this.rebuild();
     this.drained = false;
+    // Down meanwhile: nobody answers its agents' control subjects; the peer's timers and packets go on.
+    if (downMs > 0) await this.runUntil(new Promise((resolve) => this.clock.setTimeout(() => resolve(undefined), downMs)), "the kill's downtime");
     await this.runUntil(this.restarted(), "the runtime's start after the kill");
   }
 

@@ -260,8 +260,13 @@ export interface Simulation {
   run(): Promise<void>;
   /** Runs chosen steps until nothing is ready, without advancing virtual time. Rejects with {@link SimulationFailure}. */
   idle(): Promise<void>;
-  /** Kills the process ("kill -9"): keeps only what the store and audit log acknowledged, builds a new runtime from `root()` and starts it. */
-  kill(): Promise<void>;
+  /**
+   * Kills the process ("kill -9"): keeps only what the store and audit log
+   * acknowledged, builds a new runtime from `root()` and starts it. With
+   * `downMs`, the process stays down that long in virtual time first (steps
+   * run meanwhile: the {@link Simulation.peer}'s requests find nobody to answer them).
+   */
+  kill(options?: { downMs?: number }): Promise<void>;
   /** Stops the runtime, running steps (and virtual time) until it stopped; then the simulation ends. Idempotent. */
   stop(): Promise<void>;
   /** Another process on the simulated bus, controlling this runtime's agents across processes; see {@link SimulationPeer}. */
