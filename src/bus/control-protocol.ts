@@ -89,7 +89,9 @@ export class ControlServer {
     } else {
       let outcome = this.outcomes.get(requestId);
       if (outcome === undefined) {
-        outcome = this.decide(name, operation, request.payload.args as JsonObject, timeoutMs);
+        const args = typeof request.payload.args === "object" && request.payload.args !== null && !Array.isArray(request.payload.args) ? request.payload.args : {};
+        // A retry this server never saw: its first attempt may have taken effect in a previous incarnation (the host checks the audit log).
+        outcome = this.decide(name, operation, request.payload.retry === true ? { ...args, retry: true } : args, timeoutMs);
         this.remember(requestId, operation === "status" ? undefined : outcome);
       }
       result = await outcome;
@@ -104,7 +106,7 @@ export class ControlServer {
 
   private decide(name: string, operation: ControlOperation, args: JsonObject, timeoutMs: number): Promise<JsonObject> {
     try {
-      return this.host.control(name, operation, typeof args === "object" && args !== null ? args : {}, timeoutMs).then(
+      return this.host.control(name, operation, args, timeoutMs).then(
         (answer) => ({ ok: true, answer }),
         (error: unknown) => controlFailure(error),
       );
@@ -149,7 +151,7 @@ export async function requestControl(context: ControlRequestContext, name: strin
   const { channel, clock, signal } = context;
   const deadline = clock.now() + timeoutMs;
   const payload: JsonObject = { requestId: uuidv7(), args, timeoutMs };
-  const request = envelope(clock, TYPES[operation], name, payload);
+  let request = envelope(clock, TYPES[operation], name, payload);
   let taken = false;
   for (;;) {
     if (signal?.aborted) throw signal.reason;
@@ -161,7 +163,10 @@ export async function requestControl(context: ControlRequestContext, name: strin
     } catch (error) {
       if (!(error instanceof ControlAttemptError)) throw new TransportUnavailableError(`the control request for '${name}' could not be sent: ${(error as Error).message}`, { cause: error });
       if (error.kind === "timeout") {
-        taken = true; // a subscriber took it (else the bus would have said "no responders"): ask again for the recorded outcome
+        // A subscriber took it (else the bus would have said "no responders"): ask again for the recorded outcome,
+        // flagged as a retry, for an owner that restarted meanwhile and forgot the requestId.
+        if (!taken) request = { ...request, payload: { ...payload, retry: true } };
+        taken = true;
         continue;
       }
       await sleep(clock, Math.min(RETRY_MS, Math.max(0, deadline - clock.now())), signal);

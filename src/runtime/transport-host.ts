@@ -64,7 +64,8 @@ async function localControl(runtime: RuntimeControl, name: string, operation: Co
 }
 
 /**
- * A retried resume or deny from another runtime whose first attempt took
+ * A retried resume or deny from another runtime (flagged `retry` by its
+ * requester after an attempt got no answer) whose first attempt took
  * effect, and whose answer was lost with the owner's memory of it (the
  * owner's process ended, and its control server forgot the request ids it
  * answered): its pause is settled, so the retry is refused with
@@ -76,7 +77,7 @@ async function localControl(runtime: RuntimeControl, name: string, operation: Co
  */
 async function recordedOutcome(services: RuntimeServices, name: string, args: JsonObject, error: unknown): Promise<JsonObject> {
   const suspensionId = args.suspensionId;
-  if (!(error instanceof CivitasError) || error.code !== "STALE_APPROVAL" || typeof suspensionId !== "string") throw error;
+  if (args.retry !== true || !(error instanceof CivitasError) || error.code !== "STALE_APPROVAL" || typeof suspensionId !== "string") throw error;
   const recorded = await services.telemetry.recordedSettlement(name, suspensionId);
   const deny = args.decision === "deny";
   const same = deny ? recorded?.event === "agent.deny" && recorded.details.decider === args.approver : recorded?.event === "agent.resume" && recorded.details.approver === args.approver;
