@@ -89,9 +89,11 @@ describe("control across processes on the simulated bus", () => {
     expect(await resumed).toBe("ok");
     expect(decisions(sim.view.audit, id).length).toBe(1);
     expect(sim.view.agent<Payer>("payer").state.paid).toBe(1);
-    // Another approver's resume of the settled pause is still refused.
+    // A new call (not a retry) naming the settled pause is still refused, by the same approver or another.
+    const same = outcome(sim.peer.resume("payer", "alice", { suspensionId: id, timeoutMs: 5_000 }));
     const other = outcome(sim.peer.resume("payer", "carol", { suspensionId: id, timeoutMs: 5_000 }));
     await sim.run();
+    expect(await same).toBe("STALE_APPROVAL");
     expect(await other).toBe("STALE_APPROVAL");
     await sim.stop();
   });
