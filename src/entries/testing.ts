@@ -39,12 +39,14 @@ export { SimulationFailure, SimulationBusyError, SimulationStateError, Simulated
 export type { SimulationFailureCode } from "../testing/simulation/simulation-failure.js";
 export type {
   Chooser,
+  PeerAgentStatus,
   Simulation,
   SimulationChoice,
   SimulationFaultKind,
   SimulationFaults,
   SimulationInvariant,
   SimulationOptions,
+  SimulationPeer,
   SimulationStep,
   SimulationStepKind,
   SimulationView,

@@ -9,7 +9,9 @@ import type { Message } from "../message/message.js";
 import { checkSerializer, decodeMessage, encodeMessage, type WireSerializer } from "./codec.js";
 import { admitInbound, readAnnouncement } from "./inbound.js";
 import { BusLink } from "./bus-link.js";
-import { ControlServer, controlSubject, requestControl } from "./remote-control.js";
+import { ControlServer, controlSubject, requestControl } from "../bus/control-protocol.js";
+import { systemClock } from "../time/clock.js";
+import { answerControl, natsControlChannel } from "./remote-control.js";
 import { RemoteDirectory } from "./remote-directory.js";
 import { ANNOUNCE_SUBJECT, assertSubjectName, DEREGISTER_SUBJECT, REGISTER_SUBJECT, REPLY_PREFIX, subjectOf } from "./subjects.js";
 
@@ -153,7 +155,7 @@ export class NatsTransport implements Transport {
         throw new TransportUnavailableError(`NatsTransport could not connect to ${describeValue(servers)}: ${(error as Error).message}; check that nats-server runs there and the options (auth, TLS) match`, { cause: error });
       }
     }
-    this.controlServer = new ControlServer(host, this.serializer);
+    this.controlServer = new ControlServer(host);
     this.link = new BusLink(nc, connection === undefined, this.options.sendTimeoutMs ?? 30_000, host.logger, () => this.onReconnect());
     const link = this.link;
     link.listen(REGISTER_SUBJECT, (bytes) => this.onAnnouncement(bytes, true));
@@ -212,7 +214,7 @@ export class NatsTransport implements Transport {
     if (!this.directory.has(name)) throw notFound(name);
     const link = this.requireLink(`control '${name}'`);
     link.sendQueued(); // what was sent before the request goes out before it
-    return requestControl(link.connection, this.serializer, name, operation, args, timeoutMs, signal);
+    return requestControl({ channel: natsControlChannel(link.connection, this.serializer), clock: systemClock, signal }, name, operation, args, timeoutMs);
   }
 
   /**
@@ -270,7 +272,7 @@ export class NatsTransport implements Transport {
     // In arrival order; a delivery into a full mailbox waits, and later ones queue behind it in order.
     this.agentSubs.set(name, link.listen(subjectOf(name), (bytes) => this.onAgentMessage(bytes, name)));
     const server = this.controlServer;
-    if (server !== undefined) this.controlSubs.set(name, link.listenAsync(controlSubject(name), (bytes) => server.answer(bytes, name)));
+    if (server !== undefined) this.controlSubs.set(name, link.listenAsync(controlSubject(name), (bytes) => answerControl(server, bytes, name, this.serializer)));
   }
 
   private onAgentMessage(bytes: Uint8Array, name: string): void {

@@ -1,5 +1,6 @@
 import { notFound } from "../bus/message-bus.js";
 import type { ControlOperation, Transport, TransportHost } from "../bus/transport.js";
+import { CivitasError } from "../errors/civitas-error.js";
 import type { JsonObject } from "../message/json.js";
 import type { AgentProcess } from "../process/agent-process.js";
 import type { RuntimeServices } from "./services.js";
@@ -29,7 +30,7 @@ export function attachTransport(transport: Transport, services: RuntimeServices,
   return {
     deliver: (message) => services.bus.deliver(message),
     settleReply: (reply) => services.bus.settleReply(reply),
-    control: (name, operation, args, timeoutMs) => localControl(runtime, name, operation, args, timeoutMs),
+    control: (name, operation, args, timeoutMs) => localControl(runtime, name, operation, args, timeoutMs).catch((error: unknown) => recordedOutcome(services, name, args, error)),
     agents: () => services.registry.all().map((agent) => ({ name: agent.name, capabilities: agent.capabilities })),
     logger: services.logger,
   };
@@ -59,5 +60,27 @@ async function localControl(runtime: RuntimeControl, name: string, operation: Co
   if (args.suspensionId !== undefined) options.suspensionId = args.suspensionId as string;
   if (args.acceptIdentityChange === true) options.acceptIdentityChange = true;
   await runtime.resume(name, args.approver as string, options);
+  return {};
+}
+
+/**
+ * A retried resume or deny from another runtime (flagged `retry` by its
+ * requester after an attempt got no answer) whose first attempt took
+ * effect, and whose answer was lost with the owner's memory of it (the
+ * owner's process ended, and its control server forgot the request ids it
+ * answered): its pause is settled, so the retry is refused with
+ * `STALE_APPROVAL`. When the audit log holds that very decision for the
+ * pause it names — the same kind, by the same approver or decider — the
+ * recorded outcome is the answer, not a spurious `STALE_APPROVAL`. Anything
+ * else is refused as it was. (Found under simulation of the bus: a kill
+ * after the resume and before its answer reached the requester.)
+ */
+async function recordedOutcome(services: RuntimeServices, name: string, args: JsonObject, error: unknown): Promise<JsonObject> {
+  const suspensionId = args.suspensionId;
+  if (args.retry !== true || !(error instanceof CivitasError) || error.code !== "STALE_APPROVAL" || typeof suspensionId !== "string") throw error;
+  const recorded = await services.telemetry.recordedSettlement(name, suspensionId);
+  const deny = args.decision === "deny";
+  const same = deny ? recorded?.event === "agent.deny" && recorded.details.decider === args.approver : recorded?.event === "agent.resume" && recorded.details.approver === args.approver;
+  if (!same) throw error;
   return {};
 }

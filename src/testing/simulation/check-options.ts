@@ -13,6 +13,8 @@ export interface CheckedOptions {
   readonly maxSteps: number;
   readonly externalAwaits: "record" | "fail";
   readonly startMs: number;
+  /** How long a delayed packet of the simulated bus is held back. */
+  readonly networkDelayMs: number;
   /** Whether any fault may apply (else the chooser is never asked about faults). */
   readonly faulty: boolean;
   /** The probability of `kind` per eligible step (every fault may apply in a replay: the trace decides). */
@@ -59,6 +61,7 @@ export function checkSimulationOptions(options: unknown, replaying: boolean): Ch
     maxSteps,
     externalAwaits,
     startMs,
+    networkDelayMs: checkDelayMs(o.faults?.network?.delayMs),
     faulty: replaying || Object.values(faults).some((p) => p > 0),
     probability: replaying ? () => 1 : (kind) => faults[kind],
   };
@@ -69,6 +72,7 @@ function checkFaults(faults: SimulationOptions["faults"]): Record<SimulationFaul
     throw new InvalidArgumentError("faults", `simulate({ faults }): faults must be an object like { storeWrites: { fail: 0.05 }, crashes: 0.02, kills: 0.01 }, got ${describeValue(faults)}`);
   }
   const writes = faults?.storeWrites ?? {};
+  const network = faults?.network ?? {};
   const probability = (name: string, value: unknown): number => {
     if (value === undefined) return 0;
     if (typeof value !== "number" || !(value >= 0 && value <= 1)) {
@@ -83,5 +87,16 @@ function checkFaults(faults: SimulationOptions["faults"]): Record<SimulationFaul
     "store.hang": probability("faults.storeWrites.hang", writes.hang),
     "store.lose": probability("faults.storeWrites.lose", writes.lose),
     "store.fenced": probability("faults.storeWrites.fenced", writes.fenced),
+    "net.drop": probability("faults.network.drop", network.drop),
+    "net.delay": probability("faults.network.delay", network.delay),
+    "net.duplicate": probability("faults.network.duplicate", network.duplicate),
   };
+}
+
+function checkDelayMs(value: unknown): number {
+  if (value === undefined) return 1_500;
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw new InvalidArgumentError("faults", `simulate({ faults }): faults.network.delayMs must be a non-negative number of milliseconds, got ${describeValue(value)}`);
+  }
+  return value;
 }

@@ -6,6 +6,8 @@ interface VirtualTimer {
   readonly fn: () => void;
   /** The agent whose step armed it (a handler may be waiting on it), if any. */
   readonly owner: string | undefined;
+  /** Armed by something outside the simulated process (a peer): a kill keeps it. */
+  readonly outside: boolean;
 }
 
 /**
@@ -28,7 +30,16 @@ export class SimulatedClock implements Clock {
   }
 
   setTimeout(fn: () => void, delayMs: number): TimerHandle {
-    const timer: VirtualTimer = { id: this.nextId++, dueMs: this.current + Math.max(0, delayMs), fn, owner: this.owner };
+    return this.arm(fn, delayMs, this.owner, false);
+  }
+
+  /** The same virtual time for something outside the simulated process (a peer): its timers survive a kill. */
+  outside(): Clock {
+    return { now: () => this.current, setTimeout: (fn, delayMs) => this.arm(fn, delayMs, undefined, true) };
+  }
+
+  private arm(fn: () => void, delayMs: number, owner: string | undefined, outside: boolean): TimerHandle {
+    const timer: VirtualTimer = { id: this.nextId++, dueMs: this.current + Math.max(0, delayMs), fn, owner, outside };
     this.timers.push(timer);
     return {
       cancel: () => {
@@ -69,8 +80,8 @@ export class SimulatedClock implements Clock {
     return best;
   }
 
-  /** Forgets every timer (a kill discards them with the process). */
-  clear(): void {
-    this.timers = [];
+  /** Forgets every timer (a kill discards them with the process; with `keepOutside`, those armed through {@link SimulatedClock.outside} stay). */
+  clear(keepOutside = false): void {
+    this.timers = keepOutside ? this.timers.filter((t) => t.outside) : [];
   }
 }

@@ -1,3 +1,5 @@
+import { describeValue } from "../../errors/civitas-error.js";
+import { InvalidArgumentError } from "../../errors/errors.js";
 import { silentLogger } from "../../logging/logger.js";
 import type { JsonObject } from "../../message/json.js";
 import { useIdSource } from "../../message/ids.js";
@@ -11,12 +13,15 @@ import type { Gate, GateBoard, GateOutcome } from "./gate.js";
 import { fillFrom, mulberry32 } from "./prng.js";
 import { SimulatedAuditSink, AuditLog } from "./simulated-audit-sink.js";
 import { SimulatedClock } from "./simulated-clock.js";
+import { SimulatedNetwork } from "./simulated-network.js";
+import { SimulatedPeer } from "./simulated-peer.js";
+import { SimulatedTransport } from "./simulated-transport.js";
 import { disarmCrash, SimulatedScheduler, type DeliveryOrdinals } from "./simulated-scheduler.js";
 import { DurableData, SimulatedStore } from "./simulated-store.js";
 import { SimulationBusyError, SimulationFailure, SimulationStateError, type SimulationFailureCode } from "./simulation-failure.js";
 import { formatTrace } from "./trace-format.js";
 import { EngineView } from "./simulation-view.js";
-import type { Simulation, SimulationChoice, SimulationFaultKind, SimulationStep, SimulationView } from "./types.js";
+import type { Simulation, SimulationChoice, SimulationFaultKind, SimulationPeer, SimulationStep, SimulationView } from "./types.js";
 import { findCycle, formatChain, waitEdges } from "./wait-graph.js";
 
 /** The simulation running in this process, if any: ids and the runtime's hooks are process-wide. */
@@ -62,6 +67,9 @@ export class SimulationEngine implements Simulation, GateBoard {
   /** Set when a step ended with a drain and nothing ran since: the next collect() need not drain again. */
   private drained = false;
   readonly view: SimulationView;
+  /** The bus between this runtime and {@link SimulationEngine.peer}: control across processes. */
+  private readonly network: SimulatedNetwork;
+  readonly peer: SimulationPeer;
 
   constructor(
     private readonly options: CheckedOptions,
@@ -70,6 +78,8 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.clock = new SimulatedClock(options.startMs);
     this.builtIn = new BuiltInInvariants(this.log);
     this.view = new EngineView(() => this.runtime, this.data, this.log, this.clock);
+    this.network = new SimulatedNetwork(this, () => this.epoch, this.clock, this.clock.outside(), options.networkDelayMs);
+    this.peer = new SimulatedPeer(this.network, this.clock.outside(), (operation, name) => void this.operate(`peer.${operation}:${name}`, name, operation));
   }
 
   get trace(): readonly SimulationStep[] {
@@ -124,11 +134,15 @@ export class SimulationEngine implements Simulation, GateBoard {
     while ((await this.step(false)) === "stepped");
   }
 
-  async kill(): Promise<void> {
+  async kill(options: { downMs?: number } = {}): Promise<void> {
     this.requireRunning("kill()");
-    this.record({ kind: "kill", key: "op:kill", detail: "kill -9 by the test" });
+    const downMs = options.downMs ?? 0;
+    if (!(typeof downMs === "number" && Number.isFinite(downMs) && downMs >= 0)) throw new InvalidArgumentError("downMs", `sim.kill({ downMs }): downMs must be a non-negative number of milliseconds, got ${describeValue(downMs)}`);
+    this.record({ kind: "kill", key: "op:kill", detail: `kill -9 by the test${downMs > 0 ? `, down for ${downMs} ms` : ""}` });
     this.rebuild();
     this.drained = false;
+    // Down meanwhile: nobody answers its agents' control subjects; the peer's timers and packets go on.
+    if (downMs > 0) await this.runUntil(new Promise((resolve) => this.clock.setTimeout(() => resolve(undefined), downMs)), "the kill's downtime");
     await this.runUntil(this.restarted(), "the runtime's start after the kill");
   }
 
@@ -176,6 +190,7 @@ export class SimulationEngine implements Simulation, GateBoard {
           clock: this.clock,
           store: new SimulatedStore(this.data, this, epoch),
           auditSink: new SimulatedAuditSink(this.log, this, epoch),
+          transport: new SimulatedTransport(this.network, epoch, this.clock),
           keepAlive: false,
         }),
     );
@@ -189,7 +204,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.hung.clear();
     this.epoch++;
     this.gates = [];
-    this.clock.clear();
+    this.clock.clear(true);
     this.data.restart();
     this.builtIn.restart();
     this.build();

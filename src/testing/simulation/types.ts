@@ -23,6 +23,10 @@ import type { SupervisedChild } from "../../supervision/child.js";
  * - `crash`: an agent was made to crash at this step (its handler, or
  *   `onResume`, threw; or its store write failed, before or after being applied);
  * - `kill`: the process was killed ("kill -9") and the runtime rebuilt from the store;
+ * - `net`: a packet of the simulated bus arrived (a control request at its
+ *   owner, or an answer at its requester; see {@link Simulation.peer});
+ *   `net.drop`: it was lost; `net.delay`: it was held back (it arrives later,
+ *   as `<key>+late`); `net.duplicate`: it arrived and a copy (`<key>+copy`) is in flight;
  * - `external-await`: an agent's handler waits on a promise the runtime does not control;
  * - `invariant`: an invariant failed after the previous step.
  */
@@ -43,6 +47,10 @@ export type SimulationStepKind =
   | "restart"
   | "crash"
   | "kill"
+  | "net"
+  | "net.drop"
+  | "net.delay"
+  | "net.duplicate"
   | "external-await"
   | "invariant";
 
@@ -73,13 +81,13 @@ export interface SimulationStep {
 /** What a chooser chooses among: one thing the runtime is ready to do next. */
 export interface SimulationChoice {
   /** What it is. */
-  readonly kind: "deliver" | "reply" | "store" | "audit";
+  readonly kind: "deliver" | "reply" | "store" | "audit" | "net";
   /** Its stable key, as the trace will record it. */
   readonly key: string;
   /**
    * The "thread" it belongs to, for strategies that prioritise threads (PCT):
    * the agent's name for a delivery, the asker's for a reply, `"store"` and
-   * `"audit"` for the store and the audit log.
+   * `"audit"` for the store and the audit log, `"net:<subject>"` for a packet of the simulated bus.
    */
   readonly thread: string;
   /** The agent concerned. */
@@ -91,7 +99,7 @@ export interface SimulationChoice {
 }
 
 /** Faults a chooser may be asked to inject at a choice. */
-export type SimulationFaultKind = "kill" | "crash" | "store.fail" | "store.hang" | "store.lose" | "store.fenced";
+export type SimulationFaultKind = "kill" | "crash" | "store.fail" | "store.hang" | "store.lose" | "store.fenced" | "net.drop" | "net.delay" | "net.duplicate";
 
 /**
  * Decides, at every scheduling point of a simulation, what happens next.
@@ -128,6 +136,16 @@ export interface SimulationFaults {
   readonly crashes?: number;
   /** For each step: the process is killed instead, and the runtime rebuilt from the store. */
   readonly kills?: number;
+  /**
+   * For each packet of the simulated bus (a control request of
+   * {@link Simulation.peer} to the owner's `civitas.ctl.<name>`, an answer
+   * back): it is dropped (lost in transit), delayed (held back `delayMs` of
+   * virtual time, while other packets on any subject overtake it), or
+   * duplicated (delivered, and a copy is in flight). `delayMs` defaults to
+   * 1500, more than a request attempt's 1 s, so a delayed answer arrives after
+   * its requester sent the request again.
+   */
+  readonly network?: { readonly drop?: number; readonly delay?: number; readonly duplicate?: number; readonly delayMs?: number };
 }
 
 /** Read access to a simulation's system, for invariants and tests. */
@@ -173,6 +191,57 @@ export interface SimulationOptions {
   readonly startMs?: number;
 }
 
+/** An agent's status as its owner answers a {@link SimulationPeer.status} query. */
+export interface PeerAgentStatus {
+  /** The agent's name. */
+  readonly name: string;
+  /** Its `ProcessStatus` (`"RUNNING"`, `"SUSPENDED"` …). */
+  readonly status: string;
+  /** The pause's id while SUSPENDED, else `null`. */
+  readonly suspensionId: string | null;
+  /** Why it was suspended, else `null`. */
+  readonly reason: string | null;
+  /** When the pause began (ISO-8601), else `null`. */
+  readonly since: string | null;
+}
+
+/**
+ * A runtime of another process on the simulated bus, controlling the
+ * simulation's agents as `runtime.suspend`/`resume`/`deny` and
+ * `NatsTransport.status` do for an agent another process hosts: through the
+ * real control protocol (a `requestId` kept on every retry, attempts of 1 s,
+ * retries every 100 ms while nobody answers), on virtual time. The
+ * simulation's runtime is the owner: its control server decides by
+ * `authorizeResume` and receipts with its audit sink. Each call is an `op`
+ * step (`op:peer.resume:<name>` …); each packet is a `net` step chosen like
+ * any other, with `faults.network` applied. A name no runtime announced is
+ * `AGENT_NOT_FOUND` at once; while the owner is killed and not yet
+ * restarted, nobody answers: `AGENT_UNREACHABLE` at the deadline, or
+ * `CONTROL_TIMEOUT` once a request was taken (or lost) and no answer came.
+ * Refusals reject with a `RemoteControlError` carrying their code. The peer
+ * is not killed by `sim.kill()`; its calls settle as the simulation runs
+ * (`sim.run()` runs until they did).
+ * @example
+ * ```ts
+ * const sim = simulate({ root, seed: 3, faults: { network: { drop: 0.2, delay: 0.2 } } });
+ * await sim.start();
+ * await sim.suspend("payer", "large payment");
+ * const resumed = sim.peer.resume("payer", "alice", { timeoutMs: 5_000 });
+ * await sim.run();
+ * await resumed; // or AGENT_UNREACHABLE / CONTROL_TIMEOUT / a refusal by its code
+ * ```
+ */
+export interface SimulationPeer {
+  /** `runtime.suspend` of an agent another process hosts. @defaultValue timeoutMs 30000 */
+  suspend(name: string, reason?: string, options?: SuspendOptions): Promise<void>;
+  /** `runtime.resume` of an agent another process hosts; `INVALID_APPROVER` before anything is sent. @defaultValue timeoutMs 30000 */
+  resume(name: string, approver: string, options?: ResumeOptions): Promise<void>;
+  /** `runtime.deny` of an agent another process hosts. @defaultValue timeoutMs 30000 */
+  deny(name: string, decider: string, options?: DenyOptions): Promise<void>;
+  /** The owner's answer to a status query. @defaultValue timeoutMs 5000 */
+  status(name: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<PeerAgentStatus>;
+}
+
 /** A running simulation of a whole runtime; see {@link simulate}. */
 export interface Simulation {
   /** Builds the runtime from `root()` and runs steps until its `start()` resolved. */
@@ -191,10 +260,17 @@ export interface Simulation {
   run(): Promise<void>;
   /** Runs chosen steps until nothing is ready, without advancing virtual time. Rejects with {@link SimulationFailure}. */
   idle(): Promise<void>;
-  /** Kills the process ("kill -9"): keeps only what the store and audit log acknowledged, builds a new runtime from `root()` and starts it. */
-  kill(): Promise<void>;
+  /**
+   * Kills the process ("kill -9"): keeps only what the store and audit log
+   * acknowledged, builds a new runtime from `root()` and starts it. With
+   * `downMs`, the process stays down that long in virtual time first (steps
+   * run meanwhile: the {@link Simulation.peer}'s requests find nobody to answer them).
+   */
+  kill(options?: { downMs?: number }): Promise<void>;
   /** Stops the runtime, running steps (and virtual time) until it stopped; then the simulation ends. Idempotent. */
   stop(): Promise<void>;
+  /** Another process on the simulated bus, controlling this runtime's agents across processes; see {@link SimulationPeer}. */
+  readonly peer: SimulationPeer;
   /** Every step so far. */
   readonly trace: readonly SimulationStep[];
   /** Read access to the system. */
