@@ -297,3 +297,24 @@ export class Pausable extends AgentProcess {
     this.timeline.push(`onDeny:${decider}`);
   }
 }
+
+/** Options of {@link suspendedRig}: the rig's, and the agent's name, options and pause reason. */
+export interface SuspendedRigOptions extends RigOptions {
+  /** The agent's name. @defaultValue "a" */
+  name?: string;
+  /** The agent's own options. */
+  agentOptions?: ConstructorParameters<typeof Pausable>[1];
+  /** The reason given to `runtime.suspend`. @defaultValue "hold" */
+  reason?: string;
+}
+
+/** A started {@link rig} of one {@link Pausable}, paused by `runtime.suspend(name, reason)`; asserts it is SUSPENDED. */
+export async function suspendedRig(options: SuspendedRigOptions = {}): Promise<Rig & { readonly agent: Pausable }> {
+  const { name = "a", agentOptions, reason = "hold", ...rigOptions } = options;
+  const agent = new Pausable(name, agentOptions);
+  const r = rig([agent], rigOptions);
+  await r.runtime.start();
+  await r.runtime.suspend(name, reason);
+  expect(agent.status).toBe(ProcessStatus.SUSPENDED);
+  return { agent, ...r };
+}
