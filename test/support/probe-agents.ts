@@ -34,3 +34,12 @@ export class CodeReplier extends AgentProcess {
     }
   }
 }
+
+/** Blocks every handle() until `release()` is called. */
+export class Stuck extends AgentProcess {
+  release!: () => void;
+  gate = new Promise<void>((r) => (this.release = r));
+  override async handle(): Promise<void> {
+    await this.gate;
+  }
+}
