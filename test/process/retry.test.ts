@@ -11,15 +11,9 @@ import { describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, ProcessStatus, Supervisor, type Message } from "../../src/index.js";
 import { gate } from "../support/agents.js";
 import { runtimes, until, sleep, supervisedRuntimes } from "../support/runtimes.js";
+import { Crasher } from "../support/probe-agents.js";
 
 const runtime = runtimes();
-
-/** Crashes on every message (a sibling whose crash makes a ONE_FOR_ALL supervisor restart the others). */
-class Crasher extends AgentProcess {
-  override async handle(): Promise<void> {
-    throw new Error("sibling crash");
-  }
-}
 
 const supervised = supervisedRuntimes();
 

@@ -23,7 +23,7 @@ import { gate } from "../support/agents.js";
 import { outcome, codeOf } from "../support/outcome.js";
 import { runtimes, sleep, until, supervisedRuntimes } from "../support/runtimes.js";
 import { unannouncedRecord, WrappedStore } from "../support/stores.js";
-import { Sink } from "../support/probe-agents.js";
+import { Sink, Crasher } from "../support/probe-agents.js";
 
 const runtime = runtimes();
 
@@ -39,12 +39,6 @@ class HangingStore extends WrappedStore {
       await forever();
     }
     await this.inner.set(name, state);
-  }
-}
-
-class Crasher extends AgentProcess {
-  override async handle(): Promise<void> {
-    throw new Error("boom");
   }
 }
 

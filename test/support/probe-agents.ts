@@ -43,3 +43,10 @@ export class Stuck extends AgentProcess {
     await this.gate;
   }
 }
+
+/** Throws on every message (and `onError` escalates, the default): a crash that makes its supervisor restart it (under ONE_FOR_ALL, its siblings too). */
+export class Crasher extends AgentProcess {
+  override async handle(): Promise<void> {
+    throw new Error("boom");
+  }
+}
