@@ -7,11 +7,13 @@
 import { expect } from "vitest";
 import {
   AgentProcess,
+  DynamicSupervisor,
   InMemoryStateStore,
   isLegalTransition,
   MemoryAuditSink,
   ProcessStatus,
   Runtime,
+  Supervisor,
   SUSPENSION_KEY,
   type AuditEvent,
   type AuthorizeResume,
@@ -317,4 +319,19 @@ export async function suspendedRig(options: SuspendedRigOptions = {}): Promise<R
   await r.runtime.suspend(name, reason);
   expect(agent.status).toBe(ProcessStatus.SUSPENDED);
   return { agent, ...r };
+}
+
+/** Options of {@link dynamicRig}: the rig's, and the DynamicSupervisor's. */
+export interface DynamicRigOptions extends RigOptions {
+  /** Options of the DynamicSupervisor "dyn", applied after `backoffBaseMs: 0`. */
+  dynamic?: ConstructorParameters<typeof DynamicSupervisor>[1];
+}
+
+/** A started {@link rig} whose root Supervisor holds one DynamicSupervisor, "dyn" (restarts without backoff unless `dynamic` says otherwise). */
+export async function dynamicRig(options: DynamicRigOptions = {}): Promise<{ readonly r: Rig; readonly dyn: DynamicSupervisor; readonly store: RecordingStore }> {
+  const { dynamic, ...rigOptions } = options;
+  const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0, ...dynamic });
+  const r = rig(new Supervisor("root", { children: [dyn] }), rigOptions);
+  await r.runtime.start();
+  return { r, dyn, store: r.store };
 }
