@@ -30,7 +30,7 @@ import type { TracerProvider } from "@opentelemetry/api";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { testTracing, type TestTracing } from "../support/tracing.js";
 
-import type { Gate } from "../support/agents.js";
+import { gate, type Gate } from "../support/agents.js";
 
 
 // ---- store ------------------------------------------------------------------
@@ -334,4 +334,28 @@ export async function dynamicRig(options: DynamicRigOptions = {}): Promise<{ rea
   const r = rig(new Supervisor("root", { children: [dyn] }), rigOptions);
   await r.runtime.start();
   return { r, dyn, store: r.store };
+}
+
+/** What {@link heldAuthorizer} returns. */
+export interface HeldAuthorizer {
+  /** Pass as the rig's `authorizeResume`: it approves once `decision` is opened (never, if it is not). */
+  readonly authorizeResume: AuthorizeResume;
+  readonly decision: Gate;
+  /** How many times `authorizeResume` has been called. */
+  readonly asked: () => number;
+}
+
+/** An `authorizeResume` that holds its answer (an approval) until the test opens `decision`. */
+export function heldAuthorizer(): HeldAuthorizer {
+  const decision = gate();
+  let asked = 0;
+  return {
+    authorizeResume: async () => {
+      asked++;
+      await decision.promise;
+      return true;
+    },
+    decision,
+    asked: () => asked,
+  };
 }

@@ -2,7 +2,7 @@ import type { Context } from "@opentelemetry/api";
 import { BasicTracerProvider, type ReadableSpan, type Span, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ProcessStatus, ResumeRefusedError, SUSPENSION_KEY, type AuthorizeResume, type SuspensionMarker } from "../../src/index.js";
-import { expectIsoMs, Pausable, rig, suspendedRig, teardown, TimelineAudit } from "./helpers.js";
+import { expectIsoMs, heldAuthorizer, Pausable, rig, suspendedRig, teardown, TimelineAudit } from "./helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { rejectsWithCode, track } from "../support/outcome.js";
 
@@ -260,21 +260,14 @@ describe("effect order", () => {
   });
 
   it("runtime.stop while authorizeResume is still deciding keeps the pause: no agent.resume receipt, marker kept in the store", async () => {
-    const decision = gate();
-    let asked = 0;
+    const { authorizeResume, decision, asked } = heldAuthorizer();
     const agent = new Pausable("a");
-    const r = rig([agent], {
-      authorizeResume: async () => {
-        asked++;
-        await decision.promise;
-        return true;
-      },
-    });
+    const r = rig([agent], { authorizeResume });
     await r.runtime.start();
     await r.runtime.suspend("a", "hold");
     const marker = agent.suspension!;
     const resuming = track(r.runtime.resume("a", "alice"));
-    await waitUntil(() => asked === 1, "authorizeResume called");
+    await waitUntil(() => asked() === 1, "authorizeResume called");
     const stopping = track(r.runtime.stop());
     await turns(10);
     decision.open();
