@@ -41,7 +41,8 @@ export { Mailbox } from "./mailbox/mailbox.js";
 export type { MailboxOptions, MailboxWaitOptions } from "./mailbox/mailbox.js";
 
 export { AgentProcess } from "./process/agent-process.js";
-export type { AskOptions, PauseOptions, SendOptions } from "./process/agent-process.js";
+export type { AskOptions, SendOptions } from "./process/send-options.js";
+export type { PauseOptions } from "./process/pause-deadline.js";
 export type { CancelCause } from "./process/pause-settlement.js";
 export type { AgentProcessOptions } from "./process/agent-options.js";
 export { ProcessStatus, LEGAL_TRANSITIONS, isLegalTransition } from "./process/process-status.js";

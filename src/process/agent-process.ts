@@ -1,5 +1,5 @@
 import { describeValue } from "../errors/civitas-error.js";
-import { AgentNotFoundError, AgentSuspendedError, InvalidArgumentError } from "../errors/errors.js";
+import { AgentSuspendedError, InvalidArgumentError } from "../errors/errors.js";
 import { assertValidName } from "../bus/registry.js";
 import { uuidv7 } from "../message/ids.js";
 import type { JsonObject, JsonPayload } from "../message/json.js";
@@ -13,43 +13,12 @@ import { checkSend, composeOutgoing, composeReply } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
 import { ProcessStatus } from "./process-status.js";
 import { assertReason, frozenMarker, type SuspensionMarker } from "./suspension.js";
-import { checkExpiresInMs } from "./pause-deadline.js";
+import { checkExpiresInMs, type PauseOptions } from "./pause-deadline.js";
 import type { CancelCause } from "./pause-settlement.js";
 import { ProcessRunner } from "./process-runner.js";
+import { broadcastRecipients, capableRecipient } from "./recipients.js";
+import type { AskOptions, SendOptions } from "./send-options.js";
 import { sendToSelf, removeFromHost } from "./effects.js";
-
-/** Options of `send`, `sendCapable` and `broadcast`. */
-export interface SendOptions {
-  /** The message type. @defaultValue "message" */
-  type?: string;
-  /** Discard the message if it waits in the mailbox longer than this. */
-  ttlMs?: number;
-  /** Aborts a send that is waiting for room in a full mailbox. */
-  signal?: AbortSignal;
-}
-
-/** Options of `ask`. */
-export interface AskOptions extends SendOptions {
-  /** How long to wait for the reply. @defaultValue 30000 */
-  timeoutMs?: number;
-  /**
-   * Reject at once with `AGENT_SUSPENDED` when the recipient is SUSPENDED,
-   * instead of waiting (until `timeoutMs`) for it to be resumed. @defaultValue false
-   */
-  failIfSuspended?: boolean;
-}
-
-
-
-/** Options of a pause: `this.suspend(reason, options)` and `runtime.suspend(name, reason, options)`. */
-export interface PauseOptions {
-  /**
-   * How long the pause may last: once this long has passed (on the
-   * runtime's clock, also while the process was down) it is denied by
-   * decider `"expiry"`. @defaultValue no deadline
-   */
-  expiresInMs?: number;
-}
 
 /** Key of an agent's "forget your suspension" hook, used by a `DynamicSupervisor` removing it. @internal */
 export const clearSuspension: unique symbol = Symbol("civitas.clearSuspension");
@@ -217,7 +186,6 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     }
   }
 
-
   /**
    * Sends a request and resolves with the reply message.
    * Rejects with `ASK_TIMEOUT` after `timeoutMs` (30 s by default); its stack
@@ -261,13 +229,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    */
   async sendCapable<T extends JsonPayload<T> = JsonObject>(capability: string, payload: T, options?: SendOptions): Promise<void> {
     checkSend(this.#runner, payload as JsonObject, options);
-    const services = this.#runner.requireServices();
-    // An agent of this runtime first; else one another runtime on the bus hosts.
-    const target = services.registry.withCapability(capability)?.name ?? services.bus.transport?.capable(capability);
-    if (target === undefined) {
-      throw new AgentNotFoundError(capability, `no agent declares capability '${capability}'; add it to an agent's options.capabilities`);
-    }
-    await this.send(target, payload, options);
+    await this.send(capableRecipient(this.#runner, capability), payload, options);
   }
 
   /**
@@ -278,10 +240,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    */
   async broadcast<T extends JsonPayload<T> = JsonObject>(pattern: string, payload: T, options?: SendOptions): Promise<number> {
     checkSend(this.#runner, payload as JsonObject, options);
-    const services = this.#runner.requireServices();
-    const targets = services.registry.match(pattern).filter((agent) => agent !== this as AgentProcess).map((agent) => agent.name);
-    // Agents other runtimes host on the bus match too (a name hosted here is not sent twice).
-    for (const name of services.bus.transport?.match(pattern) ?? []) if (services.registry.get(name) === undefined) targets.push(name);
+    const targets = broadcastRecipients(this.#runner, pattern);
     await Promise.all(targets.map((name) => this.send(name, payload, options)));
     return targets.length;
   }

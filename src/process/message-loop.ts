@@ -9,6 +9,7 @@ import { composeReply } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
 import { ProcessStatus } from "./process-status.js";
 import { cancelOnHalt } from "./pause-settlement.js";
+import { resumeFrom } from "./resume.js";
 import { isMintedControl } from "./control-authority.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { crash, beginSelfStop, stopPlanOf } from "./stop-sequence.js";
@@ -197,7 +198,7 @@ export function control(r: ProcessRunner, message: Message, type: string): Promi
       r.suspension.requestSuspend(typeof message.payload.reason === "string" ? message.payload.reason : "", message);
       return undefined;
     case "_agency.resume":
-      return r.suspension.resumeFrom(message);
+      return resumeFrom(r.suspension, message);
     default:
       return undefined;
   }

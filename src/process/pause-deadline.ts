@@ -3,6 +3,16 @@ import { InvalidArgumentError } from "../errors/errors.js";
 import type { Clock, TimerHandle } from "../time/clock.js";
 import type { SuspensionMarker } from "./suspension.js";
 
+/** Options of a pause an agent asks for itself, `this.suspend(reason, options)` (`runtime.suspend` takes `SuspendOptions`). */
+export interface PauseOptions {
+  /**
+   * How long the pause may last: once this long has passed (on the
+   * runtime's clock, also while the process was down) it is denied by
+   * decider `"expiry"`. @defaultValue no deadline
+   */
+  expiresInMs?: number;
+}
+
 /**
  * The deadline of the current pause, on the runtime's clock. It follows the
  * marker (see {@link PauseDeadline.follow}): a marker with an `expiresAt`

@@ -4,7 +4,7 @@ import { settlesWithin } from "../time/deadline.js";
 import { describeIdentity, sameIdentity, type AgentIdentity, type SuspensionMarker } from "./suspension.js";
 import type { ProcessRunner } from "./process-runner.js";
 
-/** What is checked before a pause is decided: the agent's identity against the pause's, and `authorizeResume`. */
+// What is checked before a pause is decided: the agent's identity against the pause's, and `authorizeResume`.
 
 function noop(): void {}
 

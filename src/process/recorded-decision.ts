@@ -5,11 +5,9 @@ import type { SuspensionMarker } from "./suspension.js";
 import { runHook } from "./hooks.js";
 import type { SuspensionControl } from "./suspension-control.js";
 
-/**
- * A pause decided once: when the process ended after a decision's receipt
- * and before its marker was cleared, the restored pause's decision is read
- * back from the audit log and completed, never recorded a second time.
- */
+// A pause decided once: when the process ended after a decision's receipt and before its marker
+// was cleared, the restored pause's decision is read back from the audit log and completed, never
+// recorded a second time.
 
 /**
  * The decision already on record (`agent.resume`, `agent.deny`,

@@ -1,36 +1,22 @@
 import type { Span } from "@opentelemetry/api";
 import { describeValue } from "../errors/civitas-error.js";
-import { AuditUnavailableError, InvalidArgumentError, MailboxClosedError, RuntimeStateError, StaleApprovalError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
 import { uuidv7 } from "../message/ids.js";
-import { forceMessage } from "../mailbox/mailbox.js";
 import type { Message } from "../message/message.js";
 import { checkStoredState } from "../state/state-record.js";
 import { isoTime } from "../time/clock.js";
 import { settlesWithin } from "../time/deadline.js";
 import { PauseDeadline } from "./pause-deadline.js";
-import { cancelPause, denyPause, expirePause, type CancelCause } from "./pause-settlement.js";
+import { cancelPause, expirePause, type CancelCause } from "./pause-settlement.js";
 import { ProcessStatus } from "./process-status.js";
-import { announcedMarker, assertApprover, frozenMarker, markerJson, persistableState, SUSPENSION_KEY, type SuspensionMarker } from "./suspension.js";
+import { announcedMarker, frozenMarker, markerJson, persistableState, SUSPENSION_KEY, type SuspensionMarker } from "./suspension.js";
 import type { ProcessRunner } from "./process-runner.js";
-import { runHook, runHookWithDeadline, overrides } from "./hooks.js";
-import { answer, refuse } from "./effects.js";
-import { agentIdentity, authorize, identityChange } from "./pause-decision.js";
-import { completeRecorded, decisionOnRecord } from "./recorded-decision.js";
-
-function noop(): void {}
+import { runHookWithDeadline, overrides } from "./hooks.js";
+import { answer } from "./effects.js";
+import { agentIdentity } from "./pause-decision.js";
 
 function persisted(): boolean {
   return true;
-}
-
-/** A resume that passed the checks that need no waiting. */
-interface ResumePlan {
-  readonly approver: string;
-  readonly marker: SuspensionMarker;
-  readonly identityChange: JsonObject | undefined;
-  /** A denial (`runtime.deny`) and its reason; `undefined` for an approval. */
-  readonly denial: { readonly reason: string } | undefined;
 }
 
 /** A suspend asked for and not yet applied, with the runtime requests waiting on it. */
@@ -56,7 +42,10 @@ interface SuspendRequest {
 /**
  * Durable suspension for one agent (SPEC §5): the suspend flag seen at the
  * loop boundary, the marker inside the checkpointed state, write-ahead
- * safety, and the approver-gated, receipt-first resume.
+ * safety, and the pause's announcement (`onSuspend` and its receipt). A
+ * pause is ended elsewhere, each function taking this control: approved in
+ * resume.ts, denied, expired or cancelled in pause-settlement.ts, a decision
+ * already on record completed in recorded-decision.ts.
  * @internal
  */
 export class SuspensionControl {
@@ -65,16 +54,17 @@ export class SuspensionControl {
   /** A suspend asked for and not yet applied. */
   request: SuspendRequest | undefined;
   /**
-   * The pause this agent last resumed from. A restart must not restore it
-   * from a store that still holds it (the resume's persist failed): it was
-   * settled, and settling it twice would be a second approval.
+   * The pause this agent last settled (resumed, denied or cancelled). A
+   * restart must not restore it from a store that still holds it (the
+   * decision's persist failed): it was settled, and settling it twice would
+   * be a second decision.
    */
   lastSettled: string | undefined;
   /**
    * The pause this incarnation found when it started. A crash may have come
    * between its decision's receipt and the write clearing its marker, so
    * before it is decided the audit sink is asked for a decision on record
-   * ({@link SuspensionControl.decisionOnRecord}): a pause is settled once.
+   * (`decisionOnRecord`, recorded-decision.ts): a pause is settled once.
    */
   restoredPause: string | undefined;
   /**
@@ -264,46 +254,6 @@ export class SuspensionControl {
   }
 
   /**
-   * Acts on a `_agency.resume` request: checks it at once (a refusal, or a
-   * resume of a running agent, settles it without a promise to wait for),
-   * then lifts the pause.
-   */
-  resumeFrom(request: Message): Promise<void> | undefined {
-    let plan: ResumePlan | undefined;
-    try {
-      plan = this.planResume(request.payload);
-    } catch (error) {
-      refuse(this.runner, request, error as Error);
-      return undefined;
-    }
-    if (plan === undefined || this.predatesPause(request)) {
-      void answer(this.runner, request); // a resume of a running agent: a no-op, its approver checked
-      return undefined;
-    }
-    return this.carryOutResume(request, plan);
-  }
-
-  /** The checks that need no waiting; `undefined` when the agent is not paused (nothing to lift). */
-  planResume(payload: JsonObject): ResumePlan | undefined {
-    const { approver, suspensionId, acceptIdentityChange } = payload;
-    // runtime.deny travels as a resume with decision "deny": the same checks, in the same order.
-    const call = payload.decision === "deny" ? "deny" : "resume";
-    assertApprover(this.runner.agent.name, approver, call);
-    if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
-      throw new InvalidArgumentError("suspensionId", `${call}('${this.runner.agent.name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
-    }
-    const marker = this.marker;
-    if (this.runner.currentStatus !== ProcessStatus.SUSPENDED || marker === undefined) {
-      if (suspensionId !== undefined) throw new StaleApprovalError(this.runner.agent.name, suspensionId, undefined, call);
-      return undefined;
-    }
-    if (suspensionId !== undefined && suspensionId !== marker.suspensionId) throw new StaleApprovalError(this.runner.agent.name, suspensionId, marker.suspensionId, call);
-    // A denial acts on nothing the pause held back, so a changed identity does not matter to it.
-    if (call === "deny") return { approver, marker, identityChange: undefined, denial: { reason: typeof payload.reason === "string" ? payload.reason : "" } };
-    return { approver, marker, identityChange: identityChange(this.runner, marker, acceptIdentityChange === true), denial: undefined };
-  }
-
-  /**
    * Whether the resume `request` was sent before the current pause could be
    * seen (by the runtime's count of control requests): sent while the agent
    * was running, it was a no-op, and it must not approve a pause it could
@@ -314,39 +264,6 @@ export class SuspensionControl {
     const after = this.pauseAfter;
     const sent = request.payload.sent;
     return after !== undefined && typeof sent === "number" && request.payload.suspensionId === undefined && sent <= after;
-  }
-
-  async carryOutResume(request: Message, { approver, marker, identityChange, denial }: ResumePlan): Promise<void> {
-    try {
-      const services = this.runner.requireServices();
-      if (services.authorizeResume !== undefined) await authorize(this.runner, approver, marker, denial === undefined ? "approve" : "deny");
-      // The runtime began stopping while the approval was being decided: its caller has been told
-      // RUNTIME_STOPPED, so nothing of the resume may happen (the agent may still be waiting for its turn to stop).
-      if (services.stopping.aborted) throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime began stopping before the resume of '${this.runner.agent.name}' took effect; it stays paused (its marker is kept)`);
-      // A stop that began while the approval was being decided wins: no receipt, the pause is kept,
-      // and the request waits for the next incarnation (a restart comes back SUSPENDED and takes it;
-      // a stop for good answers it with MAILBOX_CLOSED when the mailbox closes).
-      if (this.runner.currentStatus !== ProcessStatus.SUSPENDED) {
-        if (this.runner.mailbox.closed) throw new MailboxClosedError(`'${this.runner.agent.name}' stopped before the resume took effect; it stays paused (its marker is kept)`);
-        forceMessage(this.runner.mailbox, request);
-        return;
-      }
-      const call = denial === undefined ? "resume" : "deny";
-      const recorded = await decisionOnRecord(this, marker, call);
-      if (recorded !== undefined) {
-        // Decided before a crash: that decision is completed, never receipted a second time.
-        await completeRecorded(this, marker, recorded);
-        if (recorded.event !== (denial === undefined ? "agent.resume" : "agent.deny")) throw new StaleApprovalError(this.runner.agent.name, marker.suspensionId, undefined, call);
-      } else if (denial === undefined) await this.leaveSuspended(approver, marker, identityChange);
-      else await denyPause(this, approver, marker, denial.reason, false);
-    } catch (error) {
-      refuse(this.runner, request, error as Error);
-      return;
-    }
-    // runtime.resume() resolves before the first business message after the pause is taken:
-    // the loop goes on only once the caller's promise has settled (its own reactions run first).
-    const told = answer(this.runner, request);
-    if (told !== undefined) await told.catch(noop);
   }
 
   /**
@@ -375,43 +292,6 @@ export class SuspensionControl {
   newMarker(reason: string, nowMs: number, expiresAt?: string): SuspensionMarker {
     const marker: SuspensionMarker = { reason, since: isoTime(nowMs), approver: null, suspensionId: uuidv7(nowMs), identity: agentIdentity(this.runner) };
     return expiresAt === undefined ? marker : { ...marker, expiresAt };
-  }
-
-  /** The receipt comes before the effect: audit, then clear and persist, then RUNNING, then `onResume`. */
-  async leaveSuspended(approver: string, marker: SuspensionMarker, identityChange: JsonObject | undefined): Promise<void> {
-    const services = this.runner.requireServices();
-    const span = services.telemetry.startSpan("civitas.agent.resume", {
-      "civitas.agent.name": this.runner.agent.name,
-      "civitas.suspend.id": marker.suspensionId,
-      "civitas.resume.approver": approver,
-    });
-    const receipt: JsonObject = { approver, suspensionId: marker.suspensionId, reason: marker.reason };
-    if (identityChange !== undefined) receipt.identityChange = identityChange;
-    // A pause whose own receipt was never confirmed gets it first: a resume never names a pause the log does not hold.
-    const announced =
-      !this.announcementOwed ||
-      !services.telemetry.auditing ||
-      (await services.telemetry.audit("agent.suspend", this.runner.agent.name, { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, recordedAtResume: true }));
-    if (services.telemetry.auditing && !(announced && (await services.telemetry.audit("agent.resume", this.runner.agent.name, receipt)))) {
-      // No approved action without its receipt: the pause stays, nothing has changed yet.
-      const error = new AuditUnavailableError(this.runner.agent.name);
-      services.telemetry.endSpan(span, error);
-      throw error;
-    }
-    this.setMarker(undefined);
-    this.lastSettled = marker.suspensionId;
-    this.pauseAfter = undefined;
-    await this.persistMarker("resume", span);
-    if (this.runner.currentStatus !== ProcessStatus.SUSPENDED) {
-      // A stop began while the receipt and the cleared marker were being written. The resume took
-      // effect (its receipt is on record, its marker is gone), so it is reported as done; the stop
-      // still wins, so this incarnation neither runs nor calls onResume.
-      services.telemetry.endSpan(span);
-      return;
-    }
-    this.runner.transition(ProcessStatus.RUNNING);
-    await runHook(this.runner, "onResume", () => this.runner.agent.onResume(approver, { ...marker }), this.runner.options.shutdownTimeoutMs);
-    services.telemetry.endSpan(span);
   }
 
   /** Persists the marker change; on failure logs and records degraded durability instead of throwing. */
@@ -451,7 +331,7 @@ export class SuspensionControl {
     else state[SUSPENSION_KEY] = json ?? markerJson(marker);
   }
 
-  /** The pause `marker` was decided (denied) or cancelled: its marker is cleared in memory, and it stays settled. */
+  /** The pause `marker` was decided (resumed or denied) or cancelled: its marker is cleared in memory, and it stays settled. */
   settle(marker: SuspensionMarker): void {
     this.setMarker(undefined);
     this.lastSettled = marker.suspensionId;

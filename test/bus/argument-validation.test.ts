@@ -7,12 +7,12 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { AgentProcess, type Message } from "civitas-ts";
+import type { Message } from "civitas-ts";
 import { createMessage, Mailbox } from "../../src/index.js";
 import { turns } from "../runtime/fixtures.js";
 import { codeOf, outcome } from "../support/outcome.js";
 import { supervisedRuntimes, until } from "../support/runtimes.js";
-import { Sink, Doer } from "../support/probe-agents.js";
+import { Sink, Doer, Stuck } from "../support/probe-agents.js";
 
 const supervised = supervisedRuntimes();
 
@@ -23,15 +23,6 @@ async function errorOf(promise: Promise<unknown>): Promise<unknown> {
     return error;
   }
   return "resolved";
-}
-
-/** Blocks every handle() until released. */
-class Stuck extends AgentProcess {
-  release!: () => void;
-  gate = new Promise<void>((r) => (this.release = r));
-  override async handle(): Promise<void> {
-    await this.gate;
-  }
 }
 
 function msg(n: number, extra: Partial<Parameters<typeof createMessage>[0]> = {}): Message {

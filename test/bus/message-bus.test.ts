@@ -4,37 +4,27 @@ import { MessageBus } from "../../src/bus/message-bus.js";
 import { Registry } from "../../src/bus/registry.js";
 import { buildMessage } from "../../src/message/message.js";
 import type { RuntimeEvents } from "../../src/runtime/runtime-events.js";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AgentNotFoundError,
   AgentProcess,
   AskTimeoutError,
   RuntimeStateError,
-  Runtime,
-  silentLogger,
   Supervisor,
   type Message,
+  type Runtime,
 } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { Echo, eventually, Silent, turns } from "../runtime/fixtures.js";
 import { gate, type Gate } from "../support/agents.js";
 import { rejection, rejectsWithCode, track } from "../support/outcome.js";
+import { runtimes } from "../support/runtimes.js";
 
-const runtimes: Runtime[] = [];
+const built = runtimes({ stop: "full" });
 
 function runtime(children: AgentProcess[], clock?: TestClock): Runtime {
-  const rt = new Runtime({
-    root: new Supervisor("root", { children }),
-    logger: silentLogger,
-    ...(clock === undefined ? {} : { clock }),
-  });
-  runtimes.push(rt);
-  return rt;
+  return built(new Supervisor("root", { children }), clock === undefined ? {} : { clock });
 }
-
-afterEach(async () => {
-  await Promise.all(runtimes.splice(0).map((rt) => rt.stop()));
-});
 
 /** Replies to each message only after the test opens that message's gate. */
 class Slow extends AgentProcess {

@@ -5,23 +5,14 @@
  * Each test pins a defect found by the review of the signed JSONL audit log,
  * its offline tools and the CLI (these tests were in test/review/audit-review.test.ts).
  */
-import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
-import { event, KEY, OTHER_KEY, tempDir } from "../audit/fixtures/log.js";
+import { event, KEY, OTHER_KEY, tempLogPerTest } from "../audit/fixtures/log.js";
 import { civitas, civitasJson } from "./fixtures/run-cli.js";
 
 describe("civitas audit verify with the keys of a rotated log", () => {
-  let dir: string;
-  let cleanup: () => void;
-  let file: string;
-
-  beforeEach(() => {
-    ({ dir, cleanup } = tempDir());
-    file = path.join(dir, "audit.jsonl");
-  });
-  afterEach(() => cleanup());
+  const log = tempLogPerTest();
 
   // docs/cli.md: exit 1 means "a verification ran and failed: a broken chain"; exit 2 is a usage error.
   // A user with a rotated (valid) log who passes one --key per keyId gets neither an answer nor a usage
@@ -30,17 +21,17 @@ describe("civitas audit verify with the keys of a rotated log", () => {
   it(
     "civitas audit verify with several --key values does not silently drop all but the last and call a valid rotated log broken",
     async () => {
-      const a = new JsonlAuditSink(file, { key: KEY, keyId: "2030-01" });
+      const a = new JsonlAuditSink(log.file, { key: KEY, keyId: "2030-01" });
       await a.emit(event("agent.start", "payer"));
       await a.close();
-      const b = new JsonlAuditSink(file, { key: OTHER_KEY, keyId: "2030-02" });
+      const b = new JsonlAuditSink(log.file, { key: OTHER_KEY, keyId: "2030-02" });
       await b.emit(event("agent.stop", "payer"));
       await b.close();
-      expect((await verifyAuditLog(file, { keys: { "2030-01": KEY, "2030-02": OTHER_KEY } })).ok).toBe(true);
+      expect((await verifyAuditLog(log.file, { keys: { "2030-01": KEY, "2030-02": OTHER_KEY } })).ok).toBe(true);
 
       const [text, { code, json }] = await Promise.all([
-        civitas(["audit", "verify", file, "--key", KEY, "--key", OTHER_KEY]),
-        civitasJson(["audit", "verify", file, "--key", KEY, "--key", OTHER_KEY]),
+        civitas(["audit", "verify", log.file, "--key", KEY, "--key", OTHER_KEY]),
+        civitasJson(["audit", "verify", log.file, "--key", KEY, "--key", OTHER_KEY]),
       ]);
       // Either verify with both keys (exit 0) or refuse the command line (exit 2) — never "FAILED".
       expect([0, 2], `stdout: ${text.stdout}\nstderr: ${text.stderr}`).toContain(text.code);
@@ -48,7 +39,7 @@ describe("civitas audit verify with the keys of a rotated log", () => {
       expect([0, 2]).toContain(code);
       expect(json.reason ?? "").not.toMatch(/^mac-mismatch/);
       // and --key-for verifies the rotated log, one key per keyId
-      const rotated = await civitas(["audit", "verify", file, "--key-for", `2030-01=${KEY}`, "--key-for", `2030-02=${OTHER_KEY}`]);
+      const rotated = await civitas(["audit", "verify", log.file, "--key-for", `2030-01=${KEY}`, "--key-for", `2030-02=${OTHER_KEY}`]);
       expect(rotated.code, rotated.stderr).toBe(0);
       expect(rotated.stdout).toContain("2 rows verified");
     },

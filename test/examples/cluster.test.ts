@@ -6,13 +6,10 @@
  * two processes; the service finds the worker's suspended agent with
  * listSuspended({ scope: "cluster" }) on the PostgreSQL store they share, and resumes it.
  */
-import { spawn } from "node:child_process";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ownNatsServer, type OwnNatsServer } from "../nats/support/nats-server.js";
+import { runProgram } from "../support/child-process.js";
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 let nats: OwnNatsServer;
 
 beforeAll(async () => {
@@ -25,19 +22,7 @@ afterAll(async () => {
 });
 
 it("the cluster demo: the approval service lists the worker's suspended agent and resumes it across processes", { timeout: 40_000 }, async () => {
-  const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "examples/cluster/run.ts"], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, NATS_URL: nats.url } });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    const guard = setTimeout(() => child.kill("SIGKILL"), 30_000);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(guard);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  const run = await runProgram("examples/cluster/run.ts", { timeoutMs: 30_000, env: { ...process.env, NATS_URL: nats.url } });
   expect(run.code, `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`).toBe(0);
   const expected = [
     /\[worker\] ready \(pid \d+\): payments is on the bus/,

@@ -3,44 +3,15 @@
  * from the repository root), so CI notices when an example stops working or
  * its story changes: each must exit 0 within 15 s and print its key lines.
  */
-import { spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { runProgram } from "../support/child-process.js";
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const examplesDir = path.join(repoRoot, "examples");
 const TIMEOUT_MS = 15_000;
-
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-function runExample(file: string): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", path.join("examples", file)], {
-      cwd: repoRoot,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    const guard = setTimeout(() => child.kill("SIGKILL"), TIMEOUT_MS);
-    child.on("error", (error) => {
-      clearTimeout(guard);
-      reject(error);
-    });
-    child.on("close", (code, signal) => {
-      clearTimeout(guard);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
-}
 
 /** Lines each example must print, in this order. */
 const expectedLines: Record<string, RegExp[]> = {
@@ -187,7 +158,7 @@ describe("examples", () => {
   });
 
   it.each(examples)("%s runs to completion and prints its story", { timeout: TIMEOUT_MS + 5_000 }, async (file) => {
-    const run = await runExample(file);
+    const run = await runProgram(path.join("examples", file), { timeoutMs: TIMEOUT_MS });
     expect(run.signal, `killed after ${TIMEOUT_MS} ms; stdout:\n${run.stdout}\nstderr:\n${run.stderr}`).toBeNull();
     expect(run.code, `exit code; stderr:\n${run.stderr}`).toBe(0);
     const lines = run.stdout.split("\n");

@@ -3,27 +3,11 @@
  * would: the three planted bugs are found, shrunk, replayed and their fixes
  * pass; exhaust finds the peeking auditor and clears the serialized one.
  */
-import { spawn } from "node:child_process";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { expect, it } from "vitest";
-
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+import { runProgram } from "../support/child-process.js";
 
 it("the simulation demo finds, shrinks and replays the three planted bugs, and their fixes pass", { timeout: 90_000 }, async () => {
-  const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "examples/simulation/run.ts"], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    const guard = setTimeout(() => child.kill("SIGKILL"), 80_000);
-    child.on("error", reject);
-    child.on("close", (code) => {
-      clearTimeout(guard);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  const run = await runProgram("examples/simulation/run.ts", { timeoutMs: 80_000 });
   expect(run.code, `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`).toBe(0);
   const expected = [
     /^== a lost update between two transfer coordinators$/m,

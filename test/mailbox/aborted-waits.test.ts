@@ -8,27 +8,19 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { createMessage, Mailbox, AgentProcess, type JsonObject, type Message } from "../../src/index.js";
+import { createMessage, Mailbox, type JsonObject, type Message } from "../../src/index.js";
 import v8 from "node:v8";
 import vm from "node:vm";
 import { eventually, turns } from "../runtime/fixtures.js";
 import { outcome, codeOf, track } from "../support/outcome.js";
 import { supervisedRuntimes } from "../support/runtimes.js";
+import { Stuck } from "../support/probe-agents.js";
 
 v8.setFlagsFromString("--expose-gc");
 
 const gc = vm.runInNewContext("gc") as () => void;
 
 const supervised = supervisedRuntimes();
-
-/** Blocks every handle() until released. */
-class Stuck extends AgentProcess {
-  release!: () => void;
-  gate = new Promise<void>((r) => (this.release = r));
-  override async handle(): Promise<void> {
-    await this.gate;
-  }
-}
 
 function msg(n: number, extra: Partial<Parameters<typeof createMessage>[0]> = {}): Message {
   return createMessage({ sender: "t", recipient: "box", payload: { n }, ...extra });

@@ -7,29 +7,16 @@
  */
 
 import type { Span, Tracer, TracerProvider } from "@opentelemetry/api";
-import { describe, expect, it, afterEach } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AgentProcess, type Message } from "civitas-ts";
 import { type Context } from "@opentelemetry/api";
-import { ErrorAction, InMemoryStateStore, ProcessStatus, Runtime, silentLogger, type RuntimeOptions } from "../../src/index.js";
-import { testTracing, type TestTracing } from "../support/tracing.js";
-import { runtimes } from "../support/runtimes.js";
+import { ErrorAction, InMemoryStateStore, ProcessStatus } from "../../src/index.js";
+import { tracedRuntimes, type TestTracing } from "../support/tracing.js";
+import { runtimes, until } from "../support/runtimes.js";
+import { settlement } from "../support/outcome.js";
+import { Sink } from "../support/probe-agents.js";
 
 const runtime = runtimes({ stop: "full" });
-
-async function eventually(condition: () => boolean, what = "condition", timeoutMs = 3_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
-
-class Recorder extends AgentProcess {
-  readonly handled: Message[] = [];
-  override async handle(message: Message): Promise<void> {
-    this.handled.push(message);
-  }
-}
 
 // ---------------------------------------------------------------- telemetry
 describe("telemetry never throws into user code", () => {
@@ -45,7 +32,7 @@ describe("telemetry never throws into user code", () => {
       addEvent: () => undefined,
     } as unknown as Span;
     const provider: TracerProvider = { getTracer: () => ({ startSpan: () => broken }) as unknown as Tracer };
-    const sink = new Recorder("sink");
+    const sink = new Sink("sink");
     class Forwarder extends AgentProcess {
       override async handle(message: Message): Promise<Message> {
         await this.send("sink", { fwd: true });
@@ -56,35 +43,11 @@ describe("telemetry never throws into user code", () => {
     await rt.start();
     const reply = await rt.ask("fwd", { n: 7 }, { timeoutMs: 1_000 });
     expect(reply.payload).toEqual({ ok: 7 });
-    await eventually(() => sink.handled.length === 1, "the forwarded message");
+    await until(() => sink.seen.length === 1, "the forwarded message", 3_000, 2);
   });
 });
 
-const started: Runtime[] = [];
-
-const tracings: TestTracing[] = [];
-
-function tracedRuntime(root: RuntimeOptions["root"], options: Partial<RuntimeOptions> = {}): Runtime {
-  const rt = new Runtime({ root, logger: silentLogger, keepAlive: false, ...options });
-  started.push(rt);
-  return rt;
-}
-
-function tracing(): TestTracing {
-  const t = testTracing();
-  tracings.push(t);
-  return t;
-}
-
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((rt) => Promise.race([rt.stop(), new Promise((r) => setTimeout(r, 500))])));
-  await Promise.all(tracings.splice(0).map((t) => t.close()));
-});
-
-/** Settles with "timeout" when `p` has not settled within `ms`. */
-function within<T>(p: Promise<T>, ms: number): Promise<T | "timeout"> {
-  return Promise.race([p, new Promise<"timeout">((r) => setTimeout(() => r("timeout"), ms))]);
-}
+const { runtime: tracedRuntime, tracing } = tracedRuntimes();
 
 /** A provider over a real SDK tracer whose spans have some methods replaced by throwing ones. */
 function hostile(real: TestTracing, broken: readonly (keyof Span)[]): TracerProvider {
@@ -135,14 +98,7 @@ describe("a hostile tracer never throws into user code", () => {
     const t = tracing();
     const rt = tracedRuntime([new Idle("a")], { tracerProvider: hostile(t, ["setAttribute"]) });
     await rt.start();
-    const outcome = await within(
-      rt.suspend("a", "review").then(
-        () => "ok",
-        (e: unknown) => `rejected: ${(e as Error).message}`,
-      ),
-      1_000,
-    );
-    expect(outcome).toBe("ok");
+    expect(await settlement(rt.suspend("a", "review"), 1_000)).toBe("resolved");
     expect(rt.getAgent("a")!.status).toBe(ProcessStatus.SUSPENDED);
   });
 
@@ -150,14 +106,7 @@ describe("a hostile tracer never throws into user code", () => {
     const t = tracing();
     const rt = tracedRuntime([new Idle("a")], { tracerProvider: hostile(t, ["addEvent"]), store: new FailingSetStore() });
     await rt.start();
-    const outcome = await within(
-      rt.suspend("a", "review").then(
-        () => "ok",
-        (e: unknown) => `rejected: ${(e as Error).message}`,
-      ),
-      1_000,
-    );
-    expect(outcome).toBe("ok");
+    expect(await settlement(rt.suspend("a", "review"), 1_000)).toBe("resolved");
   });
 
   it("a failed handle span is still ended when the span's recordException throws", async () => {

@@ -9,38 +9,12 @@
 
 import { AsyncLocalStorage } from "node:async_hooks";
 import { context, ROOT_CONTEXT, trace, type Context, type ContextManager } from "@opentelemetry/api";
-import { afterEach, describe, expect, it } from "vitest";
-import { AgentProcess, ErrorAction, Runtime, silentLogger, type Message, type RuntimeOptions } from "../../src/index.js";
-import { testTracing, type TestTracing } from "../support/tracing.js";
+import { describe, expect, it } from "vitest";
+import { AgentProcess, ErrorAction, type Message } from "../../src/index.js";
+import { tracedRuntimes } from "../support/tracing.js";
+import { until } from "../support/runtimes.js";
 
-const started: Runtime[] = [];
-
-const tracings: TestTracing[] = [];
-
-function tracedRuntime(root: RuntimeOptions["root"], options: Partial<RuntimeOptions> = {}): Runtime {
-  const rt = new Runtime({ root, logger: silentLogger, keepAlive: false, ...options });
-  started.push(rt);
-  return rt;
-}
-
-function tracing(): TestTracing {
-  const t = testTracing();
-  tracings.push(t);
-  return t;
-}
-
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((rt) => Promise.race([rt.stop(), new Promise((r) => setTimeout(r, 500))])));
-  await Promise.all(tracings.splice(0).map((t) => t.close()));
-});
-
-async function eventually(check: () => boolean, what: string, timeoutMs = 2_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const { runtime: tracedRuntime, tracing } = tracedRuntimes();
 
 /** A real async context manager, as the OpenTelemetry Node SDK registers. */
 class AlsContextManager implements ContextManager {
@@ -114,8 +88,8 @@ describe("span parents", () => {
       // ... and a later, unrelated message (sent outside any span) fails and is retried on that loop
       await rt.send("w", {}, { type: "job" });
       release();
-      await eventually(() => attempts.length === 2, "the retry");
-      await eventually(() => t.named("civitas.agent.handle").length === 3, "three handle spans");
+      await until(() => attempts.length === 2, "the retry", 2_000, 5);
+      await until(() => t.named("civitas.agent.handle").length === 3, "three handle spans", 2_000, 5);
     } finally {
       context.disable();
     }

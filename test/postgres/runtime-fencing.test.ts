@@ -15,6 +15,7 @@ import { recordTransitions, transitionProblems } from "../../src/testing/transit
 import { eventually } from "../runtime/fixtures.js";
 import { createTestSchema, type TestSchema } from "../support/postgres.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
+import { Crasher } from "../support/probe-agents.js";
 
 let schema: TestSchema;
 let base: PostgresStateStore;
@@ -44,12 +45,6 @@ class Worker extends AgentProcess<JsonObject> {
   }
   override async onResume(): Promise<void> {
     this.resumes++;
-  }
-}
-
-class Crasher extends AgentProcess {
-  override async handle(): Promise<void> {
-    throw new Error("boom");
   }
 }
 

@@ -13,6 +13,7 @@ import { eventually } from "../runtime/fixtures.js";
 import { Probe, gate, turns, waitUntil } from "../support/agents.js";
 import { rig, teardown } from "../suspension/helpers.js";
 import { runtimes } from "../support/runtimes.js";
+import { Crasher } from "../support/probe-agents.js";
 
 const runtime = runtimes();
 
@@ -23,12 +24,6 @@ async function advanceUntil(clock: TestClock, done: () => boolean, stepMs = 100,
   for (let i = 0; i < steps && !done(); i++) {
     await clock.advance(stepMs);
     await realTurn();
-  }
-}
-
-class Crasher extends AgentProcess {
-  override async handle(): Promise<void> {
-    throw new Error("sibling crash");
   }
 }
 

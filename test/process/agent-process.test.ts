@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AgentProcess,
   ErrorAction,
@@ -6,31 +6,22 @@ import {
   isLegalTransition,
   MemoryAuditSink,
   ProcessStatus,
-  Runtime,
-  silentLogger,
   Supervisor,
   type AgentProcessOptions,
   type Message,
   type RuntimeOptions,
+  type Runtime,
 } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { waitForStatus } from "../../src/testing/wait-for-status.js";
+import { runtimes } from "../support/runtimes.js";
 
-const runtimes: Runtime[] = [];
+const built = runtimes({ stop: "full" });
 
+/** A runtime for `children` under `new Supervisor("root", { children, backoffBaseMs: 0 })`, stopped after the test. */
 function runtime(children: AgentProcess[], options: Partial<RuntimeOptions> = {}): Runtime {
-  const rt = new Runtime({
-    root: new Supervisor("root", { children, backoffBaseMs: 0 }),
-    logger: silentLogger,
-    ...options,
-  });
-  runtimes.push(rt);
-  return rt;
+  return built(new Supervisor("root", { children, backoffBaseMs: 0 }), options);
 }
-
-afterEach(async () => {
-  await Promise.all(runtimes.splice(0).map((rt) => rt.stop()));
-});
 
 /** Records every status change of every agent, to check each against the transition table. */
 function recordTransitions(rt: Runtime): Array<[string, ProcessStatus, ProcessStatus]> {
@@ -141,8 +132,7 @@ describe("AgentProcess lifecycle", () => {
   it("STOPPED → INITIALIZING when a ONE_FOR_ALL sibling crash restarts a stopped agent", async () => {
     const a = new Recorder("a");
     const b = new Failing("b", ErrorAction.ESCALATE);
-    const rt = new Runtime({ root: new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [a, b] }), logger: silentLogger });
-    runtimes.push(rt);
+    const rt = built(new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [a, b] }));
     const seen = recordTransitions(rt);
     await rt.start();
     await rt.send("b", { fail: true });
@@ -519,8 +509,7 @@ describe("AgentProcess guards", () => {
   it("getSupervisor finds static and dynamic supervisors by name", async () => {
     const { DynamicSupervisor } = await import("../../src/index.js");
     const pool = new DynamicSupervisor("pool");
-    const rt = new Runtime({ root: new Supervisor("top", { children: [pool, new Recorder("x")] }), logger: silentLogger });
-    runtimes.push(rt);
+    const rt = built(new Supervisor("top", { children: [pool, new Recorder("x")] }));
     expect(rt.getSupervisor("pool")).toBe(pool);
     expect(rt.getSupervisor("top")).toBe(rt.root);
     expect(rt.getSupervisor("x")).toBeUndefined();

@@ -9,19 +9,28 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, ProcessStatus, Supervisor, type Message } from "../../src/index.js";
-import { gate } from "../support/agents.js";
+import { gate, type Gate } from "../support/agents.js";
 import { runtimes, until, sleep, supervisedRuntimes } from "../support/runtimes.js";
+import { Crasher } from "../support/probe-agents.js";
 
 const runtime = runtimes();
 
-/** Crashes on every message (a sibling whose crash makes a ONE_FOR_ALL supervisor restart the others). */
-class Crasher extends AgentProcess {
-  override async handle(): Promise<void> {
-    throw new Error("sibling crash");
-  }
-}
-
 const supervised = supervisedRuntimes();
+
+/**
+ * Starts `flaky` beside a crasher under a ONE_FOR_ALL root (no backoff) and
+ * sends it `{ job: 1 }`; once its handling opens `entered`, crashes the
+ * sibling, so that flaky is stopped (drain "current") and restarted, keeping
+ * its mailbox. Resolves once flaky is STOPPING, its message still held.
+ */
+async function restartWhileHeld(flaky: AgentProcess, entered: Gate): Promise<void> {
+  const rt = runtime(new Supervisor("root", { children: [flaky, new Crasher("crasher")], strategy: "ONE_FOR_ALL", backoffBaseMs: 0 }));
+  await rt.start();
+  await rt.send("flaky", { job: 1 });
+  await entered.promise;
+  await rt.send("crasher", {});
+  await until(() => flaky.status === ProcessStatus.STOPPING, "flaky stopping");
+}
 
 describe("RETRY racing a restart", () => {
   it("a message onError asks to RETRY while a sibling's crash restarts the agent is handled again, not dropped", async () => {
@@ -40,12 +49,7 @@ describe("RETRY racing a restart", () => {
       }
     }
     const flaky = new Flaky("flaky", { shutdownTimeoutMs: 2000 });
-    const rt = runtime(new Supervisor("root", { children: [flaky, new Crasher("crasher")], strategy: "ONE_FOR_ALL", backoffBaseMs: 0 }));
-    await rt.start();
-    await rt.send("flaky", { job: 1 });
-    await entered.promise;
-    await rt.send("crasher", {}); // ONE_FOR_ALL: flaky is stopped (drain "current") and restarted, keeping its mailbox
-    await until(() => flaky.status === ProcessStatus.STOPPING, "flaky stopping");
+    await restartWhileHeld(flaky, entered);
     proceed.open(); // onError answers RETRY: attempts are left, the mailbox stays open for the restart
     await until(() => flaky.incarnation === 2 && flaky.status === ProcessStatus.RUNNING, "flaky restarted");
     await until(() => attempts.length === 2, "the retried message handled", 1000);
@@ -74,12 +78,7 @@ describe("a handler that fails after a restart's stop began", () => {
       }
     }
     const flaky = new Flaky("flaky", { shutdownTimeoutMs: 2000 });
-    const rt = runtime(new Supervisor("root", { children: [flaky, new Crasher("crasher")], strategy: "ONE_FOR_ALL", backoffBaseMs: 0 }));
-    await rt.start();
-    await rt.send("flaky", { job: 1 });
-    await entered.promise;
-    await rt.send("crasher", {});
-    await until(() => flaky.status === ProcessStatus.STOPPING, "flaky stopping");
+    await restartWhileHeld(flaky, entered);
     proceed.open(); // the handler throws now, while the stop (drain "current") waits for it
     await until(() => flaky.incarnation === 2 && flaky.status === ProcessStatus.RUNNING, "flaky restarted");
     // "When handle throws (or rejects), the runtime calls onError(error, message) and does what it returns"

@@ -23,7 +23,7 @@ import { gate } from "../support/agents.js";
 import { outcome, codeOf } from "../support/outcome.js";
 import { runtimes, sleep, until, supervisedRuntimes } from "../support/runtimes.js";
 import { unannouncedRecord, WrappedStore } from "../support/stores.js";
-import { Sink } from "../support/probe-agents.js";
+import { Sink, Crasher } from "../support/probe-agents.js";
 
 const runtime = runtimes();
 
@@ -42,12 +42,6 @@ class HangingStore extends WrappedStore {
   }
 }
 
-class Crasher extends AgentProcess {
-  override async handle(): Promise<void> {
-    throw new Error("boom");
-  }
-}
-
 /** A store whose get can be held on a gate. */
 class SlowGetStore extends WrappedStore {
   getGate: Promise<void> | undefined;
@@ -60,6 +54,21 @@ class SlowGetStore extends WrappedStore {
 }
 
 const supervised = supervisedRuntimes();
+
+/**
+ * `k1` and `k2` under `inner`, which sits beside the crasher `c1` under `mid`
+ * (ONE_FOR_ALL), which sits beside the crasher `c2` under `top` (ONE_FOR_ALL),
+ * with no backoff: a message to `c1` makes `mid` restart `inner` (starting k1,
+ * then k2), one to `c2` makes `top` stop `mid`, and `inner` with it, and start
+ * it again.
+ */
+function nestedUnderCrashers(k1: AgentProcess, k2: AgentProcess): { top: Supervisor; inner: Supervisor; c2: Crasher } {
+  const inner = new Supervisor("inner", { children: [k1, k2] });
+  const mid = new Supervisor("mid", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [inner, new Crasher("c1")] });
+  const c2 = new Crasher("c2");
+  const top = new Supervisor("top", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [mid, c2] });
+  return { top, inner, c2 };
+}
 
 describe("a supervisor stopped while its subtree starts abandons only the start in flight at that instant", () => {
   it("a nested supervisor's startup (a parent's restart) starts no further child once a stop came, so the stop finishes", async () => {
@@ -81,11 +90,7 @@ describe("a supervisor stopped while its subtree starts abandons only the start 
     }
     const k1 = new K1("k1", { shutdownTimeoutMs: 1000 });
     const k2 = new K2("k2", { shutdownTimeoutMs: 50 });
-    const inner = new Supervisor("inner", { children: [k1, k2] });
-    const c1 = new Crasher("c1");
-    const mid = new Supervisor("mid", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [inner, c1] });
-    const c2 = new Crasher("c2");
-    const top = new Supervisor("top", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [mid, c2] });
+    const { top, c2 } = nestedUnderCrashers(k1, k2);
     const rt = runtime(top);
     await rt.start();
     await rt.send("c1", {}); // mid restarts inner (and c1): inner.startAll -> k1 (slow), then k2 (hangs)
@@ -343,11 +348,7 @@ describe("halting is reset and the subtree runs again after a stop during a star
     }
     const k1 = new K1("k1", { shutdownTimeoutMs: 1000 });
     const k2 = new K2("k2", { shutdownTimeoutMs: 50 });
-    const inner = new Supervisor("inner", { children: [k1, k2] });
-    const c1 = new Crasher("c1");
-    const mid = new Supervisor("mid", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [inner, c1] });
-    const c2 = new Crasher("c2");
-    const top = new Supervisor("top", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [mid, c2] });
+    const { top, inner, c2 } = nestedUnderCrashers(k1, k2);
     const rt = runtime(top);
     await rt.start();
     await rt.send("c1", {});

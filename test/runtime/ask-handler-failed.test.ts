@@ -1,6 +1,6 @@
 // An ask whose handler failed for good rejects at once with HANDLER_FAILED, the
 // handler's error as cause, instead of ASK_TIMEOUT at its deadline (issue 11, section 3).
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AgentProcess,
   CivitasError,
@@ -8,30 +8,24 @@ import {
   ErrorAction,
   HandlerFailedError,
   MemoryAuditSink,
-  Runtime,
-  silentLogger,
   Supervisor,
   type AgentProcessOptions,
   type Message,
   type RuntimeOptions,
+  type Runtime,
 } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { eventually } from "./fixtures.js";
 import { gate } from "../support/agents.js";
 import { track } from "../support/outcome.js";
+import { runtimes } from "../support/runtimes.js";
 
-const runtimes: Runtime[] = [];
+const built = runtimes({ stop: "full" });
 
 function runtime(root: RuntimeOptions["root"], options: Partial<RuntimeOptions> = {}): Runtime {
   // A test clock nobody advances: an ask that settles did not settle by its timeout.
-  const rt = new Runtime({ root, logger: silentLogger, clock: new TestClock(), ...options });
-  runtimes.push(rt);
-  return rt;
+  return built(root, { clock: new TestClock(), ...options });
 }
-
-afterEach(async () => {
-  await Promise.all(runtimes.splice(0).map((rt) => rt.stop()));
-});
 
 class Boom extends Error {
   override name = "Boom";
@@ -155,8 +149,7 @@ describe("an ask whose handler fails for good rejects at once with HANDLER_FAILE
     const audit = new MemoryAuditSink();
     const agent = new Crashing("payer");
     const root = new Supervisor("root", { children: [agent], backoffBaseMs: 0 });
-    const rt = new Runtime({ root, logger: silentLogger, auditSink: audit });
-    runtimes.push(rt);
+    const rt = built(root, { auditSink: audit });
     await rt.start();
     const first = rt.ask("payer", { first: true, fail: true }, { timeoutMs: 60_000 });
     const queued = rt.ask("payer", { n: 2 }, { timeoutMs: 60_000 });

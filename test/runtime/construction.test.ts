@@ -7,9 +7,9 @@
  */
 
 import { describe, expect, it, afterEach } from "vitest";
-import { CivitasError } from "civitas-ts";
+import type { CivitasError } from "civitas-ts";
 import { AgentProcess, Runtime, silentLogger, type Message } from "civitas-ts";
-import { caught, throwsWithCode } from "../support/outcome.js";
+import { caught, expectCivitasError, throwsWithCode } from "../support/outcome.js";
 import { type StateStore } from "../../src/index.js";
 import { Silent } from "../runtime/fixtures.js";
 import { teardown } from "../suspension/helpers.js";
@@ -34,14 +34,6 @@ describe("Runtime construction", () => {
     expect(() => runtime([first])).not.toThrow();
   });
 });
-
-/** SPEC §1: every error is a CivitasError with a stable string code and a message. */
-function expectCivitasError(error: unknown, code?: string): void {
-  expect(error, "expected an error").toBeDefined();
-  expect(error).toBeInstanceOf(CivitasError);
-  expect(typeof (error as CivitasError).code).toBe("string");
-  if (code !== undefined) expect((error as CivitasError).code).toBe(code);
-}
 
 // ---------------------------------------------------------------- runtime store option
 describe("the Runtime store option", () => {

@@ -1,23 +1,14 @@
 // Calls from outside on a runtime whose start() was never called reject with
 // RUNTIME_NOT_STARTED and queue nothing; agents sending to each other while the
 // tree starts up queue as usual (SPEC 7; issue 11, section 3).
-import { afterEach, describe, expect, it } from "vitest";
-import { AgentProcess, CivitasError, Runtime, RuntimeStateError, silentLogger, type Message, type RuntimeOptions } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
+import { AgentProcess, CivitasError, RuntimeStateError, type Message, type Runtime } from "../../src/index.js";
 import { Echo, eventually, Silent } from "./fixtures.js";
 import { gate } from "../support/agents.js";
 import { rejection } from "../support/outcome.js";
+import { runtimes } from "../support/runtimes.js";
 
-const runtimes: Runtime[] = [];
-
-function runtime(root: RuntimeOptions["root"]): Runtime {
-  const rt = new Runtime({ root, logger: silentLogger });
-  runtimes.push(rt);
-  return rt;
-}
-
-afterEach(async () => {
-  await Promise.all(runtimes.splice(0).map((rt) => rt.stop()));
-});
+const runtime = runtimes({ stop: "full" });
 
 /** Every public call that messages an agent, on `name`. */
 const CALLS: readonly [string, (rt: Runtime, name: string) => Promise<unknown>][] = [

@@ -7,25 +7,11 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { AgentProcess, MemoryAuditSink, Supervisor, type Message } from "civitas-ts";
-import { runtimes } from "../support/runtimes.js";
+import { AgentProcess, MemoryAuditSink, Supervisor } from "civitas-ts";
+import { runtimes, until } from "../support/runtimes.js";
+import { Sink } from "../support/probe-agents.js";
 
 const runtime = runtimes({ stop: "full" });
-
-async function eventually(condition: () => boolean, what = "condition", timeoutMs = 3_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
-
-class Recorder extends AgentProcess {
-  readonly handled: Message[] = [];
-  override async handle(message: Message): Promise<void> {
-    this.handled.push(message);
-  }
-}
 
 // ---------------------------------------------------------------- sampling
 // ---------------------------------------------------------------- audit
@@ -38,11 +24,11 @@ describe("audit lifecycle events", () => {
       }
     }
     const a = new Crashy("a");
-    const b = new Recorder("b");
+    const b = new Sink("b");
     const rt = runtime(new Supervisor("sup", { strategy: "ONE_FOR_ALL", children: [a, b], backoffBaseMs: 0 }), { auditSink: audit });
     await rt.start();
     await rt.send("a", {});
-    await eventually(() => audit.ofType("agent.restart").length === 2, "both restarts");
+    await until(() => audit.ofType("agent.restart").length === 2, "both restarts", 3_000, 2);
     await rt.stop();
     const seq = (agent: string): string[] => audit.events.filter((e) => e.agent === agent).map((e) => e.event);
     expect(seq("a")).toEqual(["agent.start", "agent.crash", "agent.start", "agent.restart", "agent.stop"]);

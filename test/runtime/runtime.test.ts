@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   AgentProcess,
   DuplicateNameError,
@@ -19,18 +19,9 @@ import { TestClock } from "../../src/testing/test-clock.js";
 import { Echo, eventually, Silent } from "./fixtures.js";
 import { gate, type Gate } from "../support/agents.js";
 import { rejectsWithCode, throwsWithCode, track } from "../support/outcome.js";
+import { runtimes } from "../support/runtimes.js";
 
-const runtimes: Runtime[] = [];
-
-function runtime(root: RuntimeOptions["root"], options: Partial<RuntimeOptions> = {}): Runtime {
-  const rt = new Runtime({ root, logger: silentLogger, ...options });
-  runtimes.push(rt);
-  return rt;
-}
-
-afterEach(async () => {
-  await Promise.all(runtimes.splice(0).map((rt) => rt.stop()));
-});
+const runtime = runtimes({ stop: "full" });
 
 class Lifecycle extends AgentProcess {
   startCount = 0;

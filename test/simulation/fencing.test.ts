@@ -15,6 +15,7 @@ import { Supervisor } from "../../src/supervision/supervisor.js";
 import { replay, simulate } from "../../src/testing/simulation/simulate.js";
 import type { Simulation, SimulationInvariant, SimulationOptions, SimulationStep } from "../../src/testing/simulation/types.js";
 import { alone, faultOnce, Ledger } from "./fixtures.js";
+import { Crasher } from "../support/probe-agents.js";
 
 /** Counts its `work` messages in state and checkpoints each; records what its writes were refused with. */
 class Worker extends AgentProcess<{ n: number; stopped?: boolean }> {
@@ -40,13 +41,6 @@ class Worker extends AgentProcess<{ n: number; stopped?: boolean }> {
 
   override async onResume(): Promise<void> {
     this.resumes++;
-  }
-}
-
-/** Throws on every message: a crash that makes its supervisor restart. */
-class Crasher extends AgentProcess {
-  override async handle(): Promise<void> {
-    throw new Error("boom");
   }
 }
 

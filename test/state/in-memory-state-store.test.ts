@@ -3,7 +3,7 @@ import { InMemoryStateStore } from "../../src/state/in-memory-state-store.js";
 import { StoreClosedError } from "../../src/state/store-closed-error.js";
 import { describeStateStoreContract } from "./store-contract.js";
 import { AgentProcess, ProcessStatus, Supervisor, type Message } from "civitas-ts";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, until } from "../support/runtimes.js";
 
 describeStateStoreContract("InMemoryStateStore", async () => {
   const store = new InMemoryStateStore();
@@ -42,14 +42,6 @@ describe("StoreClosedError", () => {
 
 const runtime = runtimes({ stop: "full" });
 
-async function eventually(condition: () => boolean, what = "condition", timeoutMs = 3_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 2));
-  }
-}
-
 // ---------------------------------------------------------------- state through the runtime
 describe("InMemoryStateStore through the runtime", () => {
   it("a restart restores the checkpoint, not later in-memory mutations (nested ones included)", async () => {
@@ -71,9 +63,9 @@ describe("InMemoryStateStore through the runtime", () => {
     const rt = runtime(new Supervisor("sup", { children: [holder], backoffBaseMs: 0 }), { store });
     await rt.start();
     await rt.send("holder", {}, { type: "save" });
-    await eventually(() => holder.state.n === 2, "the save");
+    await until(() => holder.state.n === 2, "the save", 3_000, 2);
     await rt.send("holder", {}, { type: "boom" });
-    await eventually(() => holder.incarnation === 2 && holder.status === ProcessStatus.RUNNING, "the restart");
+    await until(() => holder.incarnation === 2 && holder.status === ProcessStatus.RUNNING, "the restart", 3_000, 2);
     expect(holder.state).toEqual({ nested: { items: [1] }, n: 1 });
     expect(await store.get("holder")).toEqual({ nested: { items: [1] }, n: 1 });
   });

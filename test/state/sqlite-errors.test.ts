@@ -7,42 +7,14 @@
  */
 
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
-import { CivitasError } from "../../src/index.js";
+import { describe, expect, it } from "vitest";
 import { SqliteStateStore } from "../../src/entries/sqlite.js";
-import { caught, rejected } from "../support/outcome.js";
+import { caught, expectCivitasError, rejected } from "../support/outcome.js";
+import { scratch } from "../support/scratch.js";
 
-const dirs: string[] = [];
-
-const closers: { close(): unknown }[] = [];
-
-function tempDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-review-"));
-  dirs.push(dir);
-  return dir;
-}
-
-function track<T extends { close(): unknown }>(handle: T): T {
-  closers.push(handle);
-  return handle;
-}
-
-// registered before the runtime factory's hook, so it runs after the runtimes are stopped
-afterEach(async () => {
-  for (const c of closers.splice(0).reverse()) await c.close();
-  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
-});
-
-/** SPEC §1: every error is a CivitasError with a stable string code and a message. */
-function expectCivitasError(error: unknown, code?: string): void {
-  expect(error, "expected an error").toBeDefined();
-  expect(error).toBeInstanceOf(CivitasError);
-  expect(typeof (error as CivitasError).code).toBe("string");
-  if (code !== undefined) expect((error as CivitasError).code).toBe(code);
-}
+const { tempDir, track } = scratch("civitas-review-");
 
 // ---------------------------------------------------------------- opening a store
 describe("SqliteStateStore: an unusable file is refused with a CivitasError (SPEC §1)", () => {
@@ -77,10 +49,10 @@ describe("SqliteStateStore: an unusable file is refused with a CivitasError (SPE
 
   it("a clock option without now() is refused at construction, not at the first set() with a TypeError", async () => {
     const file = path.join(tempDir(), "state.db");
-    let error = caught(() => track(new SqliteStateStore(file, { clock: {} as never })));
-    if (error === undefined) {
+    let store: SqliteStateStore | undefined;
+    let error = caught(() => (store = track(new SqliteStateStore(file, { clock: {} as never }))));
+    if (error === undefined && store !== undefined) {
       // constructed: then the first checkpoint must at least fail with a CivitasError
-      const store = closers[closers.length - 1] as SqliteStateStore;
       error = await rejected(store.set("a", { n: 1 }));
     }
     expectCivitasError(error, "INVALID_ARGUMENT");

@@ -6,32 +6,18 @@
  * (these tests were in test/review/runtime-review.test.ts).
  */
 
-import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
-import { CivitasError } from "civitas-ts";
+import { describe, expect, it } from "vitest";
+import type { CivitasError } from "civitas-ts";
 import { AgentProcess } from "civitas-ts";
 import { SqliteStateStore } from "civitas-ts/sqlite";
-import { rejected } from "../support/outcome.js";
+import { expectCivitasError, rejected } from "../support/outcome.js";
+import { scratch } from "../support/scratch.js";
 import { runtimes } from "../support/runtimes.js";
 
-const dirs: string[] = [];
-
-const closers: { close(): unknown }[] = [];
-
-function tempDir(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-review-"));
-  dirs.push(dir);
-  return dir;
-}
-
-// registered before the runtime factory's hook, so it runs after the runtimes are stopped
-afterEach(async () => {
-  for (const c of closers.splice(0).reverse()) await c.close();
-  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
-});
+// Before the runtime factory: its afterEach then runs after the runtimes are stopped.
+const { tempDir, track } = scratch("civitas-review-");
 
 const runtime = runtimes({ stop: "full" });
 
@@ -41,7 +27,7 @@ describe("STATE_SCHEMA before the agent runs", () => {
     const dir = tempDir();
     const file = path.join(dir, "state.db");
     const store = new SqliteStateStore(file);
-    closers.push(store);
+    track(store);
     await store.set("keeper", { balance: 100 });
     const raw = new Database(file);
     raw.prepare("UPDATE civitas_state SET version = 2 WHERE name = ?").run("keeper");
@@ -64,19 +50,6 @@ describe("STATE_SCHEMA before the agent runs", () => {
     expect(row).toEqual({ version: 2, state: JSON.stringify({ balance: 100 }) });
   });
 });
-
-function track<T extends { close(): unknown }>(handle: T): T {
-  closers.push(handle);
-  return handle;
-}
-
-/** SPEC §1: every error is a CivitasError with a stable string code and a message. */
-function expectCivitasError(error: unknown, code?: string): void {
-  expect(error, "expected an error").toBeDefined();
-  expect(error).toBeInstanceOf(CivitasError);
-  expect(typeof (error as CivitasError).code).toBe("string");
-  if (code !== undefined) expect((error as CivitasError).code).toBe(code);
-}
 
 // ---------------------------------------------------------------- record validation
 describe("STATE_SCHEMA: a stored record that is not plain JSON is refused", () => {

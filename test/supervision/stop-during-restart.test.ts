@@ -10,37 +10,37 @@
 import { describe, expect, it } from "vitest";
 import { AgentProcess, Supervisor, DynamicSupervisor } from "../../src/index.js";
 import { runtimes, sleep, until } from "../support/runtimes.js";
+import { Crasher } from "../support/probe-agents.js";
 
 const runtime = runtimes();
 
+/** Crashes on every message; its second onStart (the restart's) hangs forever. */
+class HangsOnRestart extends AgentProcess {
+  private starts = 0;
+  /** The restart's onStart has begun (and hangs). */
+  restartStarted = false;
+  override async onStart(): Promise<void> {
+    this.starts++;
+    if (this.starts === 2) {
+      this.restartStarted = true;
+      await new Promise<void>(() => undefined); // the restart's onStart hangs
+    }
+  }
+  override async handle(): Promise<void> {
+    throw new Error("boom");
+  }
+}
+
 describe("Supervisor (static) stopped by its parent while restarting a child whose onStart hangs", () => {
   it("is bounded as a DynamicSupervisor's is: the parent's ONE_FOR_ALL restart does not wait for the hanging onStart forever", async () => {
-    let starts = 0;
-    let started2 = false;
-    class Flaky extends AgentProcess {
-      override async onStart(): Promise<void> {
-        starts++;
-        if (starts === 2) {
-          started2 = true;
-          await new Promise<void>(() => undefined); // the restart's onStart hangs
-        }
-      }
-      override async handle(): Promise<void> {
-        throw new Error("boom");
-      }
-    }
-    class Crasher extends AgentProcess {
-      override async handle(): Promise<void> {
-        throw new Error("sibling boom");
-      }
-    }
-    const inner = new Supervisor("inner", { backoffBaseMs: 0, children: [new Flaky("w", { shutdownTimeoutMs: 50 })] });
+    const w = new HangsOnRestart("w", { shutdownTimeoutMs: 50 });
+    const inner = new Supervisor("inner", { backoffBaseMs: 0, children: [w] });
     const crasher = new Crasher("crasher");
     const root = new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [inner, crasher] });
     const rt = runtime(root);
     await rt.start();
     await rt.send("w", {});
-    await until(() => started2, "the restart's onStart", 1000, 2);
+    await until(() => w.restartStarted, "the restart's onStart", 1000, 2);
     await rt.send("crasher", {});
     await sleep(400);
     expect(crasher.incarnation, "root never restarts: inner's stop waits for w's hanging onStart (its work queue)").toBe(2);
@@ -49,34 +49,14 @@ describe("Supervisor (static) stopped by its parent while restarting a child who
 
 describe("a DynamicSupervisor stopped while a child restarts", () => {
   it("is bounded by the child's shutdownTimeoutMs (as a despawn of a starting child is), not held by its hanging onStart", async () => {
-    let starts = 0;
-    const never = new Promise<void>(() => undefined);
-    let started2 = false;
-    class Flaky extends AgentProcess {
-      override async onStart(): Promise<void> {
-        starts++;
-        if (starts === 2) {
-          started2 = true;
-          await never; // the restart's onStart hangs
-        }
-      }
-      override async handle(): Promise<void> {
-        throw new Error("boom");
-      }
-    }
-    class Crasher extends AgentProcess {
-      override async handle(): Promise<void> {
-        throw new Error("sibling boom");
-      }
-    }
     const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
     const crasher = new Crasher("crasher");
     const root = new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [dyn, crasher] });
     const rt = runtime(root);
     await rt.start();
-    await dyn.spawn(Flaky, "w", { shutdownTimeoutMs: 50 });
+    const w = await dyn.spawn(HangsOnRestart, "w", { shutdownTimeoutMs: 50 });
     await rt.send("w", {});
-    await until(() => started2, "the restart's onStart", 1000, 2);
+    await until(() => w.restartStarted, "the restart's onStart", 1000, 2);
     // A sibling crash makes root restart every child: dyn is stopped (not by runtime.stop()).
     await rt.send("crasher", {});
     await sleep(400);

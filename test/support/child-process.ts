@@ -59,3 +59,42 @@ export function runTsChild(
     });
   });
 }
+
+/** How a program run by {@link runProgram} ended, with all it printed. */
+export interface ProgramRun {
+  readonly code: number | null;
+  /** `"SIGKILL"` when it was killed for running past its time, else how a signal ended it, or `null`. */
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs a TypeScript program the way a user would (`node --import tsx
+ * <script>` from the repository root, `script` relative to it), collecting
+ * its output. A program still running after `timeoutMs` is SIGKILLed; the
+ * promise then still resolves (`signal: "SIGKILL"`). Rejects only when the
+ * process could not be spawned.
+ */
+export function runProgram(script: string, options: { timeoutMs: number; env?: NodeJS.ProcessEnv }): Promise<ProgramRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", script], {
+      cwd: repoRoot,
+      stdio: ["ignore", "pipe", "pipe"],
+      ...(options.env === undefined ? {} : { env: options.env }),
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    const guard = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs);
+    child.on("error", (error) => {
+      clearTimeout(guard);
+      reject(error);
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(guard);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}

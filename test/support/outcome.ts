@@ -2,12 +2,21 @@
  * What a call threw or a promise settled to: {@link caught}, {@link rejected},
  * {@link rejection}, {@link rejectsWithCode}, {@link throwsWithCode}, a
  * promise observed without awaiting it ({@link track}), settled within a time
- * limit ({@link outcome}, {@link settlement}), and {@link codeOf} an error.
+ * limit ({@link outcome}, {@link settlement}), {@link codeOf} an error, and
+ * {@link expectCivitasError}.
  */
 import { expect } from "vitest";
 import { CivitasError } from "../../src/index.js";
 
 import { sleep } from "./runtimes.js";
+
+/** Expects `error` to be a CivitasError (SPEC §1: a stable string code and a message), of `code` when given. */
+export function expectCivitasError(error: unknown, code?: string): void {
+  expect(error, "expected an error").toBeDefined();
+  expect(error).toBeInstanceOf(CivitasError);
+  expect(typeof (error as CivitasError).code).toBe("string");
+  if (code !== undefined) expect((error as CivitasError).code).toBe(code);
+}
 
 /** What `fn` threw, or `undefined` when it returned. */
 export function caught(fn: () => unknown): unknown {

@@ -34,3 +34,19 @@ export class CodeReplier extends AgentProcess {
     }
   }
 }
+
+/** Blocks every handle() until `release()` is called. */
+export class Stuck extends AgentProcess {
+  release!: () => void;
+  gate = new Promise<void>((r) => (this.release = r));
+  override async handle(): Promise<void> {
+    await this.gate;
+  }
+}
+
+/** Throws on every message (and `onError` escalates, the default): a crash that makes its supervisor restart it (under ONE_FOR_ALL, its siblings too). */
+export class Crasher extends AgentProcess {
+  override async handle(): Promise<void> {
+    throw new Error("boom");
+  }
+}

@@ -1,3 +1,5 @@
+import { afterEach } from "vitest";
+import { Runtime, silentLogger, type RuntimeOptions } from "../../src/index.js";
 import {
   BasicTracerProvider,
   InMemorySpanExporter,
@@ -38,4 +40,44 @@ export function testTracing(sampler?: Sampler): TestTracing {
 /** The parent span id of `span` (sdk-trace-base 2.x keeps it in `parentSpanContext`). */
 export function parentSpanId(span: ReadableSpan): string | undefined {
   return span.parentSpanContext?.spanId;
+}
+
+/** What {@link tracedRuntimes} returns: builders whose products are cleaned up after each test. */
+export interface TracedRuntimes {
+  /** `new Runtime({ root, logger: silentLogger, keepAlive: false, ...options })`, stopped after the test. */
+  readonly runtime: (root: RuntimeOptions["root"], options?: Partial<RuntimeOptions>) => Runtime;
+  /** A {@link testTracing}, closed after the test. */
+  readonly tracing: (sampler?: Sampler) => TestTracing;
+}
+
+/** How long the `afterEach` of {@link tracedRuntimes} waits for each runtime's stop. */
+const TRACED_STOP_BOUND_MS = 500;
+
+/**
+ * Registers (with vitest's `afterEach`, so call it at the top level of a
+ * test file) the clean-up of every runtime and tracing the returned
+ * builders make during a test: each runtime's stop is waited for at most
+ * 500 ms (a stop that rejects in time fails the test), then every tracing is
+ * closed. Pass a tracing's `provider` as the runtime's `tracerProvider`, or
+ * wrap it (a hostile tracer).
+ */
+export function tracedRuntimes(): TracedRuntimes {
+  const started: Runtime[] = [];
+  const tracings: TestTracing[] = [];
+  afterEach(async () => {
+    await Promise.all(started.splice(0).map((rt) => Promise.race([rt.stop(), new Promise((r) => setTimeout(r, TRACED_STOP_BOUND_MS))])));
+    await Promise.all(tracings.splice(0).map((t) => t.close()));
+  });
+  return {
+    runtime: (root, options = {}) => {
+      const rt = new Runtime({ root, logger: silentLogger, keepAlive: false, ...options });
+      started.push(rt);
+      return rt;
+    },
+    tracing: (sampler) => {
+      const t = testTracing(sampler);
+      tracings.push(t);
+      return t;
+    },
+  };
 }

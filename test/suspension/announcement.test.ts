@@ -135,19 +135,27 @@ describe("a despawn that clears the pause during onSuspend", () => {
   });
 });
 
+/**
+ * An agent class that refines its own reason when told it is paused in "r1"
+ * (a plain `this.suspend("r2")`), then takes 10 ms; every reason `onSuspend`
+ * is called with goes into `calls`, across instances.
+ */
+function refiningAgent(calls: string[]): new (name: string) => AgentProcess {
+  return class Escalating extends AgentProcess {
+    override async onSuspend(reason: string): Promise<void> {
+      calls.push(reason);
+      if (reason === "r1") this.suspend("r2");
+      await sleep(10);
+    }
+  };
+}
+
 describe("a reason update during a restored announcement", () => {
   it("a reason update during a restored announcement still stores the pause as announced (no announced:false left behind)", async () => {
     const store = new InMemoryStateStore();
     await store.set("a", unannouncedRecord("r1"));
     const calls: string[] = [];
-    class Escalating extends AgentProcess {
-      override async onSuspend(reason: string): Promise<void> {
-        calls.push(reason);
-        // The agent refines its own reason when told it is paused (a plain this.suspend()).
-        if (reason === "r1") this.suspend("r2");
-        await sleep(10);
-      }
-    }
+    const Escalating = refiningAgent(calls);
     const audit = new MemoryAuditSink();
     const agent = new Escalating("a");
     const rt = runtime([agent], { store, auditSink: audit });
@@ -169,13 +177,7 @@ describe("a reason update during a restored announcement", () => {
     const store = new InMemoryStateStore();
     await store.set("a", unannouncedRecord("r1"));
     const calls: string[] = [];
-    class Escalating extends AgentProcess {
-      override async onSuspend(reason: string): Promise<void> {
-        calls.push(reason);
-        if (reason === "r1") this.suspend("r2");
-        await sleep(10);
-      }
-    }
+    const Escalating = refiningAgent(calls);
     const rt1 = runtime([new Escalating("a")], { store, auditSink: new MemoryAuditSink() });
     await rt1.start();
     await sleep(50);

@@ -8,7 +8,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus, SUSPENSION_KEY } from "../../src/index.js";
-import { Pausable, rig, teardown } from "../suspension/helpers.js";
+import { suspendedRig, teardown } from "./helpers.js";
 import { rejectsWithCode } from "../support/outcome.js";
 
 afterEach(teardown);
@@ -17,10 +17,7 @@ const S = ProcessStatus;
 
 describe("approver validation", () => {
   it("an approver made only of U+0085 (NEXT LINE, Unicode White_Space) is refused with INVALID_APPROVER", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
-    await r.runtime.suspend("a", "hold");
+    const { agent, ...r } = await suspendedRig();
     await rejectsWithCode(r.runtime.resume("a", "\u0085"), "INVALID_APPROVER");
     expect(agent.status).toBe(S.SUSPENDED);
     expect(agent.resumes).toEqual([]);
@@ -35,10 +32,7 @@ describe("approver validation (S6: a resume always names someone)", () => {
     ["HANGUL FILLER", "\u3164"],
     ["BRAILLE PATTERN BLANK", "\u2800"],
   ])("an approver made only of %s (nothing visible) is refused with INVALID_APPROVER and the agent stays SUSPENDED", async (_name, approver) => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
-    await r.runtime.suspend("a", "hold");
+    const { agent, ...r } = await suspendedRig();
     await rejectsWithCode(r.runtime.resume("a", approver), "INVALID_APPROVER");
     expect(agent.status).toBe(S.SUSPENDED);
     expect(agent.resumes).toEqual([]);
@@ -50,10 +44,7 @@ describe("approvers that display as someone else", () => {
     ["RIGHT-TO-LEFT OVERRIDE", "\u202Eecila"],
     ["RIGHT-TO-LEFT ISOLATE", "bob\u2067ecila"],
   ])("an approver with a %s (shows as another name) is refused with INVALID_APPROVER", async (_name, approver) => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
-    await r.runtime.suspend("a", "hold");
+    const { agent, ...r } = await suspendedRig();
     await rejectsWithCode(r.runtime.resume("a", approver), "INVALID_APPROVER");
     expect(agent.status).toBe(S.SUSPENDED);
   });

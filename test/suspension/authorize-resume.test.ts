@@ -8,7 +8,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus } from "../../src/index.js";
-import { Pausable, rig, teardown } from "../suspension/helpers.js";
+import { heldAuthorizer, Pausable, rig, teardown } from "./helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { track } from "../support/outcome.js";
 
@@ -18,17 +18,10 @@ const S = ProcessStatus;
 
 describe("runtime.stop() while authorizeResume is deciding, with a sibling still stopping", () => {
   it("keeps the pause (as with a lone agent): no receipt, no onResume, no queued business handled after stop() began", async () => {
-    const decision = gate();
-    let asked = 0;
+    const { authorizeResume, decision, asked } = heldAuthorizer();
     const a = new Pausable("a");
     const b = new Pausable("b");
-    const r = rig([a, b], {
-      authorizeResume: async () => {
-        asked++;
-        await decision.promise;
-        return true;
-      },
-    });
+    const r = rig([a, b], { authorizeResume });
     await r.runtime.start();
     await r.runtime.suspend("a", "hold");
     const marker = a.suspension!;
@@ -38,7 +31,7 @@ describe("runtime.stop() while authorizeResume is deciding, with a sibling still
     await r.runtime.send("b", { op: "block", seq: 1 });
     await waitUntil(() => b.entered === 1, "b busy");
     const resuming = track(r.runtime.resume("a", "alice"));
-    await waitUntil(() => asked === 1, "authorizeResume called");
+    await waitUntil(() => asked() === 1, "authorizeResume called");
     const stopping = track(r.runtime.stop()); // stops b first (reverse order), then a
     await turns(10);
     decision.open();
@@ -57,18 +50,13 @@ describe("runtime.stop() while authorizeResume is deciding, with a sibling still
 
 describe("control while a resume is being authorized", () => {
   it("civitas.eval.halt stops a SUSPENDED agent even while its authorizeResume has not answered", async () => {
-    let asked = 0;
+    const { authorizeResume, asked } = heldAuthorizer(); // the policy engine never answers (decision never opened)
     const a = new Pausable("a");
-    const r = rig([a], {
-      authorizeResume: () => {
-        asked++;
-        return new Promise<boolean>(() => undefined); // the policy engine never answers
-      },
-    });
+    const r = rig([a], { authorizeResume });
     await r.runtime.start();
     await r.runtime.suspend("a", "hold");
     const resuming = track(r.runtime.resume("a", "alice"));
-    await waitUntil(() => asked === 1, "authorizeResume called");
+    await waitUntil(() => asked() === 1, "authorizeResume called");
     expect(a.status).toBe(S.SUSPENDED);
     // The emergency stop of the eval loop: a priority message a SUSPENDED agent must act on (S3).
     await r.runtime.send("a", {}, { type: "civitas.eval.halt" });

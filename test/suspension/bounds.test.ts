@@ -2,7 +2,7 @@
 // refused with a coded error before anything is sent (issue 11, section 5).
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, CivitasError, InvalidApproverError, InvalidArgumentError, ProcessStatus, type Message } from "../../src/index.js";
-import { Pausable, rig, teardown } from "./helpers.js";
+import { Pausable, rig, suspendedRig, teardown } from "./helpers.js";
 import { rejectsWithCode } from "../support/outcome.js";
 import { turns, waitUntil } from "../support/agents.js";
 
@@ -12,21 +12,13 @@ const LIMIT = 1024;
 /** `n` characters of which each is two UTF-16 units: its `length` is 2n. */
 const emoji = (n: number): string => "😀".repeat(n);
 
-async function suspendedRig(reason = "large payment") {
-  const agent = new Pausable("a");
-  const r = rig([agent]);
-  await r.runtime.start();
-  await r.runtime.suspend("a", reason);
-  return { agent, ...r };
-}
-
 describe("approvers of at most 1,024 characters", () => {
   it.each([
     ["1,025 ASCII characters", "a".repeat(LIMIT + 1), LIMIT + 1],
     ["1,025 characters outside the BMP", emoji(LIMIT + 1), LIMIT + 1],
     ["a megabyte", "b".repeat(1024 * 1024), 1024 * 1024],
   ])("refuses %s with INVALID_APPROVER before anything is sent, without echoing it", async (_what, approver, characters) => {
-    const { agent, runtime, audit, store } = await suspendedRig();
+    const { agent, runtime, audit, store } = await suspendedRig({ reason: "large payment" });
     const eventsBefore = audit.events.length;
     const setsBefore = store.sets.length;
     const error = await rejectsWithCode(runtime.resume("a", approver), "INVALID_APPROVER");
@@ -48,7 +40,7 @@ describe("approvers of at most 1,024 characters", () => {
     ["1,024 ASCII characters", "a".repeat(LIMIT)],
     ["1,024 characters outside the BMP (2,048 UTF-16 units)", emoji(LIMIT)],
   ])("accepts %s, and the receipt names the approver in full", async (_what, approver) => {
-    const { agent, runtime, audit } = await suspendedRig();
+    const { agent, runtime, audit } = await suspendedRig({ reason: "large payment" });
     await runtime.resume("a", approver);
     expect(agent.status).toBe(ProcessStatus.RUNNING);
     expect(agent.resumes).toEqual([approver]);
@@ -80,7 +72,7 @@ describe("reasons of at most 1,024 characters", () => {
 
   it("runtime.suspend accepts a reason of 1,024 characters, kept in full in the marker", async () => {
     const reason = emoji(LIMIT);
-    const { agent } = await suspendedRig(reason);
+    const { agent } = await suspendedRig({ reason });
     expect(agent.suspension?.reason).toBe(reason);
   });
 

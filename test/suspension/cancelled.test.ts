@@ -4,8 +4,8 @@
  * comes before its marker is cleared. A graceful stop keeps the pause.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { AgentProcess, DynamicSupervisor, MemoryAuditSink, ProcessStatus, Supervisor, SUSPENSION_KEY, type AuditEvent, type Message } from "../../src/index.js";
-import { Pausable, RecordingStore, rig, teardown, TimelineAudit } from "./helpers.js";
+import { AgentProcess, MemoryAuditSink, ProcessStatus, SUSPENSION_KEY, type AuditEvent, type Message } from "../../src/index.js";
+import { dynamicRig, Pausable, RecordingStore, rig, teardown, TimelineAudit } from "./helpers.js";
 import { waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
@@ -14,13 +14,6 @@ const S = ProcessStatus;
 
 function cancellations(events: readonly AuditEvent[]): AuditEvent[] {
   return events.filter((e) => e.event === "agent.suspend.cancelled");
-}
-
-async function dynamicRig(options: ConstructorParameters<typeof DynamicSupervisor>[1] = {}) {
-  const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0, ...options });
-  const r = rig(new Supervisor("root", { children: [dyn] }));
-  await r.runtime.start();
-  return { r, dyn };
 }
 
 describe("a halt (civitas.eval.halt) of a suspended agent", () => {
@@ -162,7 +155,7 @@ describe("a permanent removal of a suspended dynamic child", () => {
         throw new Error("crash after storing the pause");
       }
     }
-    const { r, dyn } = await dynamicRig({ maxRestarts: 1 });
+    const { r, dyn } = await dynamicRig({ dynamic: { maxRestarts: 1 } });
     await dyn.spawn(Fragile, "w");
     await r.runtime.send("w", { op: "pause-and-crash" });
     await waitUntil(() => dyn.children.length === 0, "w removed after exhausting restarts");

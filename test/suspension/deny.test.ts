@@ -24,22 +24,13 @@ import {
   type SuspensionMarker,
 } from "../../src/index.js";
 import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
-import { Pausable, rig, teardown, TimelineAudit, type RigOptions } from "./helpers.js";
+import { Pausable, rig, suspendedRig, teardown, TimelineAudit } from "./helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { rejectsWithCode } from "../support/outcome.js";
 
 afterEach(teardown);
 
 const S = ProcessStatus;
-
-async function suspended(options: RigOptions = {}, reason = "hold") {
-  const agent = new Pausable("a");
-  const r = rig([agent], options);
-  await r.runtime.start();
-  await r.runtime.suspend("a", reason);
-  expect(agent.status).toBe(S.SUSPENDED);
-  return { agent, ...r };
-}
 
 describe("runtime.deny: the order of effects", () => {
   it("receipt, then the cleared marker in one write, then RUNNING, then onDeny (not onResume), then the next business message", async () => {
@@ -69,7 +60,7 @@ describe("runtime.deny: the order of effects", () => {
   });
 
   it("records agent.deny { decider, suspensionId, reason, expired: false }; reason defaults to \"\"", async () => {
-    const { agent, runtime, audit } = await suspended();
+    const { agent, runtime, audit } = await suspendedRig();
     const id = agent.suspension!.suspensionId;
     await runtime.deny("a", "bob");
     const row = audit.events.find((e) => e.event === "agent.deny");
@@ -132,7 +123,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
     ["a number", 7],
     ["a bidi override", "\u202Eecila"],
   ])("INVALID_APPROVER for a decider that is %s, before anything is sent", async (_what, decider) => {
-    const { agent, runtime, audit, store } = await suspended();
+    const { agent, runtime, audit, store } = await suspendedRig();
     // The agent is parked on its priority lane: anything sent to it would wake its loop to poll that lane.
     const pollPriority = vi.spyOn(agent.mailbox, "pollPriority");
     const poll = vi.spyOn(agent.mailbox, "poll");
@@ -153,14 +144,14 @@ describe("runtime.deny: the checks, in resume's order", () => {
   });
 
   it("INVALID_APPROVER comes before AGENT_NOT_FOUND; AGENT_NOT_FOUND for an unknown name", async () => {
-    const { runtime } = await suspended();
+    const { runtime } = await suspendedRig();
     await rejectsWithCode(runtime.deny("nobody", ""), "INVALID_APPROVER");
     const error = await rejectsWithCode(runtime.deny("nobody", "bob"), "AGENT_NOT_FOUND");
     expect(error.name).toBe("AgentNotFoundError");
   });
 
   it("INVALID_ARGUMENT for a reason that is not a string, a blank suspensionId, or options that are not an object", async () => {
-    const { agent, runtime } = await suspended();
+    const { agent, runtime } = await suspendedRig();
     const reason = await rejectsWithCode(runtime.deny("a", "bob", { reason: 42 as unknown as string }), "INVALID_ARGUMENT");
     expect(reason.message).toContain("deny('a') needs a string reason");
     const long = await rejectsWithCode(runtime.deny("a", "bob", { reason: "x".repeat(1025) }), "INVALID_ARGUMENT");
@@ -175,7 +166,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
   });
 
   it("STALE_APPROVAL for another pause's id, and for any id once the pause is settled; nothing changes", async () => {
-    const { agent, runtime, audit } = await suspended();
+    const { agent, runtime, audit } = await suspendedRig();
     const id = agent.suspension!.suspensionId;
     const stale = await rejectsWithCode(runtime.deny("a", "bob", { suspensionId: "not-the-id" }), "STALE_APPROVAL");
     expect(stale.name).toBe("StaleApprovalError");
@@ -191,7 +182,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
   });
 
   it("a denial of a pause that was approved already is STALE_APPROVAL", async () => {
-    const { agent, runtime } = await suspended();
+    const { agent, runtime } = await suspendedRig();
     const id = agent.suspension!.suspensionId;
     await runtime.resume("a", "alice", { suspensionId: id });
     await rejectsWithCode(runtime.deny("a", "bob", { suspensionId: id }), "STALE_APPROVAL");
@@ -228,7 +219,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
 
   it("authorizeResume is asked, told it is a denial; a refusal is RESUME_REFUSED and the agent stays SUSPENDED", async () => {
     const asked: Array<[string, string, string, ResumeDecision | undefined]> = [];
-    const { agent, runtime, audit, store } = await suspended({
+    const { agent, runtime, audit, store } = await suspendedRig({
       authorizeResume: (name, who, marker, decision) => {
         asked.push([name, who, marker.suspensionId, decision]);
         return decision?.decision !== "deny";
@@ -252,7 +243,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
 
   it("a hook that throws refuses too, keeping the error as cause", async () => {
     const boom = new Error("policy engine down");
-    const { runtime, agent } = await suspended({
+    const { runtime, agent } = await suspendedRig({
       authorizeResume: () => {
         throw boom;
       },
@@ -291,7 +282,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
 
 describe("runtime.deny: traced like a resume", () => {
   it("a civitas.agent.deny span with the agent, suspension id and decider", async () => {
-    const { agent, runtime, tracing } = await suspended({ tracing: true });
+    const { agent, runtime, tracing } = await suspendedRig({ tracing: true });
     const id = agent.suspension!.suspensionId;
     await runtime.deny("a", "bob");
     const [span] = tracing!.named("civitas.agent.deny");

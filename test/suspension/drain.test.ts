@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createMessage, ProcessStatus, SUSPENSION_KEY, type Message } from "../../src/index.js";
 import { forceMessage } from "../../src/mailbox/mailbox.js";
 import { mintControl } from "../../src/process/control-authority.js";
-import { Pausable, rig, teardown } from "./helpers.js";
+import { suspendedRig, teardown } from "./helpers.js";
 import { ProcessRunner } from "../../src/process/process-runner.js";
 import { track } from "../support/outcome.js";
 import { turns, waitUntil } from "../support/agents.js";
@@ -11,18 +11,9 @@ afterEach(teardown);
 
 const S = ProcessStatus;
 
-async function suspendedAgent(name = "a", options: ConstructorParameters<typeof Pausable>[1] = {}) {
-  const agent = new Pausable(name, options);
-  const r = rig([agent]);
-  await r.runtime.start();
-  await r.runtime.suspend(name, "hold");
-  expect(agent.status).toBe(S.SUSPENDED);
-  return { agent, ...r };
-}
-
 describe("priority-only drain while SUSPENDED", () => {
   it("business messages and civitas.eval.correction stay queued in order, then run in FIFO order after resume", async () => {
-    const { agent, runtime } = await suspendedAgent();
+    const { agent, runtime } = await suspendedRig();
     agent.timeline = [];
     for (let seq = 1; seq <= 6; seq++) {
       if (seq % 3 === 0) await runtime.send("a", { seq }, { type: "civitas.eval.correction" });
@@ -41,7 +32,7 @@ describe("priority-only drain while SUSPENDED", () => {
   });
 
   it("backpressure applies: a send to a full business lane stays pending until resume makes room", async () => {
-    const { agent, runtime } = await suspendedAgent("a", { mailboxSize: 3 });
+    const { agent, runtime } = await suspendedRig({ agentOptions: { mailboxSize: 3 } });
     await runtime.send("a", { seq: 1 });
     await runtime.send("a", { seq: 2 });
     await runtime.send("a", { seq: 3 });
@@ -60,7 +51,7 @@ describe("priority-only drain while SUSPENDED", () => {
   });
 
   it("a heartbeat is answered while SUSPENDED, and the business queue is left alone", async () => {
-    const { agent, runtime } = await suspendedAgent();
+    const { agent, runtime } = await suspendedRig();
     await runtime.send("a", { seq: 1 });
     const acks: Message[] = [];
     runtime.on("reply.late", (m) => acks.push(m));
@@ -79,7 +70,7 @@ describe("priority-only drain while SUSPENDED", () => {
   });
 
   it("a repeated runtime.suspend updates the reason and keeps since and suspensionId", async () => {
-    const { agent, runtime, clock, store, audit } = await suspendedAgent();
+    const { agent, runtime, clock, store, audit } = await suspendedRig();
     const first = agent.suspension!;
     await clock.advance(5_000);
     await runtime.suspend("a", "second reason");
@@ -92,7 +83,7 @@ describe("priority-only drain while SUSPENDED", () => {
   });
 
   it("a self-suspend while already SUSPENDED (e.g. from a timer) also only updates the reason", async () => {
-    const { agent, clock } = await suspendedAgent();
+    const { agent, clock } = await suspendedRig();
     const first = agent.suspension!;
     clock.setTimeout(() => agent.suspend("from timer"), 100);
     await clock.advance(100);
@@ -102,7 +93,7 @@ describe("priority-only drain while SUSPENDED", () => {
   });
 
   it("runtime.stop works while SUSPENDED and nothing queued is handled", async () => {
-    const { agent, runtime } = await suspendedAgent();
+    const { agent, runtime } = await suspendedRig();
     for (let seq = 1; seq <= 5; seq++) await runtime.send("a", { seq });
     await runtime.stop();
     expect(agent.status).toBe(S.STOPPED);
@@ -110,7 +101,7 @@ describe("priority-only drain while SUSPENDED", () => {
   });
 
   it("civitas.eval.halt (priority) stops it; queued business is not handled", async () => {
-    const { agent, runtime } = await suspendedAgent();
+    const { agent, runtime } = await suspendedRig();
     for (let seq = 1; seq <= 3; seq++) await runtime.send("a", { seq });
     await runtime.send("a", {}, { type: "civitas.eval.halt" });
     await waitUntil(() => agent.status === S.STOPPED, "STOPPED");
@@ -121,7 +112,7 @@ describe("priority-only drain while SUSPENDED", () => {
 
 describe("no spurious wake-ups while SUSPENDED", () => {
   it("10,000 business puts never wake the parked loop and none is handled; after resume all run in order", async () => {
-    const { agent, runtime } = await suspendedAgent("a", { mailboxSize: 20_000 });
+    const { agent, runtime } = await suspendedRig({ agentOptions: { mailboxSize: 20_000 } });
     await turns(3);
     const ready = vi.spyOn(ProcessRunner.prototype, "mailboxReady") // the loop's wake-up: the only agent here is "a";
     const N = 10_000;

@@ -7,11 +7,13 @@
 import { expect } from "vitest";
 import {
   AgentProcess,
+  DynamicSupervisor,
   InMemoryStateStore,
   isLegalTransition,
   MemoryAuditSink,
   ProcessStatus,
   Runtime,
+  Supervisor,
   SUSPENSION_KEY,
   type AuditEvent,
   type AuthorizeResume,
@@ -28,7 +30,7 @@ import type { TracerProvider } from "@opentelemetry/api";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { testTracing, type TestTracing } from "../support/tracing.js";
 
-import type { Gate } from "../support/agents.js";
+import { gate, type Gate } from "../support/agents.js";
 
 
 // ---- store ------------------------------------------------------------------
@@ -296,4 +298,64 @@ export class Pausable extends AgentProcess {
     this.denies.push([decider, marker.suspensionId, reason]);
     this.timeline.push(`onDeny:${decider}`);
   }
+}
+
+/** Options of {@link suspendedRig}: the rig's, and the agent's name, options and pause reason. */
+export interface SuspendedRigOptions extends RigOptions {
+  /** The agent's name. @defaultValue "a" */
+  name?: string;
+  /** The agent's own options. */
+  agentOptions?: ConstructorParameters<typeof Pausable>[1];
+  /** The reason given to `runtime.suspend`. @defaultValue "hold" */
+  reason?: string;
+}
+
+/** A started {@link rig} of one {@link Pausable}, paused by `runtime.suspend(name, reason)`; asserts it is SUSPENDED. */
+export async function suspendedRig(options: SuspendedRigOptions = {}): Promise<Rig & { readonly agent: Pausable }> {
+  const { name = "a", agentOptions, reason = "hold", ...rigOptions } = options;
+  const agent = new Pausable(name, agentOptions);
+  const r = rig([agent], rigOptions);
+  await r.runtime.start();
+  await r.runtime.suspend(name, reason);
+  expect(agent.status).toBe(ProcessStatus.SUSPENDED);
+  return { agent, ...r };
+}
+
+/** Options of {@link dynamicRig}: the rig's, and the DynamicSupervisor's. */
+export interface DynamicRigOptions extends RigOptions {
+  /** Options of the DynamicSupervisor "dyn", applied after `backoffBaseMs: 0`. */
+  dynamic?: ConstructorParameters<typeof DynamicSupervisor>[1];
+}
+
+/** A started {@link rig} whose root Supervisor holds one DynamicSupervisor, "dyn" (restarts without backoff unless `dynamic` says otherwise). */
+export async function dynamicRig(options: DynamicRigOptions = {}): Promise<{ readonly r: Rig; readonly dyn: DynamicSupervisor; readonly store: RecordingStore }> {
+  const { dynamic, ...rigOptions } = options;
+  const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0, ...dynamic });
+  const r = rig(new Supervisor("root", { children: [dyn] }), rigOptions);
+  await r.runtime.start();
+  return { r, dyn, store: r.store };
+}
+
+/** What {@link heldAuthorizer} returns. */
+export interface HeldAuthorizer {
+  /** Pass as the rig's `authorizeResume`: it approves once `decision` is opened (never, if it is not). */
+  readonly authorizeResume: AuthorizeResume;
+  readonly decision: Gate;
+  /** How many times `authorizeResume` has been called. */
+  readonly asked: () => number;
+}
+
+/** An `authorizeResume` that holds its answer (an approval) until the test opens `decision`. */
+export function heldAuthorizer(): HeldAuthorizer {
+  const decision = gate();
+  let asked = 0;
+  return {
+    authorizeResume: async () => {
+      asked++;
+      await decision.promise;
+      return true;
+    },
+    decision,
+    asked: () => asked,
+  };
 }

@@ -37,6 +37,27 @@ function childScript(prefix: string, source: (from: (module: string) => string) 
   return { script, dir };
 }
 
+/** Runs `script` with `args` until it prints a line containing `cue`, SIGKILLs it there, and asserts the kill ended it. */
+async function killAt(script: string, args: string[], cue: string): Promise<void> {
+  const first = await runTsChild(script, args, { timeoutMs: 15_000, onLine: (line, kill) => line.includes(cue) && kill() });
+  expect(first.signal, first.stderr).toBe("SIGKILL");
+}
+
+/** Runs `script` with `args` to its end, asserts it exited 0, and returns the JSON line it printed with `"start"` in it. */
+async function startLine<T>(script: string, args: string[]): Promise<T> {
+  const second = await runTsChild(script, args, { timeoutMs: 15_000 });
+  expect(second.code, second.stderr).toBe(0);
+  return JSON.parse(second.lines.find((l) => l.includes('"start"'))!) as T;
+}
+
+/** Asserts the audit `log` verifies agent `a`'s suspensions, and that they are exactly the one `suspensionId`. */
+async function expectOneVerifiedPause(log: string, suspensionId: string | null): Promise<void> {
+  const verdict = await verifySuspension(log, "a", { key: "k" });
+  expect(verdict.failures).toEqual([]);
+  expect(verdict.status).toBe("verified");
+  expect(verdict.suspensions.map((x) => x.suspensionId)).toEqual([suspensionId]);
+}
+
 /** onStart finds an action due, stores it, asks for approval and checkpoints: the documented order, in a hook. */
 class DueAtStart extends Pausable {
   override async onStart(): Promise<void> {
@@ -88,11 +109,8 @@ await store.close();
 `,
     );
     const file = path.join(dir, "state.db");
-    const first = await runTsChild(script, ["first", file], { timeoutMs: 15_000, onLine: (line, kill) => line.includes("checkpointed") && kill() });
-    expect(first.signal, first.stderr).toBe("SIGKILL");
-    const second = await runTsChild(script, ["report", file], { timeoutMs: 15_000 });
-    expect(second.code, second.stderr).toBe(0);
-    const start = JSON.parse(second.lines.find((l) => l.includes('"start"'))!) as { status: string; pending: string | null };
+    await killAt(script, ["first", file], "checkpointed");
+    const start = await startLine<{ status: string; pending: string | null }>(script, ["report", file]);
     expect(start.pending).toBe("INV-9");
     expect(start.status).toBe("SUSPENDED");
   }, 40_000);
@@ -134,17 +152,11 @@ if (mode === "first") {
     );
     const file = path.join(dir, "state.db");
     const log = path.join(dir, "audit.jsonl");
-    const first = await runTsChild(script, ["first", file, log], { timeoutMs: 15_000, onLine: (line, kill) => line.includes("onSuspend") && kill() });
-    expect(first.signal, first.stderr).toBe("SIGKILL");
-    const second = await runTsChild(script, ["second", file, log], { timeoutMs: 15_000 });
-    expect(second.code, second.stderr).toBe(0);
-    const start = JSON.parse(second.lines.find((l) => l.includes('"start"'))!) as { status: string; suspensionId: string | null };
+    await killAt(script, ["first", file, log], "onSuspend");
+    const start = await startLine<{ status: string; suspensionId: string | null }>(script, ["second", file, log]);
     expect(start.status).toBe("SUSPENDED"); // the pause survived the kill...
-    const verdict = await verifySuspension(log, "a", { key: "k" });
     // ...and its settlement must verify: one agent.suspend naming it, one agent.resume naming it.
-    expect(verdict.failures).toEqual([]);
-    expect(verdict.status).toBe("verified");
-    expect(verdict.suspensions.map((x) => x.suspensionId)).toEqual([start.suspensionId]);
+    await expectOneVerifiedPause(log, start.suspensionId);
   }, 40_000);
 });
 
@@ -196,20 +208,14 @@ if (mode === "first") {
     );
     const file = path.join(dir, "state.db");
     const log = path.join(dir, "audit.jsonl");
-    const first = await runTsChild(script, ["first", file, log], { timeoutMs: 15_000, onLine: (line, kill) => line.includes("recording") && kill() });
-    expect(first.signal, first.stderr).toBe("SIGKILL");
+    await killAt(script, ["first", file, log], "recording");
     const receiptsBefore = fs.readFileSync(log, "utf8").split("\n").filter((l) => l.includes('"agent.suspend"'));
     expect(receiptsBefore).toHaveLength(1); // the receipt was on record when the kill came
-    const second = await runTsChild(script, ["second", file, log], { timeoutMs: 15_000 });
-    expect(second.code, second.stderr).toBe(0);
-    const start = JSON.parse(second.lines.find((l) => l.includes('"start"'))!) as { status: string; suspends: number; suspensionId: string | null };
+    const start = await startLine<{ status: string; suspends: number; suspensionId: string | null }>(script, ["second", file, log]);
     expect(start.status).toBe("SUSPENDED");
     expect(start.suspends).toBe(1); // onSuspend ran again: at least once per pause, across the kill
     const receipts = fs.readFileSync(log, "utf8").split("\n").filter((l) => l.includes('"agent.suspend"'));
     expect(receipts).toHaveLength(2);
-    const verdict = await verifySuspension(log, "a", { key: "k" });
-    expect(verdict.failures).toEqual([]);
-    expect(verdict.status).toBe("verified");
-    expect(verdict.suspensions.map((x) => x.suspensionId)).toEqual([start.suspensionId]);
+    await expectOneVerifiedPause(log, start.suspensionId);
   }, 40_000);
 });

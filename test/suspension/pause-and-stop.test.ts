@@ -13,11 +13,9 @@ import {
   ProcessStatus,
   SUSPENSION_KEY,
   type JsonObject,
-  DynamicSupervisor,
-  Supervisor,
   type Message,
 } from "../../src/index.js";
-import { Pausable, RecordingStore, rig, teardown } from "../suspension/helpers.js";
+import { dynamicRig, Pausable, RecordingStore, rig, teardown } from "../suspension/helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { runtimes, sleep } from "../support/runtimes.js";
 import { track } from "../support/outcome.js";
@@ -76,9 +74,7 @@ class SuspendThenBusy extends Pausable {
 
 describe("stop({ drain: 'all' }) and a pause that was asked for", () => {
   it("a runtime.suspend queued before stop(drain: 'all') keeps the queued business unhandled", async () => {
-    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
-    const r = rig(new Supervisor("root", { children: [dyn] }));
-    await r.runtime.start();
+    const { r, dyn } = await dynamicRig();
     const w = await dyn.spawn(Pausable, "w");
     const blocker = gate();
     w.blocker = blocker;
@@ -97,9 +93,7 @@ describe("stop({ drain: 'all' }) and a pause that was asked for", () => {
   });
 
   it("a this.suspend() from handle() during a drain-all stop is honoured: no further business is taken", async () => {
-    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
-    const r = rig(new Supervisor("root", { children: [dyn] }));
-    await r.runtime.start();
+    const { r, dyn } = await dynamicRig();
     const w = await dyn.spawn(Pausable, "w");
     const blocker = gate();
     w.blocker = blocker;

@@ -8,7 +8,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { createMessage, ProcessStatus } from "../../src/index.js";
-import { Pausable, rig, teardown } from "../suspension/helpers.js";
+import { suspendedRig, teardown } from "./helpers.js";
 import { turns } from "../support/agents.js";
 
 afterEach(teardown);
@@ -17,10 +17,7 @@ const S = ProcessStatus;
 
 describe("the priority lane while SUSPENDED", () => {
   it("a business-typed message put on the priority lane through agent.mailbox.put is not handled while SUSPENDED", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
-    await r.runtime.suspend("a", "hold");
+    const { agent } = await suspendedRig();
     // A public path: the agent's mailbox and createMessage are both exported API.
     await agent.mailbox.put(createMessage({ sender: "x", recipient: "a", payload: { seq: 1 }, priority: 1 }));
     await turns(20);

@@ -11,14 +11,9 @@ import { describe, expect, it } from "vitest";
 import { AgentProcess, ProcessStatus, Supervisor } from "../../src/index.js";
 import { outcome } from "../support/outcome.js";
 import { runtimes, sleep, until } from "../support/runtimes.js";
+import { Crasher } from "../support/probe-agents.js";
 
 const runtime = runtimes();
-
-class Crasher extends AgentProcess {
-  override async handle(): Promise<void> {
-    throw new Error("boom");
-  }
-}
 
 describe("a resume sent while the agent is visibly SUSPENDED, queued across a ONE_FOR_ALL restart into the same (still unannounced) pause", () => {
   it("is not swallowed: runtime.resume() resolving means the agent runs again", async () => {

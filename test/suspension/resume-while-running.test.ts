@@ -7,7 +7,7 @@
  */
 
 import { afterEach, describe, expect, it } from "vitest";
-import { ProcessStatus, type Message, ErrorAction, Supervisor } from "../../src/index.js";
+import { ProcessStatus, type JsonValue, type Message, ErrorAction, Supervisor } from "../../src/index.js";
 import { Pausable, rig, teardown } from "../suspension/helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { track } from "../support/outcome.js";
@@ -16,24 +16,40 @@ afterEach(teardown);
 
 const S = ProcessStatus;
 
-/** Payments in the documented shape, with a gate before it decides it needs approval. */
-class GatedPayments extends Pausable {
+/**
+ * A payments agent in the documented shape: a `pay` message is counted in
+ * `entered` and handed to {@link pay}, which stores the invoice as `pending`
+ * and suspends, waiting on `go` at a point of its own; `onResume` pays the
+ * pending invoice (into `paid`) and, with `checkpointsPayment`, checkpoints.
+ */
+abstract class PaymentsAgent extends Pausable {
   readonly go = gate();
   readonly paid: string[] = [];
+  protected checkpointsPayment = true;
+
   override async handle(message: Message): Promise<Message | void> {
     if (message.payload.op !== "pay") return super.handle(message);
     this.entered++;
-    await this.go.promise; // e.g. asking a policy engine, which answers REQUIRE_APPROVAL
-    this.state.pending = message.payload.invoice ?? null;
-    this.suspend(`approve ${String(message.payload.invoice)}`);
-    await this.checkpoint();
+    await this.pay(message.payload.invoice);
   }
+
+  protected abstract pay(invoice: JsonValue | undefined): Promise<void>;
 
   override async onResume(approver: string): Promise<void> {
     await super.onResume(approver);
     if (typeof this.state.pending !== "string") return;
     this.paid.push(`${this.state.pending} by ${approver}`);
     this.state.pending = null;
+    if (this.checkpointsPayment) await this.checkpoint();
+  }
+}
+
+/** Payments with a gate before it decides it needs approval. */
+class GatedPayments extends PaymentsAgent {
+  protected override async pay(invoice: JsonValue | undefined): Promise<void> {
+    await this.go.promise; // e.g. asking a policy engine, which answers REQUIRE_APPROVAL
+    this.state.pending = invoice ?? null;
+    this.suspend(`approve ${String(invoice)}`);
     await this.checkpoint();
   }
 }
@@ -64,28 +80,17 @@ describe("a resume sent while the agent is RUNNING (SPEC 11.9: a no-op)", () => 
  * notification to the approver (after the checkpoint) may fail, which crashes it.
  * onResume pays the pending action.
  */
-class CrashyPayments extends Pausable {
-  readonly go = gate();
-  readonly paid: string[] = [];
+class CrashyPayments extends PaymentsAgent {
   failNotify = true;
-  override async handle(message: Message): Promise<Message | void> {
-    if (message.payload.op !== "pay") return super.handle(message);
-    this.entered++;
-    this.state.pending = message.payload.invoice ?? null;
-    this.suspend(`approve ${String(message.payload.invoice)}`);
+  protected override async pay(invoice: JsonValue | undefined): Promise<void> {
+    this.state.pending = invoice ?? null;
+    this.suspend(`approve ${String(invoice)}`);
     await this.checkpoint();
     await this.go.promise; // e.g. notifying the approval queue
     if (this.failNotify) throw new Error("approval queue unreachable");
   }
   override async onError(): Promise<ErrorAction> {
     return ErrorAction.ESCALATE;
-  }
-  override async onResume(approver: string): Promise<void> {
-    await super.onResume(approver);
-    if (typeof this.state.pending !== "string") return;
-    this.paid.push(`${this.state.pending} by ${approver}`);
-    this.state.pending = null;
-    await this.checkpoint();
   }
 }
 
@@ -113,22 +118,13 @@ describe("a resume sent while RUNNING (SPEC 11.9: a no-op) and a crash-restart",
 });
 
 /** The documented "store the action, suspend(), checkpoint(), return" handler, whose checkpoint takes a while. */
-class SlowCheckpointPayments extends Pausable {
-  readonly go = gate();
-  readonly paid: string[] = [];
-  override async handle(message: Message): Promise<Message | void> {
-    if (message.payload.op !== "pay") return super.handle(message);
-    this.entered++;
-    this.state.pending = message.payload.invoice ?? null;
-    this.suspend(`approve ${String(message.payload.invoice)}`);
+class SlowCheckpointPayments extends PaymentsAgent {
+  protected override checkpointsPayment = false;
+  protected override async pay(invoice: JsonValue | undefined): Promise<void> {
+    this.state.pending = invoice ?? null;
+    this.suspend(`approve ${String(invoice)}`);
     await this.go.promise; // e.g. a checkpoint to a busy store
     await this.checkpoint();
-  }
-  override async onResume(approver: string): Promise<void> {
-    await super.onResume(approver);
-    if (typeof this.state.pending !== "string") return;
-    this.paid.push(`${this.state.pending} by ${approver}`);
-    this.state.pending = null;
   }
 }
 

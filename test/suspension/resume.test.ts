@@ -2,22 +2,13 @@ import type { Context } from "@opentelemetry/api";
 import { BasicTracerProvider, type ReadableSpan, type Span, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ProcessStatus, ResumeRefusedError, SUSPENSION_KEY, type AuthorizeResume, type SuspensionMarker } from "../../src/index.js";
-import { expectIsoMs, Pausable, rig, teardown, TimelineAudit, type RigOptions } from "./helpers.js";
+import { expectIsoMs, heldAuthorizer, Pausable, rig, suspendedRig, teardown, TimelineAudit } from "./helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { rejectsWithCode, track } from "../support/outcome.js";
 
 afterEach(teardown);
 
 const S = ProcessStatus;
-
-async function suspended(options: RigOptions = {}, reason = "hold") {
-  const agent = new Pausable("a");
-  const r = rig([agent], options);
-  await r.runtime.start();
-  await r.runtime.suspend("a", reason);
-  expect(agent.status).toBe(S.SUSPENDED);
-  return { agent, ...r };
-}
 
 /** Writes `span-end:<name>` into `timeline` for the suspend and resume spans. */
 function timelineProvider(timeline: string[]): BasicTracerProvider {
@@ -42,7 +33,7 @@ describe("approver validation (S6)", () => {
   ];
 
   it.each(BAD)("INVALID_APPROVER for %s, rejected before anything is sent", async (_what, approver) => {
-    const { agent, runtime, audit, store } = await suspended();
+    const { agent, runtime, audit, store } = await suspendedRig();
     await runtime.send("a", { seq: 1 });
     // The agent is parked on its priority lane: anything sent to it would wake its loop to poll that lane.
     const pollPriority = vi.spyOn(agent.mailbox, "pollPriority");
@@ -72,7 +63,7 @@ describe("approver validation (S6)", () => {
   });
 
   it("AGENT_NOT_FOUND for unknown names on suspend and resume", async () => {
-    const { runtime } = await suspended();
+    const { runtime } = await suspendedRig();
     await rejectsWithCode(runtime.suspend("nobody", "x"), "AGENT_NOT_FOUND");
     await rejectsWithCode(runtime.resume("nobody", "alice"), "AGENT_NOT_FOUND");
     await rejectsWithCode(runtime.resume("nobody", "alice", { suspensionId: "s" }), "AGENT_NOT_FOUND");
@@ -89,7 +80,7 @@ describe("authorizeResume (SPEC 11.8)", () => {
   it.each(REFUSALS)("RESUME_REFUSED when the hook %s; the agent stays SUSPENDED", async (_what, make) => {
     const calls: Array<[string, string, SuspensionMarker]> = [];
     const refuse = make();
-    const { agent, runtime, audit, store } = await suspended({
+    const { agent, runtime, audit, store } = await suspendedRig({
       authorizeResume: (name, approver, marker) => {
         calls.push([name, approver, marker]);
         return refuse(name, approver, marker);
@@ -113,7 +104,7 @@ describe("authorizeResume (SPEC 11.8)", () => {
 
   it("a throwing hook refuses with RESUME_REFUSED and keeps the throw as cause", async () => {
     const boom = new Error("policy engine down");
-    const { agent, runtime } = await suspended({
+    const { agent, runtime } = await suspendedRig({
       authorizeResume: () => {
         throw boom;
       },
@@ -125,7 +116,7 @@ describe("authorizeResume (SPEC 11.8)", () => {
 
   it("a hook whose promise rejects refuses too, keeping the reason as cause", async () => {
     const boom = new Error("timeout talking to policy");
-    const { agent, runtime } = await suspended({ authorizeResume: async () => Promise.reject(boom) });
+    const { agent, runtime } = await suspendedRig({ authorizeResume: async () => Promise.reject(boom) });
     const error = await rejectsWithCode(runtime.resume("a", "alice"), "RESUME_REFUSED");
     expect(error.cause).toBe(boom);
     expect(agent.status).toBe(S.SUSPENDED);
@@ -156,7 +147,7 @@ describe("authorizeResume (SPEC 11.8)", () => {
 
 describe("resume by identity (STALE_APPROVAL) and the no-op resume", () => {
   it("an old suspensionId cannot lift a newer pause; the new pause stays", async () => {
-    const { agent, runtime } = await suspended();
+    const { agent, runtime } = await suspendedRig();
     const first = agent.suspension!.suspensionId;
     await runtime.resume("a", "alice", { suspensionId: first });
     expect(agent.status).toBe(S.RUNNING);
@@ -174,7 +165,7 @@ describe("resume by identity (STALE_APPROVAL) and the no-op resume", () => {
   });
 
   it("STALE_APPROVAL for a suspensionId when the agent is not suspended (settle once)", async () => {
-    const { agent, runtime, audit } = await suspended();
+    const { agent, runtime, audit } = await suspendedRig();
     const id = agent.suspension!.suspensionId;
     await runtime.resume("a", "alice", { suspensionId: id });
     await rejectsWithCode(runtime.resume("a", "alice", { suspensionId: id }), "STALE_APPROVAL");
@@ -269,21 +260,14 @@ describe("effect order", () => {
   });
 
   it("runtime.stop while authorizeResume is still deciding keeps the pause: no agent.resume receipt, marker kept in the store", async () => {
-    const decision = gate();
-    let asked = 0;
+    const { authorizeResume, decision, asked } = heldAuthorizer();
     const agent = new Pausable("a");
-    const r = rig([agent], {
-      authorizeResume: async () => {
-        asked++;
-        await decision.promise;
-        return true;
-      },
-    });
+    const r = rig([agent], { authorizeResume });
     await r.runtime.start();
     await r.runtime.suspend("a", "hold");
     const marker = agent.suspension!;
     const resuming = track(r.runtime.resume("a", "alice"));
-    await waitUntil(() => asked === 1, "authorizeResume called");
+    await waitUntil(() => asked() === 1, "authorizeResume called");
     const stopping = track(r.runtime.stop());
     await turns(10);
     decision.open();
@@ -344,7 +328,7 @@ describe("effect order", () => {
 
 describe("observability (S9)", () => {
   it("spans civitas.agent.suspend / civitas.agent.resume and audit details are exactly as specified", async () => {
-    const { agent, runtime, audit, tracing, clock } = await suspended({ tracing: true }, "awaiting approval");
+    const { agent, runtime, audit, tracing, clock } = await suspendedRig({ tracing: true, reason: "awaiting approval" });
     const marker = agent.suspension!;
     await clock.advance(10);
     await runtime.resume("a", "alice");
@@ -376,7 +360,7 @@ describe("observability (S9)", () => {
   });
 
   it("the resume audit records the reason current at resume time (after a reason update)", async () => {
-    const { agent, runtime, audit } = await suspended({}, "first");
+    const { agent, runtime, audit } = await suspendedRig({ reason: "first" });
     await runtime.suspend("a", "updated");
     const id = agent.suspension!.suspensionId;
     await runtime.resume("a", "alice", { suspensionId: id });

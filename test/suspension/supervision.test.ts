@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { DynamicSupervisor, ProcessStatus, Supervisor, SUSPENSION_KEY, type RestartStrategy } from "../../src/index.js";
+import { ProcessStatus, Supervisor, SUSPENSION_KEY, type RestartStrategy } from "../../src/index.js";
 import { Probe, gate, turns, waitUntil } from "../support/agents.js";
-import { Pausable, pathOf, RecordingStore, rig, teardown } from "./helpers.js";
+import { dynamicRig, Pausable, pathOf, RecordingStore, rig, teardown } from "./helpers.js";
 import { ProcessRunner } from "../../src/process/process-runner.js";
 import { rejectsWithCode, track } from "../support/outcome.js";
 
@@ -157,13 +157,6 @@ describe("write-ahead pause across a sibling restart", () => {
 });
 
 describe("marker lifecycle on permanent removal (S8)", () => {
-  async function dynamicRig(store = new RecordingStore(), options: ConstructorParameters<typeof DynamicSupervisor>[1] = {}) {
-    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0, ...options });
-    const r = rig(new Supervisor("root", { children: [dyn] }), { store });
-    await r.runtime.start();
-    return { r, dyn, store };
-  }
-
   it("despawn clears the marker from the store; a new agent with the same name starts RUNNING", async () => {
     const { r, dyn, store } = await dynamicRig();
     await dyn.spawn(Pausable, "w");
@@ -214,7 +207,7 @@ describe("marker lifecycle on permanent removal (S8)", () => {
   });
 
   it("restarts exhausted clears the marker (a marker left by a resume whose persist failed)", async () => {
-    const { r, dyn, store } = await dynamicRig(new RecordingStore(), { maxRestarts: 1 });
+    const { r, dyn, store } = await dynamicRig({ dynamic: { maxRestarts: 1 } });
     const w = await dyn.spawn(Probe, "w");
     await r.runtime.suspend("w", "approval");
     store.failSets = true;
@@ -263,9 +256,7 @@ describe("marker lifecycle on permanent removal (S8)", () => {
   });
 
   it("despawn while a resume's marker-clearing write is in flight: no ILLEGAL_TRANSITION reaches the caller and the resume span is ended", async () => {
-    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
-    const r = rig(new Supervisor("root", { children: [dyn] }), { tracing: true });
-    await r.runtime.start();
+    const { r, dyn } = await dynamicRig({ tracing: true });
     const w = await dyn.spawn(Pausable, "w");
     await r.runtime.suspend("w", "hold");
     const write = gate();
@@ -290,12 +281,12 @@ describe("marker lifecycle on permanent removal (S8)", () => {
 
   it("a suspended dynamic child survives a graceful runtime stop: the next runtime's spawn restores it SUSPENDED", async () => {
     const store = new RecordingStore();
-    const { r, dyn } = await dynamicRig(store);
+    const { r, dyn } = await dynamicRig({ store });
     await dyn.spawn(Pausable, "w");
     await r.runtime.suspend("w", "keep me");
     await r.runtime.stop();
     expect(await store.marker("w")).toBeDefined();
-    const { dyn: dyn2 } = await dynamicRig(store);
+    const { dyn: dyn2 } = await dynamicRig({ store });
     const again = await dyn2.spawn(Pausable, "w");
     expect(again.status).toBe(S.SUSPENDED);
     expect(again.suspension?.reason).toBe("keep me");

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { DynamicSupervisor, ProcessStatus, Supervisor, SUSPENSION_KEY, uuidv7 } from "../../src/index.js";
-import { expectLegal, Pausable, pathOf, RecordingStore, rig, teardown } from "./helpers.js";
+import { ProcessStatus, Supervisor, SUSPENSION_KEY, uuidv7 } from "../../src/index.js";
+import { dynamicRig, expectLegal, Pausable, pathOf, RecordingStore, rig, teardown } from "./helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { track } from "../support/outcome.js";
 
@@ -184,9 +184,7 @@ describe("SUSPENDED -> STOPPING -> STOPPED", () => {
   });
 
   it("DynamicSupervisor.despawn and .stop stop a suspended child", async () => {
-    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
-    const r = rig(new Supervisor("root", { children: [dyn] }));
-    await r.runtime.start();
+    const { r, dyn } = await dynamicRig();
     const a = await dyn.spawn(Pausable, "da");
     const b = await dyn.spawn(Pausable, "db");
     await r.runtime.suspend("da");
