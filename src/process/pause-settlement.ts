@@ -1,5 +1,7 @@
+import type { Span } from "@opentelemetry/api";
 import { AuditUnavailableError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
+import type { RuntimeServices } from "../runtime/services.js";
 import { ProcessStatus } from "./process-status.js";
 import { completeRecorded, decisionOnRecord } from "./recorded-decision.js";
 import type { SuspensionControl } from "./suspension-control.js";
@@ -58,15 +60,34 @@ export async function denyPause(control: SuspensionControl, decider: string, mar
     services.telemetry.endSpan(span, error);
     throw error;
   }
+  await takeEffect(control, services, marker, "deny", span, "onDeny", () => runner.agent.onDeny(decider, { ...marker }, reason));
+}
+
+/**
+ * Carries out the decision (`change`) of the pause `marker` once its receipt
+ * is on record: the marker is cleared and persisted in one write, then the
+ * status becomes RUNNING and `hook` runs (`call`), unless a stop began
+ * meanwhile: the decision took effect (receipt on record, marker gone), but
+ * this incarnation does not run again. Ends `span` (through `services`,
+ * those the decision began with).
+ * @internal
+ */
+export async function takeEffect(
+  control: SuspensionControl,
+  services: RuntimeServices,
+  marker: SuspensionMarker,
+  change: "resume" | "deny",
+  span: Span | undefined,
+  hook: "onResume" | "onDeny",
+  call: () => Promise<void>,
+): Promise<void> {
+  const runner = control.runner;
   control.settle(marker);
-  await control.persistMarker("deny", span);
-  if (runner.currentStatus !== ProcessStatus.SUSPENDED) {
-    // A stop began meanwhile: the denial took effect (receipt on record, marker gone); this incarnation does not run again.
-    services.telemetry.endSpan(span);
-    return;
+  await control.persistMarker(change, span);
+  if (runner.currentStatus === ProcessStatus.SUSPENDED) {
+    runner.transition(ProcessStatus.RUNNING);
+    await runHook(runner, hook, call, runner.options.shutdownTimeoutMs);
   }
-  runner.transition(ProcessStatus.RUNNING);
-  await runHook(runner, "onDeny", () => runner.agent.onDeny(decider, { ...marker }, reason), runner.options.shutdownTimeoutMs);
   services.telemetry.endSpan(span);
 }
 

@@ -6,10 +6,9 @@ import type { Message } from "../message/message.js";
 import { ProcessStatus } from "./process-status.js";
 import { assertApprover, type SuspensionMarker } from "./suspension.js";
 import type { SuspensionControl } from "./suspension-control.js";
-import { runHook } from "./hooks.js";
 import { answer, refuse } from "./effects.js";
 import { authorize, identityChange } from "./pause-decision.js";
-import { denyPause } from "./pause-settlement.js";
+import { denyPause, takeEffect } from "./pause-settlement.js";
 import { completeRecorded, decisionOnRecord } from "./recorded-decision.js";
 
 // A `_agency.resume` request (`runtime.resume`, or `runtime.deny`, which travels as a resume with
@@ -135,16 +134,7 @@ async function leaveSuspended(control: SuspensionControl, approver: string, mark
     services.telemetry.endSpan(span, error);
     throw error;
   }
-  control.settle(marker);
-  await control.persistMarker("resume", span);
-  if (runner.currentStatus !== ProcessStatus.SUSPENDED) {
-    // A stop began while the receipt and the cleared marker were being written. The resume took
-    // effect (its receipt is on record, its marker is gone), so it is reported as done; the stop
-    // still wins, so this incarnation neither runs nor calls onResume.
-    services.telemetry.endSpan(span);
-    return;
-  }
-  runner.transition(ProcessStatus.RUNNING);
-  await runHook(runner, "onResume", () => runner.agent.onResume(approver, { ...marker }), runner.options.shutdownTimeoutMs);
-  services.telemetry.endSpan(span);
+  // A stop that began while the receipt and the cleared marker were being written still wins: the
+  // resume took effect and is reported as done, but this incarnation neither runs nor calls onResume.
+  await takeEffect(control, services, marker, "resume", span, "onResume", () => runner.agent.onResume(approver, { ...marker }));
 }
