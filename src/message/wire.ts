@@ -108,8 +108,13 @@ export function toWire(message: Message): WireMessage {
 
 type MessageField = "id" | "type" | "sender" | "recipient" | "correlationId" | "replyTo" | "payload" | "timestamp" | "traceId" | "spanId" | "parentSpanId" | "attempt" | "priority" | "ttlMs" | "traceFlags";
 
-/** A snapshot of `value`'s fields, each read once and checked; throws `INVALID_WIRE_MESSAGE` naming the first bad one. */
-function readMessage(value: unknown): Message {
+/**
+ * A snapshot of `value`'s fields, each read once and checked as {@link toWire}
+ * checks them (the same `INVALID_WIRE_MESSAGE` naming the first bad one), for
+ * an encoder that writes the wire form straight from it.
+ * @internal
+ */
+export function readMessage(value: unknown): Message {
   const m = snapshotMessage(value);
   const bad = (field: string, expected: string): never => {
     throw new InvalidWireMessageError(`toWire: message field '${field}' must be ${expected}, got ${describeValue(m[field as keyof typeof m])}; pass a Message made by createMessage or fromWire`);
