@@ -116,6 +116,33 @@ type MessageField = "id" | "type" | "sender" | "recipient" | "correlationId" | "
  */
 export function readMessage(value: unknown): Message {
   const m = snapshotMessage(value);
+  if (!isWellFormed(m)) throwBadField(m);
+  return m as unknown as Message;
+}
+
+/** {@link throwBadField}'s checks in one expression, field by field: what every message the runtime sends goes through. */
+function isWellFormed(m: Record<MessageField, unknown>): boolean {
+  return (
+    isNonEmptyString(m.id) &&
+    typeof m.type === "string" &&
+    typeof m.sender === "string" &&
+    typeof m.recipient === "string" &&
+    typeof m.traceId === "string" &&
+    typeof m.spanId === "string" &&
+    isPlainObjectShallow(m.payload) &&
+    isTimestamp(m.timestamp) &&
+    isCount(m.attempt) &&
+    isCount(m.priority) &&
+    (m.correlationId == null || typeof m.correlationId === "string") &&
+    (m.replyTo == null || typeof m.replyTo === "string") &&
+    (m.parentSpanId == null || isNonEmptyString(m.parentSpanId)) &&
+    (m.traceFlags == null || isTraceFlags(m.traceFlags)) &&
+    (m.ttlMs == null || isCount(m.ttlMs))
+  );
+}
+
+/** Throws `INVALID_WIRE_MESSAGE` naming the first field of `m` that a message cannot have (in the order the fields are checked). */
+function throwBadField(m: Record<MessageField, unknown>): void {
   const bad = (field: string, expected: string): never => {
     throw new InvalidWireMessageError(`toWire: message field '${field}' must be ${expected}, got ${describeValue(m[field as keyof typeof m])}; pass a Message made by createMessage or fromWire`);
   };
@@ -131,7 +158,6 @@ export function readMessage(value: unknown): Message {
   if (m.parentSpanId != null && !isNonEmptyString(m.parentSpanId)) bad("parentSpanId", "a non-empty string or absent");
   if (m.traceFlags != null && !isTraceFlags(m.traceFlags)) bad("traceFlags", "an integer 0-255 or absent");
   if (m.ttlMs != null && !isCount(m.ttlMs)) bad("ttlMs", "a non-negative integer or absent");
-  return m as unknown as Message;
 }
 
 /**

@@ -60,11 +60,14 @@ function writeAscii(value: string): boolean {
     o[p++] = 0xd9;
     o[p++] = length;
   }
+  // One test after the loop, not one per character: anything written past a non-ASCII one is written over.
+  let any = 0;
   for (let i = 0; i < length; i++) {
     const code = value.charCodeAt(i);
-    if (code >= 0x80) return false;
+    any |= code;
     o[p + i] = code;
   }
+  if (any >= 0x80) return false;
   pos = p + length;
   return true;
 }
@@ -107,6 +110,18 @@ const ATTEMPT = keyBytes("attempt");
 const PRIORITY = keyBytes("priority");
 const TTL_MS = keyBytes("ttl_ms");
 const TRACE_FLAGS = keyBytes("trace_flags");
+
+/** The keys and `null`s from `correlation_id` to the `payload` key of a message that is neither a request nor a reply. */
+const NO_REPLY = Uint8Array.from([...keyBytes("correlation_id"), 0xc0, ...keyBytes("reply_to"), 0xc0, ...keyBytes("payload")]);
+/** From `parent_span_id` (`null`) to the `priority` key, with `attempt` 0: a message sent outside any handler, on its first attempt. */
+const UNPARENTED_FIRST_ATTEMPT = Uint8Array.from([...keyBytes("parent_span_id"), 0xc0, ...keyBytes("attempt"), 0x00, ...keyBytes("priority")]);
+
+/** Writes a run of constant bytes at once (for a dozen bytes or fewer, {@link writeKey}'s loop costs less than `set`). */
+function writeSegment(bytes: Uint8Array): void {
+  room(bytes.length);
+  out.set(bytes, pos);
+  pos += bytes.length;
+}
 
 /** Writes a key's bytes (byte by byte: `set` costs more for a dozen bytes). */
 function writeKey(key: Uint8Array): void {
@@ -249,9 +264,10 @@ function writeNumber(value: number): void {
 
 /** The payload: by {@link writePlainJson} when it can, else by `@msgpack/msgpack` (the same bytes either way). */
 function writePayload(payload: unknown): void {
-  const start = pos;
+  // Counted from the envelope's start: a buffer that grows meanwhile moves the envelope.
+  const from = pos - start;
   if (writePlainJson(payload, 0)) return;
-  pos = start;
+  pos = start + from;
   writeBytes(encoder.encodeSharedRef(payload));
 }
 
@@ -317,7 +333,7 @@ function writeMessage(m: Message): void {
     out[pos++] = 0x00;
     out[pos++] = 0x10;
   } else out[pos++] = 0x8e + extras;
-  writeKey(VERSION_AND_ID);
+  writeSegment(VERSION_AND_ID);
   writeString(m.id);
   writeKey(TYPE);
   writeString(m.type);
@@ -325,11 +341,14 @@ function writeMessage(m: Message): void {
   writeString(m.sender);
   writeKey(RECIPIENT);
   writeString(m.recipient);
-  writeKey(CORRELATION_ID);
-  writeValue(m.correlationId ?? null);
-  writeKey(REPLY_TO);
-  writeValue(m.replyTo ?? null);
-  writeKey(PAYLOAD);
+  if (m.correlationId == null && m.replyTo == null) writeSegment(NO_REPLY);
+  else {
+    writeKey(CORRELATION_ID);
+    writeValue(m.correlationId ?? null);
+    writeKey(REPLY_TO);
+    writeValue(m.replyTo ?? null);
+    writeKey(PAYLOAD);
+  }
   writePayload(m.payload);
   writeKey(TIMESTAMP);
   writeFloat64(m.timestamp / 1000);
@@ -337,11 +356,14 @@ function writeMessage(m: Message): void {
   writeString(m.traceId);
   writeKey(SPAN_ID);
   writeString(m.spanId);
-  writeKey(PARENT_SPAN_ID);
-  writeValue(m.parentSpanId ?? null);
-  writeKey(ATTEMPT);
-  writeValue(m.attempt);
-  writeKey(PRIORITY);
+  if (m.parentSpanId == null && m.attempt === 0) writeSegment(UNPARENTED_FIRST_ATTEMPT);
+  else {
+    writeKey(PARENT_SPAN_ID);
+    writeValue(m.parentSpanId ?? null);
+    writeKey(ATTEMPT);
+    writeValue(m.attempt);
+    writeKey(PRIORITY);
+  }
   writeValue(m.priority);
   if (m.ttlMs != null) {
     writeKey(TTL_MS);
