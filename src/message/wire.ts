@@ -108,9 +108,41 @@ export function toWire(message: Message): WireMessage {
 
 type MessageField = "id" | "type" | "sender" | "recipient" | "correlationId" | "replyTo" | "payload" | "timestamp" | "traceId" | "spanId" | "parentSpanId" | "attempt" | "priority" | "ttlMs" | "traceFlags";
 
-/** A snapshot of `value`'s fields, each read once and checked; throws `INVALID_WIRE_MESSAGE` naming the first bad one. */
-function readMessage(value: unknown): Message {
+/**
+ * A snapshot of `value`'s fields, each read once and checked as {@link toWire}
+ * checks them (the same `INVALID_WIRE_MESSAGE` naming the first bad one), for
+ * an encoder that writes the wire form straight from it.
+ * @internal
+ */
+export function readMessage(value: unknown): Message {
   const m = snapshotMessage(value);
+  if (!isWellFormed(m)) throwBadField(m);
+  return m as unknown as Message;
+}
+
+/** {@link throwBadField}'s checks in one expression, field by field: what every message the runtime sends goes through. */
+function isWellFormed(m: Record<MessageField, unknown>): boolean {
+  return (
+    isNonEmptyString(m.id) &&
+    typeof m.type === "string" &&
+    typeof m.sender === "string" &&
+    typeof m.recipient === "string" &&
+    typeof m.traceId === "string" &&
+    typeof m.spanId === "string" &&
+    isPlainObjectShallow(m.payload) &&
+    isTimestamp(m.timestamp) &&
+    isCount(m.attempt) &&
+    isCount(m.priority) &&
+    (m.correlationId == null || typeof m.correlationId === "string") &&
+    (m.replyTo == null || typeof m.replyTo === "string") &&
+    (m.parentSpanId == null || isNonEmptyString(m.parentSpanId)) &&
+    (m.traceFlags == null || isTraceFlags(m.traceFlags)) &&
+    (m.ttlMs == null || isCount(m.ttlMs))
+  );
+}
+
+/** Throws `INVALID_WIRE_MESSAGE` naming the first field of `m` that a message cannot have (in the order the fields are checked). */
+function throwBadField(m: Record<MessageField, unknown>): void {
   const bad = (field: string, expected: string): never => {
     throw new InvalidWireMessageError(`toWire: message field '${field}' must be ${expected}, got ${describeValue(m[field as keyof typeof m])}; pass a Message made by createMessage or fromWire`);
   };
@@ -126,7 +158,6 @@ function readMessage(value: unknown): Message {
   if (m.parentSpanId != null && !isNonEmptyString(m.parentSpanId)) bad("parentSpanId", "a non-empty string or absent");
   if (m.traceFlags != null && !isTraceFlags(m.traceFlags)) bad("traceFlags", "an integer 0-255 or absent");
   if (m.ttlMs != null && !isCount(m.ttlMs)) bad("ttlMs", "a non-negative integer or absent");
-  return m as unknown as Message;
 }
 
 /**

@@ -50,6 +50,8 @@ export class BusLink {
   private queuedSubjects: string[] = [];
   private queuedData: Uint8Array[] = [];
   private queuedBytes = 0;
+  /** The last subject published to, known to be well-formed: a run of sends to one agent checks it once. */
+  private lastSubject: string | undefined;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -197,12 +199,13 @@ export class BusLink {
     let problem: string | undefined;
     if (this.nc.isClosed()) problem = "the connection is closed";
     else if (this.nc.isDraining()) problem = "the connection is draining";
-    else if (subject.length === 0 || WHITESPACE.test(subject)) problem = "the subject is empty or holds whitespace";
+    else if (subject !== this.lastSubject && (subject.length === 0 || WHITESPACE.test(subject))) problem = "the subject is empty or holds whitespace";
     else {
       const max = this.nc.info?.max_payload;
       if (max !== undefined && data.length > max) problem = `the message is ${data.length} bytes, over the server's max_payload of ${max}`;
     }
     if (problem !== undefined) throw new TransportUnavailableError(`could not publish to '${subject}': ${problem}`);
+    this.lastSubject = subject;
   }
 
   private reconnected(subject: string, signal: AbortSignal | undefined): Promise<void> {

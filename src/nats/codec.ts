@@ -1,8 +1,8 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, InvalidWireMessageError } from "../errors/errors.js";
 import type { Message } from "../message/message.js";
-import { fromWire, toWire, type WireMessage } from "../message/wire.js";
-import { decodeMsgpack, encodeMsgpackEnvelope, encodeMsgpackWire, utf8Bytes } from "./msgpack-envelope.js";
+import { fromWire, readMessage, toWire, type WireMessage } from "../message/wire.js";
+import { decodeMsgpack, encodeMsgpackEnvelope, encodeMsgpackMessage, encodeMsgpackShared, utf8Bytes } from "./msgpack-envelope.js";
 import { readRegularEnvelope } from "./msgpack-reader.js";
 import { pythonJsonText } from "./python-json.js";
 
@@ -91,7 +91,18 @@ export function decodeWire(bytes: Uint8Array): unknown {
  * ```
  */
 export function encodeMessage(message: Message, serializer: WireSerializer = "msgpack"): Uint8Array {
-  return serializer === "msgpack" ? encodeMsgpackWire(toWire(message)) : encodeWire(toWire(message), serializer);
+  return serializer === "msgpack" ? encodeMsgpackMessage(readMessage(message)) : encodeWire(toWire(message), serializer);
+}
+
+/**
+ * {@link encodeMessage} for bytes handed to the NATS connection: MessagePack
+ * as a view into a buffer shared with other envelopes (never written over,
+ * so the connection may hold it as long as it likes), rather than an array
+ * allocated for each.
+ * @internal
+ */
+export function encodeForBus(message: Message, serializer: WireSerializer): Uint8Array {
+  return serializer === "msgpack" ? encodeMsgpackShared(readMessage(message)) : encodeWire(toWire(message), serializer);
 }
 
 /**

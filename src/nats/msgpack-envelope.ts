@@ -1,21 +1,43 @@
 import { Decoder, Encoder } from "@msgpack/msgpack";
+import type { Message } from "../message/message.js";
 import type { WireMessage } from "../message/wire.js";
 
 const encoder = new Encoder();
 const decoder = new Decoder();
 const utf8 = new TextEncoder();
 
-/** A growing output buffer, reused from one envelope to the next. */
-let out = new Uint8Array(1024);
+/** The size of the buffer envelopes are written into. */
+const SLAB_BYTES = 64 * 1024;
+
+/**
+ * The buffer envelopes are written into, at `start`; `pos` is the end of
+ * what is written. An envelope returned as a copy leaves `start` where it
+ * was; one returned as a view into the buffer ({@link encodeMsgpackShared})
+ * moves it past the envelope, so nothing ever writes over a view handed out
+ * (a full buffer is replaced, never reused), and a send costs a view instead
+ * of a freshly allocated array.
+ */
+let out = new Uint8Array(SLAB_BYTES);
 let view = new DataView(out.buffer);
+let start = 0;
 let pos = 0;
 
 function room(bytes: number): void {
   if (pos + bytes <= out.length) return;
-  const bigger = new Uint8Array(Math.max(out.length * 2, pos + bytes));
-  bigger.set(out.subarray(0, pos));
+  const written = pos - start;
+  const bigger = new Uint8Array(Math.max(SLAB_BYTES, (written + bytes) * 2));
+  bigger.set(out.subarray(start, pos));
   out = bigger;
   view = new DataView(out.buffer);
+  start = 0;
+  pos = written;
+}
+
+/** The envelope just written, as a copy of its own. */
+function copied(): Uint8Array {
+  const bytes = out.slice(start, pos);
+  pos = start;
+  return bytes;
 }
 
 function writeString(value: string): void {
@@ -38,11 +60,14 @@ function writeAscii(value: string): boolean {
     o[p++] = 0xd9;
     o[p++] = length;
   }
+  // One test after the loop, not one per character: anything written past a non-ASCII one is written over.
+  let any = 0;
   for (let i = 0; i < length; i++) {
     const code = value.charCodeAt(i);
-    if (code >= 0x80) return false;
+    any |= code;
     o[p + i] = code;
   }
+  if (any >= 0x80) return false;
   pos = p + length;
   return true;
 }
@@ -85,6 +110,18 @@ const ATTEMPT = keyBytes("attempt");
 const PRIORITY = keyBytes("priority");
 const TTL_MS = keyBytes("ttl_ms");
 const TRACE_FLAGS = keyBytes("trace_flags");
+
+/** The keys and `null`s from `correlation_id` to the `payload` key of a message that is neither a request nor a reply. */
+const NO_REPLY = Uint8Array.from([...keyBytes("correlation_id"), 0xc0, ...keyBytes("reply_to"), 0xc0, ...keyBytes("payload")]);
+/** From `parent_span_id` (`null`) to the `priority` key, with `attempt` 0: a message sent outside any handler, on its first attempt. */
+const UNPARENTED_FIRST_ATTEMPT = Uint8Array.from([...keyBytes("parent_span_id"), 0xc0, ...keyBytes("attempt"), 0x00, ...keyBytes("priority")]);
+
+/** Writes a run of constant bytes at once (for a dozen bytes or fewer, {@link writeKey}'s loop costs less than `set`). */
+function writeSegment(bytes: Uint8Array): void {
+  room(bytes.length);
+  out.set(bytes, pos);
+  pos += bytes.length;
+}
 
 /** Writes a key's bytes (byte by byte: `set` costs more for a dozen bytes). */
 function writeKey(key: Uint8Array): void {
@@ -227,9 +264,10 @@ function writeNumber(value: number): void {
 
 /** The payload: by {@link writePlainJson} when it can, else by `@msgpack/msgpack` (the same bytes either way). */
 function writePayload(payload: unknown): void {
-  const start = pos;
+  // Counted from the envelope's start: a buffer that grows meanwhile moves the envelope.
+  const from = pos - start;
   if (writePlainJson(payload, 0)) return;
-  pos = start;
+  pos = start + from;
   writeBytes(encoder.encodeSharedRef(payload));
 }
 
@@ -243,7 +281,7 @@ function writePayload(payload: unknown): void {
  * @internal
  */
 export function encodeMsgpackEnvelope(wire: WireMessage): Uint8Array {
-  pos = 0;
+  pos = start;
   let count = 0;
   for (const _key in wire) count++;
   room(3);
@@ -259,59 +297,82 @@ export function encodeMsgpackEnvelope(wire: WireMessage): Uint8Array {
     if (key === "timestamp") writeFloat64(value as number);
     else writeValue(value);
   }
-  return out.slice(0, pos);
+  return copied();
 }
 
 /**
- * {@link encodeMsgpackEnvelope} for an envelope `toWire` made — its own keys
- * only, in its order — written field by field rather than key by key: the same bytes, sooner.
+ * {@link encodeMsgpackEnvelope} of `toWire(message)`, written field by field
+ * from a message {@link readMessage} checked (no wire object in between):
+ * the same bytes, sooner, as an array of their own.
  * @internal
  */
-export function encodeMsgpackWire(wire: WireMessage): Uint8Array {
-  if (wire.schema_version !== 1) return encodeMsgpackEnvelope(wire);
-  pos = 0;
+export function encodeMsgpackMessage(message: Message): Uint8Array {
+  writeMessage(message);
+  return copied();
+}
+
+/**
+ * {@link encodeMsgpackMessage}, returned as a view into a buffer shared
+ * with the envelopes encoded before and after it (never written over):
+ * for bytes handed on at once, such as to the NATS connection, which copies them.
+ * @internal
+ */
+export function encodeMsgpackShared(message: Message): Uint8Array {
+  writeMessage(message);
+  const bytes = out.subarray(start, pos);
+  start = pos;
+  return bytes;
+}
+
+function writeMessage(m: Message): void {
+  pos = start;
   room(3);
-  const extras = (wire.ttl_ms === undefined ? 0 : 1) + (wire.trace_flags === undefined ? 0 : 1);
+  const extras = (m.ttlMs == null ? 0 : 1) + (m.traceFlags == null ? 0 : 1);
   if (extras === 2) {
     out[pos++] = 0xde;
     out[pos++] = 0x00;
     out[pos++] = 0x10;
   } else out[pos++] = 0x8e + extras;
-  writeKey(VERSION_AND_ID);
-  writeString(wire.id);
+  writeSegment(VERSION_AND_ID);
+  writeString(m.id);
   writeKey(TYPE);
-  writeString(wire.type);
+  writeString(m.type);
   writeKey(SENDER);
-  writeString(wire.sender);
+  writeString(m.sender);
   writeKey(RECIPIENT);
-  writeString(wire.recipient);
-  writeKey(CORRELATION_ID);
-  writeValue(wire.correlation_id);
-  writeKey(REPLY_TO);
-  writeValue(wire.reply_to);
-  writeKey(PAYLOAD);
-  writePayload(wire.payload);
+  writeString(m.recipient);
+  if (m.correlationId == null && m.replyTo == null) writeSegment(NO_REPLY);
+  else {
+    writeKey(CORRELATION_ID);
+    writeValue(m.correlationId ?? null);
+    writeKey(REPLY_TO);
+    writeValue(m.replyTo ?? null);
+    writeKey(PAYLOAD);
+  }
+  writePayload(m.payload);
   writeKey(TIMESTAMP);
-  writeFloat64(wire.timestamp);
+  writeFloat64(m.timestamp / 1000);
   writeKey(TRACE_ID);
-  writeString(wire.trace_id);
+  writeString(m.traceId);
   writeKey(SPAN_ID);
-  writeString(wire.span_id);
-  writeKey(PARENT_SPAN_ID);
-  writeValue(wire.parent_span_id);
-  writeKey(ATTEMPT);
-  writeValue(wire.attempt);
-  writeKey(PRIORITY);
-  writeValue(wire.priority);
-  if (wire.ttl_ms !== undefined) {
+  writeString(m.spanId);
+  if (m.parentSpanId == null && m.attempt === 0) writeSegment(UNPARENTED_FIRST_ATTEMPT);
+  else {
+    writeKey(PARENT_SPAN_ID);
+    writeValue(m.parentSpanId ?? null);
+    writeKey(ATTEMPT);
+    writeValue(m.attempt);
+    writeKey(PRIORITY);
+  }
+  writeValue(m.priority);
+  if (m.ttlMs != null) {
     writeKey(TTL_MS);
-    writeValue(wire.ttl_ms);
+    writeValue(m.ttlMs);
   }
-  if (wire.trace_flags !== undefined) {
+  if (m.traceFlags != null) {
     writeKey(TRACE_FLAGS);
-    writeValue(wire.trace_flags);
+    writeValue(m.traceFlags);
   }
-  return out.slice(0, pos);
 }
 
 const LONE_SURROGATE = /\p{Cs}/u;

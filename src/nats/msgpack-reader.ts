@@ -207,11 +207,49 @@ function array(length: number, depth: number): JsonValue[] {
   return items;
 }
 
+/** How many map keys {@link mapKey} remembers, and the longest it remembers. */
+const KEY_SLOTS = 64;
+const MAX_KEPT_KEY = 16;
+const keptBytes: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(KEY_SLOTS).fill(undefined);
+const keptKeys: string[] = new Array<string>(KEY_SLOTS).fill("");
+
+/**
+ * A map key. Payloads repeat their keys from one message to the next, so
+ * short ones are remembered by a hash of their bytes: the same bytes are the
+ * same key, given back as the string read before (already a property name
+ * to the engine) instead of a new one.
+ */
+function mapKey(): string {
+  const length = strLength();
+  if (length < 0) throw NOT_REGULAR;
+  if (length > MAX_KEPT_KEY) return text(length);
+  need(length);
+  const from = pos;
+  let hash = length;
+  for (let i = from; i < from + length; i++) hash = (hash * 31 + (bytes[i] as number)) | 0;
+  const slot = hash & (KEY_SLOTS - 1);
+  const kept = keptBytes[slot];
+  if (kept !== undefined && kept.length === length) {
+    let i = 0;
+    while (i < length && kept[i] === bytes[from + i]) i++;
+    if (i === length) {
+      pos = from + length;
+      return keptKeys[slot] as string;
+    }
+  }
+  const key = text(length);
+  const copy = new Uint8Array(length);
+  for (let i = 0; i < length; i++) copy[i] = bytes[from + i] as number;
+  keptBytes[slot] = copy;
+  keptKeys[slot] = key;
+  return key;
+}
+
 function map(length: number, depth: number): JsonObject {
   if (depth >= MAX_FAST_DEPTH || length > bytes.length - pos) throw NOT_REGULAR;
   const object: JsonObject = {};
   for (let i = 0; i < length; i++) {
-    const key = str();
+    const key = mapKey();
     if (key === "__proto__") throw NOT_REGULAR;
     object[key] = value(depth + 1);
   }
@@ -224,6 +262,47 @@ function key(index: number): void {
   need(expected.length);
   for (let i = 0; i < expected.length; i++) if (bytes[pos + i] !== expected[i]) throw NOT_REGULAR;
   pos += expected.length;
+}
+
+/**
+ * The bytes from the `type` key to the end of the recipient of the last
+ * envelope read, and the three strings they hold: a run of messages from one
+ * sender to one agent repeats them, and the same bytes read as the same
+ * strings (MessagePack strings delimit themselves), so they are compared
+ * rather than decoded again, and the strings are shared.
+ */
+const head = new Uint8Array(256);
+let headLength = 0;
+let headType = "";
+let headSender = "";
+let headRecipient = "";
+
+/** Consumes the last envelope's head when the bytes at `pos` repeat it. */
+function sameHead(): boolean {
+  const length = headLength;
+  if (length === 0 || pos + length > bytes.length) return false;
+  for (let i = 0; i < length; i++) if (bytes[pos + i] !== head[i]) return false;
+  pos += length;
+  return true;
+}
+
+/** Reads the `type`, `sender` and `recipient` keys and strings, and keeps their bytes for {@link sameHead}. */
+function readHead(): void {
+  const from = pos;
+  headLength = 0;
+  key(2);
+  const type = str();
+  key(3);
+  const sender = str();
+  key(4);
+  const recipient = str();
+  headType = type;
+  headSender = sender;
+  headRecipient = recipient;
+  const length = pos - from;
+  if (length > head.length) return;
+  for (let i = 0; i < length; i++) head[i] = bytes[from + i] as number;
+  headLength = length;
 }
 
 /**
@@ -261,12 +340,10 @@ function envelope(): Message | undefined {
   if (byte() !== WIRE_SCHEMA_VERSION) return undefined;
   key(1);
   const id = str();
-  key(2);
-  const type = str();
-  key(3);
-  const sender = str();
-  key(4);
-  const recipient = str();
+  if (!sameHead()) readHead();
+  const type = headType;
+  const sender = headSender;
+  const recipient = headRecipient;
   key(5);
   const correlationId = nullableStr();
   key(6);

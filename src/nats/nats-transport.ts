@@ -3,10 +3,11 @@ import type { ControlOperation, HostedAgent, Transport, TransportHost } from "..
 import { notFound } from "../bus/message-bus.js";
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, TransportUnavailableError } from "../errors/errors.js";
+import { RESOLVED } from "../mailbox/mailbox.js";
 import { newSpanId, newTraceId, uuidv7 } from "../message/ids.js";
 import type { JsonObject } from "../message/json.js";
 import type { Message } from "../message/message.js";
-import { checkSerializer, decodeMessage, encodeMessage, type WireSerializer } from "./codec.js";
+import { checkSerializer, decodeMessage, encodeForBus, encodeMessage, type WireSerializer } from "./codec.js";
 import { admitInbound, readAnnouncement } from "./inbound.js";
 import { BusLink } from "./bus-link.js";
 import { ControlServer, controlSubject, requestControl } from "../bus/control-protocol.js";
@@ -90,6 +91,8 @@ export class NatsTransport implements Transport {
   private reannouncing = false;
   private droppedCount = 0;
   private invalidCount = 0;
+  private lastName = "";
+  private lastSubject = "";
 
   /**
    * @throws {@link InvalidArgumentError} for options that cannot work: neither
@@ -202,7 +205,7 @@ export class NatsTransport implements Transport {
       const link = this.requireLink(`send to '${message.recipient}'`);
       // A request from an agent of this runtime: the answer comes back to this runtime's reply address.
       const outgoing = message.replyTo !== undefined && !message.replyTo.startsWith(REPLY_PREFIX) ? { ...message, replyTo: this.replyAddress } : message;
-      return link.publish(subjectOf(message.recipient), encodeMessage(outgoing, this.serializer), signal);
+      return link.publish(this.subjectOf(message.recipient), encodeForBus(outgoing, this.serializer), signal);
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checking and encoding threw, a CivitasError
       return Promise.reject(error);
@@ -233,7 +236,7 @@ export class NatsTransport implements Transport {
     const to = reply.recipient;
     if (to === this.replyAddress || this.link === undefined || this.phase === "stopped") return false;
     if (!to.startsWith(REPLY_PREFIX) && !this.directory.has(to)) return false;
-    this.link.publish(subjectOf(to), encodeMessage(reply, this.serializer)).catch((error: unknown) => {
+    this.link.publish(subjectOf(to), encodeForBus(reply, this.serializer)).catch((error: unknown) => {
       this.host?.logger.warn(`a reply to '${to}' could not be published on the bus`, { error });
     });
     return true;
@@ -286,7 +289,10 @@ export class NatsTransport implements Transport {
       return;
     }
     // Called in arrival order without waiting: the mailbox keeps waiting puts in FIFO order (SPEC 3).
-    host.deliver(admitted.message).catch((error: unknown) => {
+    const delivery = host.deliver(admitted.message);
+    // A message that went straight into the mailbox costs no reaction (and no microtask) here.
+    if (delivery === RESOLVED) return;
+    delivery.catch((error: unknown) => {
       host.logger.warn(`a message from the bus for '${name}' could not be delivered`, { error, messageId: decoded.id });
     });
   }
@@ -382,6 +388,15 @@ export class NatsTransport implements Transport {
       this.host?.logger.warn(`a message on '${subject}' is not a valid envelope and was dropped`, { error });
       return undefined;
     }
+  }
+
+  /** The subject of `name`'s mailbox; the last one is kept, so a run of sends to one agent builds (and checks) its subject once. */
+  private subjectOf(name: string): string {
+    if (name !== this.lastName) {
+      this.lastName = name;
+      this.lastSubject = subjectOf(name);
+    }
+    return this.lastSubject;
   }
 
   private requireLink(what: string): BusLink {

@@ -4,7 +4,7 @@ import { CivitasError } from "../../src/errors/civitas-error.js";
 import { InvalidWireMessageError } from "../../src/errors/errors.js";
 import { createMessage } from "../../src/message/message.js";
 import { fromWire, toWire } from "../../src/message/wire.js";
-import { decodeMessage, decodeWire, encodeMessage, encodeWire, type WireSerializer } from "../../src/nats/codec.js";
+import { decodeMessage, decodeWire, encodeForBus, encodeMessage, encodeWire, type WireSerializer } from "../../src/nats/codec.js";
 import { messageArbitrary } from "../../src/testing/arbitraries.js";
 
 const serializer = fc.constantFrom<WireSerializer>("msgpack", "json");
@@ -33,6 +33,24 @@ describe("codec round trip", () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it("encodeForBus writes encodeMessage's bytes, and what it handed out keeps them while later envelopes are written (property)", () => {
+    fc.assert(
+      fc.property(fc.array(messageArbitrary(), { minLength: 1, maxLength: 40 }), serializer, (messages, how) => {
+        const handed = messages.map((message) => encodeForBus(message, how));
+        messages.forEach((message, i) => expect(handed[i]).toEqual(encodeMessage(message, how)));
+      }),
+      { numRuns: 200 },
+    );
+    // Past the end of the buffer envelopes share: 64 KiB and more.
+    // ASCII written field by field, then text that is not: the buffer may grow before the payload is handed to @msgpack/msgpack instead.
+    const wide = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`k${i}`, "x".repeat(200)]));
+    for (const payload of [{ text: "x".repeat(20_000) }, { ...wide }, { ...wide, last: "\u00e9" }]) {
+      const big = createMessage({ sender: "a", recipient: "b", payload });
+      const views = Array.from({ length: 8 }, () => encodeForBus(big, "msgpack"));
+      for (const view of views) expect(view).toEqual(encodeMessage(big, "msgpack"));
+    }
   });
 
   it("encodeMessage writes the bytes encodeWire writes for the message's wire form, in either encoding (property)", () => {

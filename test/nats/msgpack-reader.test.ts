@@ -45,6 +45,22 @@ describe("the regular MessagePack envelope reader", () => {
     );
   });
 
+  it("reads a run of envelopes whose names and payload keys repeat, or nearly, as the general path reads each (property)", () => {
+    // Few names and keys, some one byte apart: the reader compares what repeats from the last envelope instead of decoding it again.
+    const name = fc.constantFrom("a", "b", "ab", "ba", "payer", "payes", "p\u00e9yer", "x".repeat(40));
+    const key = fc.constantFrom("i", "j", "note", "notf", "k\u00e9y", "a-key-of-17-chars", "__prot__");
+    const message = fc.record({ sender: name, recipient: name, type: name, payload: fc.dictionary(key, fc.oneof(fc.integer(), name), { maxKeys: 4 }) });
+    fc.assert(
+      fc.property(fc.array(message, { minLength: 2, maxLength: 12 }), (inits) => {
+        for (const init of inits) {
+          const bytes = encodeMessage(createMessage(init), "msgpack");
+          expect(readRegularEnvelope(Buffer.from(bytes))).toEqual(general(bytes));
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it("reads any JSON payload as the general path does, or leaves it to it (property)", () => {
     fc.assert(
       fc.property(fc.dictionary(fc.string({ maxLength: 8 }), jsonish, { maxKeys: 6 }), (payload) => {
