@@ -102,9 +102,8 @@ function checkSuspensionId(call: string, suspensionId: unknown): void {
 /**
  * The payload of the `_agency.suspend` request of `suspend(name, reason, options)`.
  * @throws {@link InvalidArgumentError} for options that are not an object, a bad reason or `expiresInMs`
- * @internal
  */
-export function suspendPayload(name: string, reason: string, options: SuspendOptions): JsonObject {
+function suspendPayload(name: string, reason: string, options: SuspendOptions): JsonObject {
   checkOptionsObject(`suspend('${name}')`, options);
   assertReason(`suspend('${name}')`, reason);
   const expiresInMs = checkExpiresInMs(`suspend('${name}')`, options.expiresInMs);
@@ -115,9 +114,8 @@ export function suspendPayload(name: string, reason: string, options: SuspendOpt
  * The payload of the `_agency.resume` request of `resume(name, approver, options)`.
  * @throws {@link InvalidArgumentError} for options that are not an object or a bad `suspensionId`;
  * `INVALID_APPROVER` for a bad approver
- * @internal
  */
-export function resumePayload(name: string, approver: string, options: ResumeOptions): JsonObject {
+function resumePayload(name: string, approver: string, options: ResumeOptions): JsonObject {
   checkOptionsObject(`resume('${name}')`, options);
   assertApprover(name, approver);
   const suspensionId = options.suspensionId;
@@ -134,9 +132,8 @@ export function resumePayload(name: string, approver: string, options: ResumeOpt
  * same path, checks and ordering.
  * @throws {@link InvalidArgumentError} for options that are not an object, a bad `suspensionId`
  * or reason; `INVALID_APPROVER` for a bad decider
- * @internal
  */
-export function denyPayload(name: string, decider: string, options: DenyOptions): JsonObject {
+function denyPayload(name: string, decider: string, options: DenyOptions): JsonObject {
   checkOptionsObject(`deny('${name}')`, options);
   assertApprover(name, decider, "deny");
   const { suspensionId, reason } = options;
@@ -192,9 +189,8 @@ export interface ControlPath {
  * this very promise to settle before it takes its next message. An agent
  * another runtime hosts is sent the request through the transport, and
  * that runtime answers.
- * @internal
  */
-export function sendControl(path: ControlPath, name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject, options: ControlOptions, call = type.slice(8)): Promise<void> {
+function sendControl(path: ControlPath, name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject, options: ControlOptions, call = type.slice(8)): Promise<void> {
   const { services } = path;
   const timeoutMs = options.timeoutMs;
   if (timeoutMs !== undefined && (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
@@ -211,4 +207,47 @@ export function sendControl(path: ControlPath, name: string, type: "_agency.susp
   path.assertStarted(`${call}('${name}')`);
   payload.sent = ++services.controlSent.count;
   return services.bus.control(composeControl(path.outside, name, type, payload), timeoutMs, options.signal);
+}
+
+/**
+ * `runtime.suspend(name, reason, options)`: checks what was passed, then sends
+ * the request through `path`. Never throws: a refusal is a rejected promise.
+ * @internal
+ */
+export function suspendAgent(path: ControlPath, name: string, reason: string, options: SuspendOptions): Promise<void> {
+  try {
+    return sendControl(path, name, "_agency.suspend", suspendPayload(name, reason, options), options);
+  } catch (error) {
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * `runtime.resume(name, approver, options)`: checks what was passed, then
+ * sends the request through `path`. Never throws: a refusal is a rejected promise.
+ * @internal
+ */
+export function resumeAgent(path: ControlPath, name: string, approver: string, options: ResumeOptions): Promise<void> {
+  try {
+    return sendControl(path, name, "_agency.resume", resumePayload(name, approver, options), options);
+  } catch (error) {
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * `runtime.deny(name, decider, options)`: checks what was passed, then sends
+ * the request (a resume with decision `"deny"`) through `path`. Never throws:
+ * a refusal is a rejected promise.
+ * @internal
+ */
+export function denyAgent(path: ControlPath, name: string, decider: string, options: DenyOptions): Promise<void> {
+  try {
+    return sendControl(path, name, "_agency.resume", denyPayload(name, decider, options), options, "deny");
+  } catch (error) {
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
+    return Promise.reject(error);
+  }
 }

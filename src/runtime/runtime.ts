@@ -15,7 +15,7 @@ import { DynamicSupervisor } from "../supervision/dynamic-supervisor.js";
 import { Supervisor } from "../supervision/supervisor.js";
 import { checkRuntimeOptions } from "./check-runtime-options.js";
 import { createServices } from "./create-services.js";
-import { denyPayload, listSuspendedAgents, resumePayload, sendControl, suspendPayload, type ControlPath, type DenyOptions, type ListSuspendedOptions, type ResumeOptions, type SuspendedAgent, type SuspendOptions } from "./runtime-control.js";
+import { denyAgent, listSuspendedAgents, resumeAgent, suspendAgent, type ControlPath, type DenyOptions, type ListSuspendedOptions, type ResumeOptions, type SuspendedAgent, type SuspendOptions } from "./runtime-control.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import type { FromTopologyOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions } from "./runtime-options.js";
 import { checkTree, rootOf, startTree } from "./runtime-tree.js";
@@ -230,12 +230,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * ```
    */
   suspend(name: string, reason = "", options: SuspendOptions = {}): Promise<void> {
-    try {
-      return sendControl(this.controlPath, name, "_agency.suspend", suspendPayload(name, reason, options), options);
-    } catch (error) {
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
-      return Promise.reject(error);
-    }
+    return suspendAgent(this.controlPath, name, reason, options);
   }
 
   /**
@@ -244,18 +239,16 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * running agent is a no-op (the approver is still checked). Rejects, before
    * anything is sent, with `INVALID_APPROVER` (not a string, nothing visible,
    * a control character, lone surrogate or bidi override in it, or more than
-   * 1,024 characters), `AGENT_NOT_FOUND` or `RUNTIME_NOT_STARTED`; then with `STALE_APPROVAL` (a `suspensionId` that is
-   * not the current pause), `IDENTITY_CHANGED`, `RESUME_REFUSED`
-   * (`authorizeResume` said no) or `AUDIT_UNAVAILABLE` (a receipt could not be
-   * recorded).
+   * 1,024 characters), `AGENT_NOT_FOUND` or `RUNTIME_NOT_STARTED`; then with
+   * `STALE_APPROVAL` (a `suspensionId` that is not the current pause),
+   * `IDENTITY_CHANGED`, `RESUME_REFUSED` (`authorizeResume` said no) or
+   * `AUDIT_UNAVAILABLE` (a receipt could not be recorded). An agent another
+   * runtime hosts (with a transport) is resumed by that runtime, which
+   * answers; then `timeoutMs` defaults to 30 s and the call can also reject
+   * with `AGENT_UNREACHABLE` or `CONTROL_TIMEOUT` (see docs/nats.md).
    */
   resume(name: string, approver: string, options: ResumeOptions = {}): Promise<void> {
-    try {
-      return sendControl(this.controlPath, name, "_agency.resume", resumePayload(name, approver, options), options);
-    } catch (error) {
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
-      return Promise.reject(error);
-    }
+    return resumeAgent(this.controlPath, name, approver, options);
   }
 
   /**
@@ -280,12 +273,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * ```
    */
   deny(name: string, decider: string, options: DenyOptions = {}): Promise<void> {
-    try {
-      return sendControl(this.controlPath, name, "_agency.resume", denyPayload(name, decider, options), options, "deny");
-    } catch (error) {
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
-      return Promise.reject(error);
-    }
+    return denyAgent(this.controlPath, name, decider, options);
   }
 
   /**
@@ -350,8 +338,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
 
   /**
    * The one check every call from outside that messages an agent (`send`,
-   * `ask`, `suspend`, `resume`, `deny`) makes after
-   * checking what it was passed and before anything is queued:
+   * `ask`, `suspend`, `resume`, `deny`) makes after checking what it was
+   * passed and before anything is queued:
    * `RUNTIME_NOT_STARTED` when `start()` was never called (no agent runs to
    * take it, and nothing is queued for later), `RUNTIME_STOPPED` after a
    * failed start or once `stop()` was called. Calls made while `start()`
