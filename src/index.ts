@@ -61,7 +61,8 @@ export { backoffDelay } from "./supervision/backoff.js";
 export type { BackoffPolicy } from "./supervision/backoff.js";
 
 export { Runtime } from "./runtime/runtime.js";
-export type { ControlOptions, DenyOptions, FromTopologyOptions, ListSuspendedOptions, ResumeOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions, SuspendedAgent, SuspendOptions } from "./runtime/runtime.js";
+export type { ControlOptions, DenyOptions, ListSuspendedOptions, ResumeOptions, SuspendedAgent, SuspendOptions } from "./runtime/runtime-control.js";
+export type { FromTopologyOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions } from "./runtime/runtime-options.js";
 export type { AuthorizeResume, ResumeDecision } from "./runtime/services.js";
 export type { RuntimeEvents } from "./runtime/runtime-events.js";
 export type { AgentClasses } from "./runtime/topology.js";

@@ -30,7 +30,8 @@ export type {
 } from "../testing/lifecycle-command.js";
 export { SuspensionModel } from "../testing/suspension-model.js";
 export type { SuspensionModelOptions } from "../testing/suspension-model.js";
-export { LifecycleDriver, runLifecycleCommands } from "../testing/lifecycle-driver.js";
+export { LifecycleDriver } from "../testing/lifecycle-driver.js";
+export { runLifecycleCommands } from "../testing/run-lifecycle-commands.js";
 export type { HandledRecord, LifecycleDriverOptions, LifecycleObservation, ObservedAuditEvent, ObservedTransition } from "../testing/lifecycle-observation.js";
 export { CRASH_MESSAGE_TYPE, InjectedCrash, LIFECYCLE_ID_KEY, SELF_SUSPEND_MESSAGE_TYPE } from "../testing/instrument.js";
 export { simulate, replay } from "../testing/simulation/simulate.js";

@@ -1,7 +1,7 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import { checkClock } from "../time/clock.js";
-import type { RuntimeOptions } from "./runtime.js";
+import type { RuntimeOptions } from "./runtime-options.js";
 
 const STORE_METHODS = ["get", "set", "delete", "list", "close"] as const;
 const LOGGER_METHODS = ["debug", "info", "warn", "error"] as const;
@@ -10,10 +10,14 @@ const LOGGER_METHODS = ["debug", "info", "warn", "error"] as const;
  * Refuses, with `INVALID_ARGUMENT` naming the option, a runtime option that
  * is given but cannot be what it says (a store without `set`, a clock
  * without `now`), before the runtime touches any agent: a mistake fails at
- * `new Runtime()`, not as a `TypeError` in the middle of a start.
+ * `new Runtime()`, not as a `TypeError` in the middle of a start. Options
+ * that are not an object at all are refused the same way.
  * @internal
  */
 export function checkRuntimeOptions(options: RuntimeOptions): void {
+  if (typeof options !== "object" || (options as unknown) === null) {
+    throw new InvalidArgumentError("options", `new Runtime() needs an options object with a root, got ${describeValue(options)}`);
+  }
   const { store, clock, logger, auditSink, tracerProvider, signerId, keepAlive, authorizeResume, transport } = options;
   if (store !== undefined) {
     const what = "a StateStore (durable: boolean; get, set, delete, list, close): InMemoryStateStore, SqliteStateStore from civitas-ts/sqlite, or your own implementation";

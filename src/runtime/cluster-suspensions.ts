@@ -1,7 +1,7 @@
 import { ClusterScopeUnsupportedError } from "../errors/errors.js";
 import type { SuspensionMarker } from "../process/suspension.js";
 import type { StateStore } from "../state/state-store.js";
-import type { SuspendedAgent } from "./runtime.js";
+import type { SuspendedAgent } from "./runtime-control.js";
 
 /** A store that lists every suspension it holds, wherever its agent runs: what `PostgresStateStore.listSuspended()` is. */
 interface SuspensionIndex {
@@ -12,8 +12,11 @@ function isSuspensionIndex(store: StateStore): store is StateStore & SuspensionI
   return typeof (store as Partial<SuspensionIndex>).listSuspended === "function";
 }
 
-/** The entry of `marker` for the agent `name`, as `listSuspended` reports it. */
-function suspendedAgent(name: string, marker: SuspensionMarker): SuspendedAgent {
+/**
+ * The entry of `marker` for the agent `name`, as `listSuspended` reports it.
+ * @internal
+ */
+export function suspendedAgent(name: string, marker: SuspensionMarker): SuspendedAgent {
   return {
     name,
     reason: marker.reason,

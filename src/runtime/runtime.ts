@@ -1,174 +1,29 @@
-import { context, trace, type TracerProvider } from "@opentelemetry/api";
+import { context, trace } from "@opentelemetry/api";
 import { EventEmitter } from "eventemitter3";
-import type { AuditSink } from "../audit/audit-event.js";
-import { MessageBus, notFound } from "../bus/message-bus.js";
-import { assertValidName, Registry } from "../bus/registry.js";
-import type { Transport, TransportHost } from "../bus/transport.js";
+import { notFound } from "../bus/message-bus.js";
+import type { TransportHost } from "../bus/transport.js";
 import { describeValue } from "../errors/civitas-error.js";
-import { AgentSuspendedError, DuplicateNameError, InvalidArgumentError, ReservedMessageTypeError, RuntimeStateError, TopologyError } from "../errors/errors.js";
-import { stderrLogger, type Logger } from "../logging/logger.js";
+import { AgentSuspendedError, InvalidArgumentError, ReservedMessageTypeError, RuntimeStateError } from "../errors/errors.js";
 import type { JsonObject, JsonPayload } from "../message/json.js";
 import type { Message } from "../message/message.js";
 import { DEFAULT_MESSAGE_TYPE, isReservedType } from "../message/system-types.js";
-import { Telemetry } from "../observability/telemetry.js";
-import { AgentProcess } from "../process/agent-process.js";
-import { composeControl, composeOutgoing, type EnvelopeContext } from "../process/envelope.js";
+import type { AgentProcess } from "../process/agent-process.js";
+import { composeOutgoing, type EnvelopeContext } from "../process/envelope.js";
 import { ProcessStatus } from "../process/process-status.js";
-import { assertApprover, assertReason } from "../process/suspension.js";
-import { checkExpiresInMs } from "../process/pause-deadline.js";
-import { InMemoryStateStore } from "../state/in-memory-state-store.js";
-import type { StateStore } from "../state/state-store.js";
-import { attachChild, closeChild, startChild, stopChild, type ChildExit, type ChildParent, type SupervisedChild } from "../supervision/child.js";
+import { attachChild, closeChild, stopChild, type ChildExit, type ChildParent, type SupervisedChild } from "../supervision/child.js";
 import { DynamicSupervisor } from "../supervision/dynamic-supervisor.js";
 import { Supervisor } from "../supervision/supervisor.js";
-import { systemClock, type Clock } from "../time/clock.js";
-import type { RuntimeEvents } from "./runtime-events.js";
-import { Scheduler } from "./scheduler.js";
-import { joiningSimulation } from "./simulation-hooks.js";
-import type { AuthorizeResume, RuntimeServices } from "./services.js";
 import { checkRuntimeOptions } from "./check-runtime-options.js";
-import { buildTopology, type AgentClasses } from "./topology.js";
+import { createServices } from "./create-services.js";
+import { denyAgent, listSuspendedAgents, resumeAgent, suspendAgent, type ControlPath, type DenyOptions, type ListSuspendedOptions, type ResumeOptions, type SuspendedAgent, type SuspendOptions } from "./runtime-control.js";
+import type { RuntimeEvents } from "./runtime-events.js";
+import type { FromTopologyOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions } from "./runtime-options.js";
+import { checkTree, rootOf, startTree } from "./runtime-tree.js";
+import type { RuntimeServices } from "./services.js";
+import { topologyRuntimeOptions } from "./topology.js";
 import { attachTransport } from "./transport-host.js";
-import { listClusterSuspended } from "./cluster-suspensions.js";
-import { readStatesAhead } from "../state/read-ahead.js";
-
-/** Options of a {@link Runtime}. */
-export interface RuntimeOptions {
-  /** The tree to run: a supervisor, an agent, or a list of them (wrapped in a ONE_FOR_ONE supervisor named `root`). */
-  root: SupervisedChild | readonly SupervisedChild[];
-  /** Where checkpointed state lives. @defaultValue a new {@link InMemoryStateStore} (not durable) */
-  store?: StateStore;
-  /** Where audit events go. @defaultValue none */
-  auditSink?: AuditSink;
-  /** Identity recorded as `signerId` in audit events. @defaultValue "civitas-runtime" */
-  signerId?: string;
-  /** OpenTelemetry tracer provider. @defaultValue the globally registered one, if any */
-  tracerProvider?: TracerProvider;
-  /** Receives what nobody else can observe. @defaultValue warnings and errors to stderr */
-  logger?: Logger;
-  /** Time source. @defaultValue the system clock */
-  clock?: Clock;
-  /**
-   * Keep the Node process alive from `start()` until `stop()`, as a server's
-   * open socket does: restarts, backoff and ask timeouts run on timers that
-   * do not hold the process open by themselves. @defaultValue true
-   */
-  keepAlive?: boolean;
-  /** Lets a governance layer refuse a resume (`RESUME_REFUSED`); called only while the agent is SUSPENDED. */
-  authorizeResume?: AuthorizeResume;
-  /**
-   * Connects this runtime to runtimes in other processes (`NatsTransport`
-   * from `civitas-ts/nats`): agents are then addressed by name wherever
-   * they run. `start()` connects it before the tree starts; `stop()` lets go
-   * of it after the tree stopped. @defaultValue none: in process only
-   */
-  transport?: Transport;
-}
-
-/** Options of {@link Runtime.suspend} and {@link Runtime.resume}: how long to wait for the agent to act. */
-export interface ControlOptions {
-  /**
-   * Give up waiting after this long (`ASK_TIMEOUT`). The request stays queued:
-   * the agent still acts on it when it gets to it. @defaultValue no limit
-   */
-  timeoutMs?: number;
-  /** Stop waiting when aborted (rejects with `signal.reason`); the request stays queued. */
-  signal?: AbortSignal;
-}
-
-/** Options of {@link Runtime.suspend}. */
-export interface SuspendOptions extends ControlOptions {
-  /**
-   * How long the pause may last: once this long has passed (on the
-   * runtime's clock, also while the process was down) the pause is denied by
-   * decider `"expiry"`. On an agent already suspended it replaces the
-   * pause's deadline; left out there, the deadline is kept. @defaultValue no deadline
-   */
-  expiresInMs?: number;
-}
-
-/** Options of {@link Runtime.deny}. */
-export interface DenyOptions extends ControlOptions {
-  /**
-   * The suspension this denial was made for. When the agent is no longer
-   * suspended under it, the deny rejects with `STALE_APPROVAL` and changes nothing.
-   */
-  suspensionId?: string;
-  /** Why it was denied: recorded in the `agent.deny` receipt and passed to `onDeny`. @defaultValue "" */
-  reason?: string;
-}
-
-/** Options of {@link Runtime.resume}. */
-export interface ResumeOptions extends ControlOptions {
-  /**
-   * Resume even though the agent's code identity (its class's static
-   * `version`, its capabilities) changed while it was suspended; the resume's
-   * receipt records the change. Without it such a resume rejects with
-   * `IDENTITY_CHANGED`. @defaultValue false
-   */
-  acceptIdentityChange?: boolean;
-  /**
-   * The suspension this approval was given for. When the agent is no longer
-   * suspended under it (resumed already, or suspended again since), the
-   * resume rejects with `STALE_APPROVAL` and changes nothing.
-   */
-  suspensionId?: string;
-}
-
-/** One suspended agent, as {@link Runtime.listSuspended} reports it. */
-export interface SuspendedAgent {
-  /** The agent's name. */
-  readonly name: string;
-  /** Why it was suspended (the latest reason, when suspended again). */
-  readonly reason: string;
-  /** When the pause began, ISO-8601 UTC with milliseconds. */
-  readonly since: string;
-  /** Names this pause; pass it to `resume` so an approval cannot settle a later pause. */
-  readonly suspensionId: string;
-  /** When the pause is denied by `"expiry"`, ISO-8601 UTC, when it has a deadline. */
-  readonly expiresAt?: string;
-}
-
-/** Options of {@link Runtime.listSuspended}. */
-export interface ListSuspendedOptions {
-  /**
-   * `"local"`: the agents this runtime supervises, from memory, synchronously.
-   * `"cluster"`: every agent in the runtime's shared store, wherever it runs,
-   * from the store's marker column in one query — a Promise, and only with a
-   * `PostgresStateStore` (or a fenced view of one).
-   * @defaultValue "local"
-   */
-  scope?: "local" | "cluster";
-}
-
-/** Options of {@link Runtime.send}. */
-export interface RuntimeSendOptions {
-  /** The message type. @defaultValue "message" */
-  type?: string;
-  /** Discard the message if it waits in the mailbox longer than this. */
-  ttlMs?: number;
-  /** Aborts a send that waits for room in a full mailbox. */
-  signal?: AbortSignal;
-}
-
-/** Options of {@link Runtime.ask}. */
-export interface RuntimeAskOptions extends RuntimeSendOptions {
-  /** How long to wait for the reply. @defaultValue 30000 */
-  timeoutMs?: number;
-  /** Reject at once with `AGENT_SUSPENDED` when the agent is SUSPENDED, instead of waiting for its resume. @defaultValue false */
-  failIfSuspended?: boolean;
-}
-
-/** Options of {@link Runtime.fromTopology}: the runtime options plus the agent classes a topology may name. */
-export interface FromTopologyOptions extends Omit<RuntimeOptions, "root"> {
-  /** Agent classes by the name the topology uses in `type`. */
-  agents: AgentClasses;
-}
 
 const OUTSIDE_SENDER = "_runtime";
-
-/** How long a suspend or resume of an agent in another process waits for its owner's answer when no `timeoutMs` is given. */
-const REMOTE_CONTROL_TIMEOUT_MS = 30_000;
 
 /**
  * Runs a supervision tree: starts it, routes messages into it, stops it.
@@ -203,6 +58,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   private aliveHandle: NodeJS.Timeout | undefined;
   /** The transport's way into this runtime, when it has one. */
   private readonly transportHost: TransportHost | undefined;
+  /** What `suspend`, `resume` and `deny` send their requests through. */
+  private readonly controlPath: ControlPath;
 
   /**
    * Builds the runtime and registers every name in the tree. The whole tree
@@ -215,45 +72,13 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    */
   constructor(options: RuntimeOptions) {
     super();
-    if (typeof options !== "object" || options === null) {
-      throw new InvalidArgumentError("options", `new Runtime() needs an options object with a root, got ${describeValue(options)}`);
-    }
     checkRuntimeOptions(options);
     this.root = rootOf(options.root);
     checkTree(this.root);
     this.keepAlive = options.keepAlive ?? true;
-    const clock = options.clock ?? systemClock;
-    const logger = options.logger ?? stderrLogger;
-    const registry = new Registry();
-    const store = options.store ?? new InMemoryStateStore();
-    if (!store.durable) {
-      logger.warn("state store is not durable: checkpoints are lost when this process ends; use SqliteStateStore from civitas-ts/sqlite to keep them");
-    }
-    const simulation = joiningSimulation();
-    this.services = {
-      registry,
-      bus: new MessageBus(registry, clock, this),
-      store,
-      clock,
-      logger,
-      telemetry: new Telemetry(options.tracerProvider, options.auditSink, options.signerId ?? "civitas-runtime", clock, logger),
-      scheduler: simulation?.scheduler ?? new Scheduler(),
-      events: this,
-      authorizeResume: options.authorizeResume,
-      expired: (message) => {
-        // Reported from inside an agent loop's dequeue: a listener's bug must not crash the agent.
-        try {
-          logger.warn(`message ${message.id} to '${message.recipient}' expired after ${message.ttlMs} ms in the mailbox and was discarded`);
-          this.emit("message.expired", message);
-        } catch (error) {
-          logger.error(`a 'message.expired' listener threw for message ${message.id} to '${message.recipient}'`, { error });
-        }
-      },
-      stopping: this.stopSignal.signal,
-      controlSent: { count: 0 },
-    };
-    if (simulation !== undefined) this.services.bus.replyGate = simulation.settleReply;
-    this.outside = { sender: OUTSIDE_SENDER, clock, current: undefined, span: undefined };
+    this.services = createServices(options, this, this.stopSignal.signal);
+    this.outside = { sender: OUTSIDE_SENDER, clock: this.services.clock, current: undefined, span: undefined };
+    this.controlPath = { services: this.services, outside: this.outside, assertStarted: (call) => this.assertStarted(call) };
     this.transportHost = options.transport === undefined ? undefined : attachTransport(options.transport, this.services, this);
     this.root[attachChild](this, this.services);
   }
@@ -268,22 +93,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * ```
    */
   static fromTopology(topology: string | object, options: FromTopologyOptions): Runtime {
-    if (typeof options !== "object" || (options as unknown) === null) {
-      throw new TopologyError(
-        "options",
-        `Runtime.fromTopology(topology, options) needs an options object with the agent classes the topology names, e.g. { agents: { Greeter } }; got ${describeValue(options)}`,
-      );
-    }
-    const { agents, ...rest } = options;
-    return new Runtime({ ...rest, root: buildTopology(topology, agents) });
-  }
-
-  /** Starts the root; every agent reads its record as it starts, and a store that can reads them all in one go first. */
-  private startTree(): Promise<void> {
-    const dropUnread = readStatesAhead(this.services.store, this.services.registry.names());
-    const started = this.root[startChild]();
-    void started.then(dropUnread, dropUnread);
-    return started;
+    return new Runtime(topologyRuntimeOptions(topology, options));
   }
 
   /**
@@ -299,11 +109,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     }
     if (this.starting === undefined) {
       if (this.keepAlive) this.aliveHandle = setInterval(() => undefined, 2 ** 30);
-      const transport = this.services.bus.transport;
-      const host = this.transportHost;
-      // The transport connects and learns the other runtimes' agents before any agent starts and sends.
-      const started = transport === undefined || host === undefined ? this.startTree() : transport.start(host).then(() => this.startTree());
-      this.starting = started.then(() => this.services.telemetry.flush(), (error: unknown) => {
+      this.starting = startTree(this.root, this.services, this.transportHost).then(() => this.services.telemetry.flush(), (error: unknown) => {
         this.startFailed = true;
         clearInterval(this.aliveHandle);
         // Asks, suspends and resumes sent before the start would wait for agents that were stopped again.
@@ -368,7 +174,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * `HANDLER_FAILED` (the handler's error as `cause`) when the agent's
    * `handle` threw and `onError` ended the message (`SKIP`, `STOP`,
    * `ESCALATE`, `RETRY` exhausted); with `RUNTIME_NOT_STARTED` (nothing
-   * queued) before `start()` was called. While the ask waits, its timeout
+   * queued) before `start()` was called, `RUNTIME_STOPPED` after `stop()`; with `AGENT_SUSPENDED`
+   * when `failIfSuspended` is set and the agent is SUSPENDED. While the ask waits, its timeout
    * timer keeps the Node.js process alive, so the ask always settles.
    * @typeParam Req - the request payload's type (inferred); it must be JSON ({@link JsonPayload}).
    * @typeParam Res - the reply payload's type you expect; the reply is not checked against it at run time.
@@ -423,15 +230,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * ```
    */
   suspend(name: string, reason = "", options: SuspendOptions = {}): Promise<void> {
-    try {
-      checkOptionsObject(`suspend('${name}')`, options);
-      assertReason(`suspend('${name}')`, reason);
-      const expiresInMs = checkExpiresInMs(`suspend('${name}')`, options.expiresInMs);
-      return this.control(name, "_agency.suspend", expiresInMs === undefined ? { reason } : { reason, expiresInMs }, options);
-    } catch (error) {
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
-      return Promise.reject(error);
-    }
+    return suspendAgent(this.controlPath, name, reason, options);
   }
 
   /**
@@ -440,27 +239,16 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * running agent is a no-op (the approver is still checked). Rejects, before
    * anything is sent, with `INVALID_APPROVER` (not a string, nothing visible,
    * a control character, lone surrogate or bidi override in it, or more than
-   * 1,024 characters), `AGENT_NOT_FOUND` or `RUNTIME_NOT_STARTED`; then with `STALE_APPROVAL` (a `suspensionId` that is
-   * not the current pause), `IDENTITY_CHANGED`, `RESUME_REFUSED`
-   * (`authorizeResume` said no) or `AUDIT_UNAVAILABLE` (a receipt could not be
-   * recorded).
+   * 1,024 characters), `AGENT_NOT_FOUND` or `RUNTIME_NOT_STARTED`; then with
+   * `STALE_APPROVAL` (a `suspensionId` that is not the current pause),
+   * `IDENTITY_CHANGED`, `RESUME_REFUSED` (`authorizeResume` said no) or
+   * `AUDIT_UNAVAILABLE` (a receipt could not be recorded). An agent another
+   * runtime hosts (with a transport) is resumed by that runtime, which
+   * answers; then `timeoutMs` defaults to 30 s and the call can also reject
+   * with `AGENT_UNREACHABLE` or `CONTROL_TIMEOUT` (see docs/nats.md).
    */
   resume(name: string, approver: string, options: ResumeOptions = {}): Promise<void> {
-    try {
-      checkOptionsObject(`resume('${name}')`, options);
-      assertApprover(name, approver);
-      const suspensionId = options.suspensionId;
-      if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
-        throw new InvalidArgumentError("suspensionId", `resume('${name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
-      }
-      const payload: JsonObject = { approver };
-      if (suspensionId !== undefined) payload.suspensionId = suspensionId;
-      if (options.acceptIdentityChange === true) payload.acceptIdentityChange = true;
-      return this.control(name, "_agency.resume", payload, options);
-    } catch (error) {
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
-      return Promise.reject(error);
-    }
+    return resumeAgent(this.controlPath, name, approver, options);
   }
 
   /**
@@ -485,23 +273,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * ```
    */
   deny(name: string, decider: string, options: DenyOptions = {}): Promise<void> {
-    try {
-      checkOptionsObject(`deny('${name}')`, options);
-      assertApprover(name, decider, "deny");
-      const { suspensionId, reason } = options;
-      if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
-        throw new InvalidArgumentError("suspensionId", `deny('${name}'): suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
-      }
-      if (reason !== undefined) assertReason(`deny('${name}')`, reason);
-      // A denial travels as a resume request with decision "deny": the same path, checks and ordering.
-      const payload: JsonObject = { approver: decider, decision: "deny" };
-      if (suspensionId !== undefined) payload.suspensionId = suspensionId;
-      if (reason !== undefined) payload.reason = reason;
-      return this.control(name, "_agency.resume", payload, options, "deny");
-    } catch (error) {
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
-      return Promise.reject(error);
-    }
+    return denyAgent(this.controlPath, name, decider, options);
   }
 
   /**
@@ -532,26 +304,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   /** Either of the above, as `options.scope` says. */
   listSuspended(options: ListSuspendedOptions): SuspendedAgent[] | Promise<SuspendedAgent[]>;
   listSuspended(options: ListSuspendedOptions = {}): SuspendedAgent[] | Promise<SuspendedAgent[]> {
-    checkOptionsObject("listSuspended()", options);
-    const scope: unknown = options.scope === undefined ? "local" : options.scope; // null is refused, not defaulted
-    if (scope === "cluster") return listClusterSuspended(this.services.store);
-    if (scope !== "local") {
-      throw new InvalidArgumentError("scope", `listSuspended({ scope }): scope must be "local" (this runtime's agents) or "cluster" (every agent in the shared store), got ${describeValue(scope)}`);
-    }
-    const suspended: SuspendedAgent[] = [];
-    for (const agent of this.services.registry.all()) {
-      const marker = agent.suspension;
-      if (agent.status === ProcessStatus.SUSPENDED && marker !== undefined) {
-        suspended.push({
-          name: agent.name,
-          reason: marker.reason,
-          since: marker.since,
-          suspensionId: marker.suspensionId,
-          ...(marker.expiresAt === undefined ? {} : { expiresAt: marker.expiresAt }),
-        });
-      }
-    }
-    return suspended;
+    return listSuspendedAgents(this.services.registry, this.services.store, options);
   }
 
   /** @internal */
@@ -583,11 +336,10 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     }
   }
 
-
   /**
    * The one check every call from outside that messages an agent (`send`,
-   * `ask`, `suspend`, `resume`, and every control call to come) makes after
-   * checking what it was passed and before anything is queued:
+   * `ask`, `suspend`, `resume`, `deny`) makes after checking what it was
+   * passed and before anything is queued:
    * `RUNTIME_NOT_STARTED` when `start()` was never called (no agent runs to
    * take it, and nothing is queued for later), `RUNTIME_STOPPED` after a
    * failed start or once `stop()` was called. Calls made while `start()`
@@ -605,29 +357,6 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     }
   }
 
-  /**
-   * Sends a runtime control request on the priority lane; the returned
-   * promise resolves once the agent has acted on it. The agent waits for
-   * this very promise to settle before it takes its next message.
-   */
-  private control(name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject, options: ControlOptions, call = type.slice(8)): Promise<void> {
-    const timeoutMs = options.timeoutMs;
-    if (timeoutMs !== undefined && (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
-      throw new InvalidArgumentError("timeoutMs", `${call}('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
-    }
-    if (this.services.registry.get(name) === undefined) {
-      const transport = this.services.bus.transport;
-      if (transport?.hosts(name) !== true) throw notFound(name);
-      this.assertStarted(`${call}('${name}')`);
-      // The runtime that hosts the agent decides, receipts and answers (see docs/nats.md); a deny travels as a
-      // resume with decision "deny", as it does in one process.
-      return transport.control(name, type === "_agency.suspend" ? "suspend" : "resume", payload, timeoutMs ?? REMOTE_CONTROL_TIMEOUT_MS, options.signal).then(() => undefined);
-    }
-    this.assertStarted(`${call}('${name}')`);
-    payload.sent = ++this.services.controlSent.count;
-    return this.services.bus.control(composeControl(this.outside, name, type, payload), timeoutMs, options.signal);
-  }
-
   private outgoing(name: string, payload: JsonObject, options: RuntimeSendOptions | undefined, request: boolean): Message {
     const type = options?.type === undefined ? DEFAULT_MESSAGE_TYPE : options.type;
     if (isReservedType(type)) throw new ReservedMessageTypeError(type);
@@ -638,54 +367,4 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     this.assertStarted(request ? `ask('${name}')` : `send('${name}')`); // after the checks of what was passed: bad input is reported as such
     return message;
   }
-}
-
-/**
- * Checks the whole tree before anything is attached, so a refused
- * construction leaves every agent and supervisor untouched: names valid and
- * unique across agents and supervisors, no instance listed twice, none
- * already belonging to a runtime.
- */
-function checkTree(root: SupervisedChild): void {
-  // One entry per name: an instance met twice finds itself under its own name.
-  const named = new Map<string, SupervisedChild>();
-  // A loop, not recursion: a tree built in code may nest deeper than the stack allows.
-  const pending: SupervisedChild[] = [root];
-  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
-    const what = node instanceof AgentProcess ? "agent" : "supervisor";
-    const first = typeof node.name === "string" ? named.get(node.name) : undefined;
-    if (first === node) {
-      throw new InvalidArgumentError(what, `${what} '${node.name}' appears twice in the tree; create one instance per place in the tree`);
-    }
-    assertValidName(node.name, what);
-    if (node.attached) {
-      throw new InvalidArgumentError(what, `${what} '${node.name}' already belongs to a runtime; create a new instance instead`);
-    }
-    if (first !== undefined) {
-      const firstWhat = first instanceof AgentProcess ? "agent" : "supervisor";
-      throw new DuplicateNameError(node.name, `${what} name '${node.name}' is already used in this tree by a ${firstWhat}; names of agents and supervisors must be unique`);
-    }
-    named.set(node.name, node);
-    if (node instanceof Supervisor || node instanceof DynamicSupervisor) {
-      // Pushed last to first, so children are checked in order; no spread, which would pass every child as an argument.
-      const children = node.children;
-      for (let i = children.length - 1; i >= 0; i--) pending.push(children[i] as SupervisedChild);
-    }
-  }
-}
-
-/** Refuses options given as anything but an object (`null`, a number) with `INVALID_ARGUMENT`. */
-function checkOptionsObject(call: string, options: unknown): void {
-  if (typeof options !== "object" || options === null) {
-    throw new InvalidArgumentError("options", `${call}: options must be an object (or left out), got ${describeValue(options)}`);
-  }
-}
-
-function rootOf(root: RuntimeOptions["root"]): SupervisedChild {
-  if (Array.isArray(root)) return new Supervisor("root", { children: root as SupervisedChild[] });
-  if (root instanceof AgentProcess) return new Supervisor("root", { children: [root] });
-  if (typeof root !== "object" || root === null || typeof (root as SupervisedChild)[startChild] !== "function") {
-    throw new InvalidArgumentError("root", `new Runtime({ root }) needs a Supervisor, DynamicSupervisor, AgentProcess or an array of them, got ${describeValue(root)}`);
-  }
-  return root as SupervisedChild;
 }

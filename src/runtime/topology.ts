@@ -7,6 +7,7 @@ import type { SupervisedChild } from "../supervision/child.js";
 import { DynamicSupervisor } from "../supervision/dynamic-supervisor.js";
 import { Supervisor } from "../supervision/supervisor.js";
 import { closestName } from "./closest-name.js";
+import type { FromTopologyOptions, RuntimeOptions } from "./runtime-options.js";
 
 /** Agent classes a topology may name in `type`, by that name. */
 export type AgentClasses = Readonly<Record<string, new (name: string, options?: AgentProcessOptions & Record<string, unknown>) => AgentProcess>>;
@@ -19,6 +20,24 @@ const NODE_KINDS = ["supervisor", "dynamicSupervisor", "agent"];
 const MAX_TOPOLOGY_DEPTH = 100;
 /** The most bytes (UTF-8) of topology text parsed: 1 MB, far beyond any real tree, far below what would stall a process. */
 const MAX_TOPOLOGY_BYTES = 1024 * 1024;
+
+/**
+ * The options of `Runtime.fromTopology(topology, options)` as runtime options:
+ * the tree built from `topology` as root, the agent classes left out.
+ * @throws {@link TopologyError} (`TOPOLOGY_INVALID`) naming the offending entry, or `options`
+ * when the options (with their `agents`) are missing
+ * @internal
+ */
+export function topologyRuntimeOptions(topology: string | object, options: FromTopologyOptions): RuntimeOptions {
+  if (typeof options !== "object" || (options as unknown) === null) {
+    throw new TopologyError(
+      "options",
+      `Runtime.fromTopology(topology, options) needs an options object with the agent classes the topology names, e.g. { agents: { Greeter } }; got ${describeValue(options)}`,
+    );
+  }
+  const { agents, ...rest } = options;
+  return { ...rest, root: buildTopology(topology, agents) };
+}
 
 /**
  * Builds a supervision tree from a topology: YAML text or the equivalent

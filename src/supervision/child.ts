@@ -1,3 +1,5 @@
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidArgumentError } from "../errors/errors.js";
 import type { RuntimeServices } from "../runtime/services.js";
 
 /** How a child's incarnation ended, as its supervisor sees it. */
@@ -17,6 +19,24 @@ export interface StopOptions {
   drain?: "current" | "all";
   /** How long to wait for the drain (and, separately, for `onStop`). @defaultValue the agent's `shutdownTimeoutMs` */
   timeoutMs?: number;
+}
+
+/**
+ * Refuses, with `INVALID_ARGUMENT` naming the field, stop options of
+ * `stop(name, options)` that are not an object or hold a bad `drain` or `timeoutMs`.
+ * @internal
+ */
+export function checkStopOptions(name: string, options: StopOptions): void {
+  if (typeof options !== "object" || options === null) {
+    throw new InvalidArgumentError("options", `stop('${name}') takes an options object { drain?, timeoutMs? }, got ${describeValue(options)}`);
+  }
+  const { drain, timeoutMs } = options;
+  if (drain !== undefined && drain !== "current" && drain !== "all") {
+    throw new InvalidArgumentError("drain", `stop('${name}'): drain must be "current" or "all", got ${describeValue(drain)}`);
+  }
+  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 0)) {
+    throw new InvalidArgumentError("timeoutMs", `stop('${name}'): timeoutMs must be a non-negative integer of milliseconds, got ${describeValue(timeoutMs)}`);
+  }
 }
 
 /**

@@ -8,17 +8,16 @@ import {
 } from "../errors/errors.js";
 import { notFound } from "../bus/message-bus.js";
 import { assertValidName } from "../bus/registry.js";
-import { buildMessage } from "../message/message.js";
-import { forceMessage } from "../mailbox/mailbox.js";
-import { mintControl } from "../process/control-authority.js";
 import { AgentProcess, clearSuspension } from "../process/agent-process.js";
+import type { CancelCause } from "../process/pause-settlement.js";
 import { ProcessStatus } from "../process/process-status.js";
 import type { RuntimeServices } from "../runtime/services.js";
 import { sleep } from "../time/clock.js";
 import { backoffDelay } from "./backoff.js";
-import { abandonChildStart, attachChild, closeChild, detachChild, startChild, stopChild, type ChildExit, type ChildParent, type StopOptions, type SupervisedChild } from "./child.js";
+import { abandonChildStart, attachChild, checkStopOptions, closeChild, detachChild, startChild, stopChild, type ChildExit, type ChildParent, type StopOptions, type SupervisedChild } from "./child.js";
 import type { AgentFactory, ChildTerminationReason, DynamicHost, SpawnOptions } from "./dynamic-host.js";
-import type { CancelCause } from "../process/pause-settlement.js";
+import { constructAgent } from "./construct-agent.js";
+import { notifySpawner, track, type DynamicChild } from "./dynamic-child.js";
 import { RestartIntensity } from "./restart-intensity.js";
 import { resolveRestartOptions, type ResolvedRestartOptions, type RestartOptions } from "./supervision-options.js";
 
@@ -26,29 +25,6 @@ import { resolveRestartOptions, type ResolvedRestartOptions, type RestartOptions
 export interface DynamicSupervisorOptions extends RestartOptions {
   /** The most children it holds at once; `spawn` past it rejects with `MAX_CHILDREN`. @defaultValue Infinity */
   maxChildren?: number;
-}
-
-/** Keeps `promise` in `set` until it settles (fulfilled or rejected). */
-function track(set: Set<Promise<void>>, promise: Promise<void>): void {
-  set.add(promise);
-  const forget = (): void => {
-    set.delete(promise);
-  };
-  promise.then(forget, forget);
-}
-
-interface DynamicChild {
-  readonly agent: AgentProcess;
-  /** The agent that spawned it (the instance: a later agent reusing its name is someone else). */
-  readonly spawner: AgentProcess | undefined;
-  readonly intensity: RestartIntensity;
-  /**
-   * The removal in flight, set before its first await: from then on no
-   * restart may bring the agent back, and a second despawn joins this one.
-   */
-  removal?: Promise<void>;
-  /** Cancels the restart backoff it is waiting out, if any: a removal wins over a pending restart. */
-  backoff?: AbortController;
 }
 
 /**
@@ -130,7 +106,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     if (services.registry.has(name)) {
       throw new DuplicateNameError(name, `cannot spawn '${name}': the name is already used in this runtime; pick another name or despawn the existing agent first`);
     }
-    const agent = construct(factory, name, options);
+    const agent = constructAgent(factory, name, options);
     if (!(agent instanceof AgentProcess) || agent.name !== name) {
       throw new InvalidArgumentError("factory", `spawn('${name}'): the factory must return an AgentProcess named '${name}', got ${describeValue(agent)}`);
     }
@@ -313,8 +289,8 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
   }
 
   /**
-   * Removes a child for good (after `stopFirst`, when given; clearing its
-   * suspension, S8) and tells its spawner why. The child is marked as being
+   * Removes a child for good (after `stopFirst`, when given; a pause it
+   * holds is cancelled with `cause`) and tells its spawner why. The child is marked as being
    * removed before anything is awaited, so no restart can slip in between;
    * a second call while the removal runs joins it, so the spawner hears once.
    */
@@ -348,32 +324,13 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     if (this.kids.get(child.agent.name) !== child) return;
     this.forget(child);
     this.requireServices().logger.info(`'${child.agent.name}' removed from '${this.name}' (${reason})`);
-    this.notifySpawner(child, reason);
+    notifySpawner(child, reason, this.name, this.requireServices());
   }
 
   private forget(child: DynamicChild): void {
     this.kids.delete(child.agent.name);
     child.agent[closeChild]();
     child.agent[detachChild]();
-  }
-
-  private notifySpawner(child: DynamicChild, reason: ChildTerminationReason): void {
-    const spawner = child.spawner;
-    if (spawner === undefined) return;
-    const services = this.requireServices();
-    // Only to that spawner, while it is still registered: never to a new agent that took its name.
-    if (services.registry.get(spawner.name) !== spawner || spawner.mailbox.closed) return;
-    forceMessage(
-      spawner.mailbox,
-      mintControl(buildMessage({
-        sender: this.name,
-        recipient: spawner.name,
-        type: "_agency.deregister",
-        priority: 0,
-        payload: { name: child.agent.name, reason },
-        timestamp: services.clock.now(),
-      })),
-    );
   }
 
   private requireRunning(): RuntimeServices {
@@ -392,48 +349,5 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
       throw new RuntimeStateError("RUNTIME_NOT_STARTED", `dynamic supervisor '${this.name}' does not belong to a runtime yet; pass it to new Runtime({ root })`);
     }
     return this.services;
-  }
-}
-
-/**
- * Makes the agent: `new` for an `AgentProcess` subclass, a plain call for a
- * factory function. A class that does not extend `AgentProcess` is refused
- * (`INVALID_ARGUMENT`, argument `factory`) without being called.
- */
-function construct<A extends AgentProcess>(factory: AgentFactory<A>, name: string, options: SpawnOptions | undefined): A {
-  const prototype: unknown = factory.prototype;
-  const isAgentClass = prototype === AgentProcess.prototype || (typeof prototype === "object" && prototype instanceof AgentProcess);
-  if (isAgentClass) return new (factory as new (name: string, options?: SpawnOptions) => A)(name, options);
-  if (isClassConstructor(factory)) throw notAnAgentClass(name, factory);
-  try {
-    return (factory as (name: string, options?: SpawnOptions) => A)(name, options);
-  } catch (error) {
-    // A class the source text did not reveal (a bound class, say) cannot be called without `new`.
-    if (error instanceof TypeError && /without 'new'/.test(error.message)) throw notAnAgentClass(name, factory);
-    throw error;
-  }
-}
-
-function isClassConstructor(value: unknown): boolean {
-  return typeof value === "function" && /^class[\s{]/.test(Function.prototype.toString.call(value));
-}
-
-function notAnAgentClass(name: string, factory: unknown): InvalidArgumentError {
-  return new InvalidArgumentError(
-    "factory",
-    `spawn('${name}'): ${describeValue(factory)} is a class that does not extend AgentProcess; pass an AgentProcess subclass or a factory function (name, options) => agent`,
-  );
-}
-
-function checkStopOptions(name: string, options: StopOptions): void {
-  if (typeof options !== "object" || options === null) {
-    throw new InvalidArgumentError("options", `stop('${name}') takes an options object { drain?, timeoutMs? }, got ${describeValue(options)}`);
-  }
-  const { drain, timeoutMs } = options;
-  if (drain !== undefined && drain !== "current" && drain !== "all") {
-    throw new InvalidArgumentError("drain", `stop('${name}'): drain must be "current" or "all", got ${describeValue(drain)}`);
-  }
-  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 0)) {
-    throw new InvalidArgumentError("timeoutMs", `stop('${name}'): timeoutMs must be a non-negative integer of milliseconds, got ${describeValue(timeoutMs)}`);
   }
 }

@@ -1,7 +1,5 @@
-import { CivitasError } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
-import { silentLogger, type Logger } from "../logging/logger.js";
-import { uuidv7 } from "../message/ids.js";
+import type { Logger } from "../logging/logger.js";
 import type { JsonObject } from "../message/json.js";
 import { AgentProcess } from "../process/agent-process.js";
 import { ProcessStatus } from "../process/process-status.js";
@@ -11,6 +9,7 @@ import { InMemoryStateStore } from "../state/in-memory-state-store.js";
 import type { StateStore } from "../state/state-store.js";
 import { Supervisor } from "../supervision/supervisor.js";
 import type { Clock } from "../time/clock.js";
+import { approvalOf, codeOf, resultOf } from "./lifecycle-calls.js";
 import { CRASH_MESSAGE_TYPE, instrument, LIFECYCLE_ID_KEY, SELF_SUSPEND_MESSAGE_TYPE } from "./instrument.js";
 import {
   formatCommand,
@@ -24,7 +23,7 @@ import {
   type MessageCommand,
   type StepResult,
 } from "./lifecycle-command.js";
-import type { HandledRecord, LifecycleDriverOptions, LifecycleObservation, ObservedAuditEvent, ObservedTransition } from "./lifecycle-observation.js";
+import { recordingLogger, type HandledRecord, type LifecycleDriverOptions, type LifecycleObservation, type ObservedAuditEvent, type ObservedTransition } from "./lifecycle-observation.js";
 import { settle, TestClock } from "./test-clock.js";
 import { WaitTimeoutError } from "./wait-for-status.js";
 
@@ -81,12 +80,7 @@ export class LifecycleDriver {
     this.#store = options.store ?? new InMemoryStateStore();
     this.#clock = options.clock ?? new TestClock();
     this.#settleTimeoutMs = options.settleTimeoutMs ?? 5000;
-    const log = (level: "warn" | "error") => (message: string, fields?: Record<string, unknown>) => {
-      this.#logs.push(`${level}: ${message}`);
-      options.logger?.[level](message, fields);
-    };
-    const user = options.logger ?? silentLogger;
-    this.#logger = { debug: (m, f) => user.debug(m, f), info: (m, f) => user.info(m, f), warn: log("warn"), error: log("error") };
+    this.#logger = recordingLogger(this.#logs, options.logger);
   }
 
   /** The runtime now in use (a process restart replaces it). */
@@ -211,18 +205,12 @@ export class LifecycleDriver {
         return undefined; // told apart once the step has settled: "expired" when the expiry's receipt is on record
       }
       case "deny": {
-        const decider = command.approver === "empty" ? "" : command.approver === "whitespace" ? " \t" : `approver-${this.#step}`;
-        let suspensionId: string | undefined;
-        if (command.approver === "stale") suspensionId = [...this.#suspensionIds].reverse().find((id) => id !== suspended) ?? uuidv7(this.#clock.now());
-        else if (command.approver === "valid" && command.bySuspensionId === true) suspensionId = suspended;
+        const { approver: decider, suspensionId } = approvalOf(command, this.#step, suspended, this.#suspensionIds, this.#clock);
         await runtime.deny(this.#name, decider, suspensionId === undefined ? {} : { suspensionId });
         return this.#audit.some((e) => e.event === "agent.deny" && e.agent === this.#name && e.details.decider === decider) ? "denied" : "noop";
       }
       case "resume": {
-        const approver = command.approver === "empty" ? "" : command.approver === "whitespace" ? " \t" : `approver-${this.#step}`;
-        let suspensionId: string | undefined;
-        if (command.approver === "stale") suspensionId = [...this.#suspensionIds].reverse().find((id) => id !== suspended) ?? uuidv7(this.#clock.now());
-        else if (command.approver === "valid" && command.bySuspensionId === true) suspensionId = suspended;
+        const { approver, suspensionId } = approvalOf(command, this.#step, suspended, this.#suspensionIds, this.#clock);
         await runtime.resume(this.#name, approver, suspensionId === undefined ? {} : { suspensionId });
         // The receipt comes before the effect, and every step has its own approver: a receipt naming
         // this one means the resume lifted a pause. (Whether the subject was paused when the command
@@ -385,39 +373,4 @@ export class LifecycleDriver {
       }
     }
   }
-}
-
-/**
- * Runs `commands` (from {@link lifecycleCommandsArbitrary}, or written by
- * hand) against a real runtime and returns what happened. Compare
- * `observation.outcome` with `SuspensionModel.run(commands)`.
- *
- * @throws (rejects) {@link WaitTimeoutError} (`WAIT_TIMEOUT`) when a command does not settle in time
- * @example
- * ```ts
- * const commands: LifecycleCommand[] = [{ kind: "suspend", reason: "review" }, { kind: "send", id: 0 }, { kind: "resume", approver: "valid" }];
- * const observed = await runLifecycleCommands(commands, { createAgent: (name) => new Payer(name) });
- * expect(observed.outcome).toEqual(SuspensionModel.run(commands));
- * ```
- */
-export async function runLifecycleCommands(commands: readonly LifecycleCommand[], options: LifecycleDriverOptions = {}): Promise<LifecycleObservation> {
-  const driver = new LifecycleDriver(options);
-  try {
-    await driver.start();
-    for (const command of commands) await driver.apply(command);
-  } catch (error) {
-    await driver.dispose();
-    throw error;
-  }
-  return driver.finish();
-}
-
-function codeOf(error: unknown): string {
-  if (error instanceof CivitasError) return error.code;
-  return error instanceof Error ? error.name : String(error);
-}
-
-function resultOf(error: unknown): StepResult {
-  const code = codeOf(error);
-  return code === "INVALID_APPROVER" || code === "STALE_APPROVAL" ? code : `error:${code}`;
 }

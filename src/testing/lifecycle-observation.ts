@@ -1,9 +1,9 @@
 import type { AuditEvent, AuditSink } from "../audit/audit-event.js";
-import type { Logger } from "../logging/logger.js";
+import { silentLogger, type Logger } from "../logging/logger.js";
 import type { JsonObject } from "../message/json.js";
 import type { AgentProcess } from "../process/agent-process.js";
 import type { ProcessStatus } from "../process/process-status.js";
-import type { RuntimeOptions } from "../runtime/runtime.js";
+import type { RuntimeOptions } from "../runtime/runtime-options.js";
 import type { StateStore } from "../state/state-store.js";
 import type { Clock } from "../time/clock.js";
 import type { LifecycleCommand, LifecycleOutcome } from "./lifecycle-command.js";
@@ -92,4 +92,19 @@ export interface LifecycleObservation {
   readonly audit: readonly ObservedAuditEvent[];
   /** Every warning and error logged. */
   readonly logs: readonly string[];
+}
+
+/**
+ * The logger a `LifecycleDriver` gives its runtimes: warnings and errors are
+ * recorded in `logs` (the observation's `logs`, as `"warn: …"`), and every
+ * line is passed on to `user`, when given.
+ * @internal
+ */
+export function recordingLogger(logs: string[], user: Logger | undefined): Logger {
+  const log = (level: "warn" | "error") => (message: string, fields?: Record<string, unknown>) => {
+    logs.push(`${level}: ${message}`);
+    user?.[level](message, fields);
+  };
+  const passOn = user ?? silentLogger;
+  return { debug: (m, f) => passOn.debug(m, f), info: (m, f) => passOn.info(m, f), warn: log("warn"), error: log("error") };
 }

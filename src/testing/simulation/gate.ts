@@ -27,3 +27,27 @@ export interface GateBoard {
   /** Adds a gate, unless it belongs to a runtime a kill discarded (`epoch` stale): then it is never opened. */
   add(gate: Gate, epoch: number): void;
 }
+
+/**
+ * What `gates` offer now, in gate order; or `undefined` when a gate would do
+ * nothing: such gates are let go (taken out of `gates` and opened, with no
+ * fault), and what they let go may ready others, so ask again.
+ * @internal
+ */
+export function offersOf(gates: Gate[]): SimulationChoice[] | undefined {
+  const offers: SimulationChoice[] = [];
+  let letGo = false;
+  for (let i = 0; i < gates.length; ) {
+    const gate = gates[i] as Gate;
+    const offer = gate.offer();
+    if (offer === undefined) {
+      gates.splice(i, 1);
+      gate.open(undefined);
+      letGo = true;
+    } else {
+      offers.push(offer);
+      i++;
+    }
+  }
+  return letGo ? undefined : offers;
+}

@@ -6,7 +6,7 @@ import { InvalidArgumentError } from "../../errors/errors.js";
 import type { JsonObject } from "../../message/json.js";
 import { checkExpiresInMs } from "../../process/pause-deadline.js";
 import { assertApprover, assertReason } from "../../process/suspension.js";
-import type { DenyOptions, ResumeOptions, SuspendOptions } from "../../runtime/runtime.js";
+import type { DenyOptions, ResumeOptions, SuspendOptions } from "../../runtime/runtime-control.js";
 import type { Clock } from "../../time/clock.js";
 import type { SimulatedNetwork } from "./simulated-network.js";
 import type { PeerAgentStatus, SimulationPeer } from "./types.js";

@@ -6,11 +6,17 @@ import { useIdSource } from "../../message/ids.js";
 import type { Message } from "../../message/message.js";
 import { Runtime } from "../../runtime/runtime.js";
 import { buildSimulated } from "../../runtime/simulation-hooks.js";
-import type { DenyOptions, ResumeOptions, RuntimeAskOptions, RuntimeSendOptions, SuspendOptions } from "../../runtime/runtime.js";
+import type { DenyOptions, ResumeOptions, SuspendOptions } from "../../runtime/runtime-control.js";
+import type { RuntimeAskOptions, RuntimeSendOptions } from "../../runtime/runtime-options.js";
 import { BuiltInInvariants, userProblem } from "./built-in-invariants.js";
 import type { CheckedOptions } from "./check-options.js";
-import type { Gate, GateBoard, GateOutcome } from "./gate.js";
+import { chooseFault } from "./choose-fault.js";
+import { drain } from "./drain.js";
+import { ExternalAwaits } from "./external-awaits.js";
+import { offersOf, type Gate, type GateBoard, type GateOutcome } from "./gate.js";
 import { fillFrom, mulberry32 } from "./prng.js";
+import { recordedDivergence, unreadyDivergence } from "./replay-divergence.js";
+import { replyGate } from "./reply-gate.js";
 import { SimulatedAuditSink, AuditLog } from "./simulated-audit-sink.js";
 import { SimulatedClock } from "./simulated-clock.js";
 import { SimulatedNetwork } from "./simulated-network.js";
@@ -21,25 +27,11 @@ import { DurableData, SimulatedStore } from "./simulated-store.js";
 import { SimulationBusyError, SimulationFailure, SimulationStateError, type SimulationFailureCode } from "./simulation-failure.js";
 import { formatTrace } from "./trace-format.js";
 import { EngineView } from "./simulation-view.js";
-import type { Simulation, SimulationChoice, SimulationFaultKind, SimulationPeer, SimulationStep, SimulationView } from "./types.js";
+import type { Simulation, SimulationChoice, SimulationPeer, SimulationStep, SimulationView } from "./types.js";
 import { findCycle, formatChain, waitEdges } from "./wait-graph.js";
 
 /** The simulation running in this process, if any: ids and the runtime's hooks are process-wide. */
 let active: SimulationEngine | undefined;
-
-/**
- * Lets every queued promise callback run, and nothing else: a `nextTick`
- * queued from a promise callback runs only once the whole microtask queue
- * is empty (Node drains microtasks before it returns to the tick queue). No
- * timer or I/O callback runs meanwhile, unlike a `setImmediate` turn, and it
- * costs far less than a turn of the event loop.
- */
-function drain(): Promise<void> {
-  return new Promise((resolve) => process.nextTick(resolve));
-}
-
-/** How long, in real time, a quiescent simulation waits for handlers that await promises it does not control. */
-const EXTERNAL_WAIT_MS = 2_000;
 
 /**
  * The simulation engine: owns the runtime it builds, the ready set of
@@ -53,6 +45,7 @@ export class SimulationEngine implements Simulation, GateBoard {
   private readonly data = new DurableData();
   private readonly log = new AuditLog();
   private readonly deliveries: DeliveryOrdinals = new Map();
+  /** Replies so far per sender and recipient: each reply gate's key counts them. */
   private readonly replies = new Map<string, number>();
   private scheduler: SimulatedScheduler | undefined;
   private runtime: Runtime | undefined;
@@ -60,10 +53,7 @@ export class SimulationEngine implements Simulation, GateBoard {
   private stopping: Promise<void> | undefined;
   private phase: "new" | "running" | "ended" = "new";
   private readonly builtIn: BuiltInInvariants;
-  /** Messages whose handler was reported awaiting a promise the runtime does not control. */
-  private readonly external = new WeakSet<Message>();
-  /** Agents with a store write that hangs: their handler waits on the runtime, not on something external. */
-  private readonly hung = new Set<string>();
+  private readonly external = new ExternalAwaits();
   /** Set when a step ended with a drain and nothing ran since: the next collect() need not drain again. */
   private drained = false;
   readonly view: SimulationView;
@@ -179,7 +169,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     const epoch = this.epoch;
     const scheduler = new SimulatedScheduler(this, epoch, this.deliveries);
     this.scheduler = scheduler;
-    const hooks = { scheduler, settleReply: (reply: Message, settle: () => void) => this.add(this.replyGate(reply, settle), epoch) };
+    const hooks = { scheduler, settleReply: (reply: Message, settle: () => void) => this.add(replyGate(this.replies, reply, settle), epoch) };
     const runtime = buildSimulated(
       hooks,
       () =>
@@ -201,28 +191,13 @@ export class SimulationEngine implements Simulation, GateBoard {
   /** "kill -9": forgets the runtime, every gate and timer and what the store did not keep; builds the runtime again and starts it. */
   private rebuild(): void {
     for (const r of this.scheduler?.runners.values() ?? []) disarmCrash(r, true);
-    this.hung.clear();
+    this.external.hung.clear();
     this.epoch++;
     this.gates = [];
     this.clock.clear(true);
     this.data.restart();
     this.builtIn.restart();
     this.build();
-  }
-
-  private replyGate(reply: Message, settle: () => void): Gate {
-    const pair = `${reply.sender}>${reply.recipient}`;
-    const ordinal = (this.replies.get(pair) ?? 0) + 1;
-    this.replies.set(pair, ordinal);
-    const choice: SimulationChoice = { kind: "reply", key: `${reply.recipient}<=${reply.sender}:${reply.type}#${ordinal}`, thread: reply.recipient, agent: reply.recipient, from: reply.sender, type: reply.type };
-    return {
-      faults: [],
-      offer: () => choice,
-      open: () => {
-        settle();
-        return { kind: "reply", from: reply.sender, type: reply.type, messageId: reply.id };
-      },
-    };
   }
 
   /** Records a user operation; the runtime to call. */
@@ -259,21 +234,8 @@ export class SimulationEngine implements Simulation, GateBoard {
     for (;;) {
       if (this.drained) this.drained = false;
       else await drain();
-      const offers: SimulationChoice[] = [];
-      let letGo = false;
-      for (let i = 0; i < this.gates.length; ) {
-        const gate = this.gates[i] as Gate;
-        const offer = gate.offer();
-        if (offer === undefined) {
-          this.gates.splice(i, 1);
-          gate.open(undefined);
-          letGo = true;
-        } else {
-          offers.push(offer);
-          i++;
-        }
-      }
-      if (!letGo) return offers;
+      const offers = offersOf(this.gates);
+      if (offers !== undefined) return offers;
     }
   }
 
@@ -288,15 +250,11 @@ export class SimulationEngine implements Simulation, GateBoard {
     const gate = this.gates[index];
     const choice = offers[index];
     if (gate === undefined || choice === undefined || !Number.isInteger(index)) {
-      const want = this.expected?.[this.steps.length];
-      if (this.expected !== undefined) {
-        const wanted = want === undefined ? `the saved trace ends at step ${this.expected.length - 1}` : `the saved trace has ${want.kind} ${want.key}, which is not ready`;
-        throw this.fail("SIMULATION_DIVERGED", `replay diverged at step ${this.steps.length}: ${wanted}; ready: ${offers.map((o) => o.key).join(", ")}`);
-      }
+      if (this.expected !== undefined) throw this.fail("SIMULATION_DIVERGED", unreadyDivergence(this.expected, this.steps.length, offers));
       throw this.fail("SIMULATION_DIVERGED", `the chooser returned ${String(index)}, not an index of the ${offers.length} ready choices`);
     }
     this.gates.splice(index, 1);
-    const fault = this.options.faulty ? await this.faultAt(gate, choice) : undefined;
+    const fault = this.options.faulty ? await chooseFault(this.options, gate, choice, this.steps.length) : undefined;
     const agent = choice.agent === undefined ? {} : { agent: choice.agent };
     if (fault === "kill") {
       this.record({ kind: "kill", key: choice.key, ...agent, detail: "fault: the process was killed instead" });
@@ -307,7 +265,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     const watched = choice.kind === "deliver" && choice.agent !== undefined ? this.builtIn.watch(this.scheduler?.runners.get(choice.agent)) : undefined;
     this.clock.owner = choice.agent;
     const outcome = gate.open(fault);
-    if (outcome.kind === "store.hang" && choice.agent !== undefined) this.hung.add(choice.agent);
+    if (outcome.kind === "store.hang" && choice.agent !== undefined) this.external.hung.add(choice.agent);
     // The outcome is a fresh object: completed in place into the step (a step is the simulation's hot path).
     const step = outcome as { key: string; agent?: string } & GateOutcome;
     step.key = choice.key;
@@ -325,7 +283,6 @@ export class SimulationEngine implements Simulation, GateBoard {
     return "stepped";
   }
 
-  /** Nothing is ready: a deadlock, or time moves on to the earliest timer. */
   /** Refuses a step past `maxSteps`: a run that becomes quiescent after exactly `maxSteps` steps is not cut. */
   private checkStepLimit(): void {
     if (this.steps.length >= this.options.maxSteps) {
@@ -333,6 +290,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     }
   }
 
+  /** Nothing is ready: a deadlock, or time moves on to the earliest timer. */
   private async advanceTime(): Promise<"stepped" | "idle"> {
     const cycle = findCycle(waitEdges(this.scheduler?.runners ?? new Map()));
     if (cycle !== undefined) throw this.fail("SIMULATION_DEADLOCK", `deadlock: nothing is ready and agents wait on each other: ${formatChain(cycle)}`);
@@ -343,8 +301,7 @@ export class SimulationEngine implements Simulation, GateBoard {
         return "idle";
       }
       // A handler waits on a promise the simulation does not control (reported in the trace): let real time pass.
-      const until = Date.now() + EXTERNAL_WAIT_MS;
-      while (this.awaitingExternally() && this.gates.length === 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 1));
+      await this.external.waitOut(() => this.awaitingExternally() && this.gates.length === 0);
       return this.gates.length > 0 ? "stepped" : "idle";
     }
     this.checkStepLimit();
@@ -357,46 +314,25 @@ export class SimulationEngine implements Simulation, GateBoard {
     return "stepped";
   }
 
-  private async faultAt(gate: Gate, choice: SimulationChoice): Promise<SimulationFaultKind | undefined> {
-    const chooser = this.options.chooser;
-    if (chooser.fault === undefined) return undefined;
-    const step = this.steps.length;
-    const kills = this.options.probability("kill");
-    if (kills > 0 && (await chooser.fault(choice, "kill", kills, step))) return "kill";
-    for (const kind of gate.faults) {
-      const probability = this.options.probability(kind);
-      if (probability > 0 && (await chooser.fault(choice, kind, probability, step))) return kind;
-    }
-    return undefined;
-  }
-
   private awaitingExternally(): boolean {
-    for (const r of this.scheduler?.runners.values() ?? []) if (r.current !== undefined && this.external.has(r.current)) return true;
-    return false;
+    return this.scheduler !== undefined && this.external.awaiting(this.scheduler.runners);
   }
 
-  /**
-   * Reports each handler that waits on nothing the simulation controls: no
-   * gate, timer or ask of its agent. Only the code of the step's agent ran
-   * in a step (`agent`); after a timer, anyone's may have.
-   */
+  /** Reports each handler that waits on nothing the simulation controls (see {@link ExternalAwaits.check}). */
   private checkExternalAwaits(agent: string | undefined): void {
     const runners = this.scheduler?.runners;
-    if (runners === undefined) return;
-    let edges: ReturnType<typeof waitEdges> | undefined;
-    for (const [name, r] of agent === undefined ? runners : [[agent, runners.get(agent)] as const]) {
-      const message = r?.current;
-      if (message === undefined || this.external.has(message) || this.hung.has(name)) continue;
-      if (this.gates.some((g) => g.offer()?.agent === name) || this.clock.ownsTimer(name)) continue;
-      edges ??= waitEdges(runners);
-      if (edges.some((e) => e.from === name)) continue;
-      this.external.add(message);
-      this.record({ kind: "external-await", key: `${name}:external#${message.type}`, agent: name, type: message.type, messageId: message.id, detail: "its handler awaits a promise the simulation does not control; it is not raced, it runs when it settles" });
-      if (this.options.externalAwaits === "fail") {
-        throw this.fail("SIMULATION_EXTERNAL_AWAIT", `'${name}' handling ${message.type} awaits a promise the simulation does not control (a timer, I/O, a promise of your own); use the runtime's clock and messages, or pass externalAwaits: "record"`);
-      }
-    }
+    if (runners !== undefined) this.external.check(runners, agent, this.controlled, this.reportExternal);
   }
+
+  /** Whether a gate or a timer of the agent `name` is pending: what it waits on, the simulation controls. */
+  private readonly controlled = (name: string): boolean => this.gates.some((g) => g.offer()?.agent === name) || this.clock.ownsTimer(name);
+
+  private readonly reportExternal = (name: string, message: Message): void => {
+    this.record({ kind: "external-await", key: `${name}:external#${message.type}`, agent: name, type: message.type, messageId: message.id, detail: "its handler awaits a promise the simulation does not control; it is not raced, it runs when it settles" });
+    if (this.options.externalAwaits === "fail") {
+      throw this.fail("SIMULATION_EXTERNAL_AWAIT", `'${name}' handling ${message.type} awaits a promise the simulation does not control (a timer, I/O, a promise of your own); use the runtime's clock and messages, or pass externalAwaits: "record"`);
+    }
+  };
 
   private checkInvariants(): void {
     const problem = this.builtIn.check() ?? userProblem(this.options.invariants, this.view);
@@ -412,13 +348,8 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.steps.push(recorded);
     const expected = this.expected;
     if (expected === undefined || this.phase !== "running") return;
-    const want = expected[recorded.step];
-    if (want === undefined) {
-      throw this.fail("SIMULATION_DIVERGED", `replay diverged at step ${recorded.step}: the saved trace ends at step ${expected.length - 1}, but the run went on with ${recorded.kind} ${recorded.key}`);
-    }
-    if (want.kind !== recorded.kind || (want.key !== recorded.key && !(want.kind === "timer" && recorded.kind === "timer"))) {
-      throw this.fail("SIMULATION_DIVERGED", `replay diverged at step ${recorded.step}: the saved trace has ${want.kind} ${want.key}, the run did ${recorded.kind} ${recorded.key}`);
-    }
+    const divergence = recordedDivergence(expected, recorded);
+    if (divergence !== undefined) throw this.fail("SIMULATION_DIVERGED", divergence);
   }
 
   private fail(code: SimulationFailureCode, summary: string): SimulationFailure {

@@ -3,7 +3,8 @@ import type { JsonObject } from "../../message/json.js";
 import type { Message } from "../../message/message.js";
 import type { AgentProcess } from "../../process/agent-process.js";
 import type { ProcessStatus } from "../../process/process-status.js";
-import type { RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions, ResumeOptions, DenyOptions, SuspendOptions } from "../../runtime/runtime.js";
+import type { ResumeOptions, DenyOptions, SuspendOptions } from "../../runtime/runtime-control.js";
+import type { RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions } from "../../runtime/runtime-options.js";
 import type { SupervisedChild } from "../../supervision/child.js";
 
 /**

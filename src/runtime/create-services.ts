@@ -1,0 +1,55 @@
+import type { EventEmitter } from "eventemitter3";
+import { MessageBus } from "../bus/message-bus.js";
+import { Registry } from "../bus/registry.js";
+import { stderrLogger } from "../logging/logger.js";
+import { Telemetry } from "../observability/telemetry.js";
+import { InMemoryStateStore } from "../state/in-memory-state-store.js";
+import { systemClock } from "../time/clock.js";
+import type { RuntimeEvents } from "./runtime-events.js";
+import type { RuntimeOptions } from "./runtime-options.js";
+import { Scheduler } from "./scheduler.js";
+import type { RuntimeServices } from "./services.js";
+import { joiningSimulation } from "./simulation-hooks.js";
+
+/**
+ * The services of a new runtime, from its (checked) options: the defaults
+ * filled in (system clock, stderr logger, an in-memory store, with a warning
+ * that it is not durable), and the simulation's scheduler and reply gate when
+ * the runtime is built inside one. `events` is the runtime; `stopping` is
+ * aborted when it begins to stop.
+ * @internal
+ */
+export function createServices(options: RuntimeOptions, events: EventEmitter<RuntimeEvents>, stopping: AbortSignal): RuntimeServices {
+  const clock = options.clock ?? systemClock;
+  const logger = options.logger ?? stderrLogger;
+  const registry = new Registry();
+  const store = options.store ?? new InMemoryStateStore();
+  if (!store.durable) {
+    logger.warn("state store is not durable: checkpoints are lost when this process ends; use SqliteStateStore from civitas-ts/sqlite to keep them");
+  }
+  const simulation = joiningSimulation();
+  const services: RuntimeServices = {
+    registry,
+    bus: new MessageBus(registry, clock, events),
+    store,
+    clock,
+    logger,
+    telemetry: new Telemetry(options.tracerProvider, options.auditSink, options.signerId ?? "civitas-runtime", clock, logger),
+    scheduler: simulation?.scheduler ?? new Scheduler(),
+    events,
+    authorizeResume: options.authorizeResume,
+    expired: (message) => {
+      // Reported from inside an agent loop's dequeue: a listener's bug must not crash the agent.
+      try {
+        logger.warn(`message ${message.id} to '${message.recipient}' expired after ${message.ttlMs} ms in the mailbox and was discarded`);
+        events.emit("message.expired", message);
+      } catch (error) {
+        logger.error(`a 'message.expired' listener threw for message ${message.id} to '${message.recipient}'`, { error });
+      }
+    },
+    stopping,
+    controlSent: { count: 0 },
+  };
+  if (simulation !== undefined) services.bus.replyGate = simulation.settleReply;
+  return services;
+}

@@ -1,0 +1,253 @@
+import { notFound } from "../bus/message-bus.js";
+import type { Registry } from "../bus/registry.js";
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidArgumentError } from "../errors/errors.js";
+import type { JsonObject } from "../message/json.js";
+import { composeControl, type EnvelopeContext } from "../process/envelope.js";
+import { checkExpiresInMs } from "../process/pause-deadline.js";
+import { ProcessStatus } from "../process/process-status.js";
+import { assertApprover, assertReason } from "../process/suspension.js";
+import type { StateStore } from "../state/state-store.js";
+import { listClusterSuspended, suspendedAgent } from "./cluster-suspensions.js";
+import type { RuntimeServices } from "./services.js";
+
+/** Options of {@link Runtime.suspend} and {@link Runtime.resume}: how long to wait for the agent to act. */
+export interface ControlOptions {
+  /**
+   * Give up waiting after this long (`ASK_TIMEOUT`). The request stays queued:
+   * the agent still acts on it when it gets to it. @defaultValue no limit
+   */
+  timeoutMs?: number;
+  /** Stop waiting when aborted (rejects with `signal.reason`); the request stays queued. */
+  signal?: AbortSignal;
+}
+
+/** Options of {@link Runtime.suspend}. */
+export interface SuspendOptions extends ControlOptions {
+  /**
+   * How long the pause may last: once this long has passed (on the
+   * runtime's clock, also while the process was down) the pause is denied by
+   * decider `"expiry"`. On an agent already suspended it replaces the
+   * pause's deadline; left out there, the deadline is kept. @defaultValue no deadline
+   */
+  expiresInMs?: number;
+}
+
+/** Options of {@link Runtime.deny}. */
+export interface DenyOptions extends ControlOptions {
+  /**
+   * The suspension this denial was made for. When the agent is no longer
+   * suspended under it, the deny rejects with `STALE_APPROVAL` and changes nothing.
+   */
+  suspensionId?: string;
+  /** Why it was denied: recorded in the `agent.deny` receipt and passed to `onDeny`. @defaultValue "" */
+  reason?: string;
+}
+
+/** Options of {@link Runtime.resume}. */
+export interface ResumeOptions extends ControlOptions {
+  /**
+   * Resume even though the agent's code identity (its class's static
+   * `version`, its capabilities) changed while it was suspended; the resume's
+   * receipt records the change. Without it such a resume rejects with
+   * `IDENTITY_CHANGED`. @defaultValue false
+   */
+  acceptIdentityChange?: boolean;
+  /**
+   * The suspension this approval was given for. When the agent is no longer
+   * suspended under it (resumed already, or suspended again since), the
+   * resume rejects with `STALE_APPROVAL` and changes nothing.
+   */
+  suspensionId?: string;
+}
+
+/** One suspended agent, as {@link Runtime.listSuspended} reports it. */
+export interface SuspendedAgent {
+  /** The agent's name. */
+  readonly name: string;
+  /** Why it was suspended (the latest reason, when suspended again). */
+  readonly reason: string;
+  /** When the pause began, ISO-8601 UTC with milliseconds. */
+  readonly since: string;
+  /** Names this pause; pass it to `resume` so an approval cannot settle a later pause. */
+  readonly suspensionId: string;
+  /** When the pause is denied by `"expiry"`, ISO-8601 UTC, when it has a deadline. */
+  readonly expiresAt?: string;
+}
+
+/** Options of {@link Runtime.listSuspended}. */
+export interface ListSuspendedOptions {
+  /**
+   * `"local"`: the agents this runtime supervises, from memory, synchronously.
+   * `"cluster"`: every agent in the runtime's shared store, wherever it runs,
+   * from the store's marker column in one query — a Promise, and only with a
+   * `PostgresStateStore` (or a fenced view of one).
+   * @defaultValue "local"
+   */
+  scope?: "local" | "cluster";
+}
+/** Refuses options given as anything but an object (`null`, a number) with `INVALID_ARGUMENT`. */
+function checkOptionsObject(call: string, options: unknown): void {
+  if (typeof options !== "object" || options === null) {
+    throw new InvalidArgumentError("options", `${call}: options must be an object (or left out), got ${describeValue(options)}`);
+  }
+}
+
+function checkSuspensionId(call: string, suspensionId: unknown): void {
+  if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
+    throw new InvalidArgumentError("suspensionId", `${call}: suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
+  }
+}
+
+/**
+ * The payload of the `_agency.suspend` request of `suspend(name, reason, options)`.
+ * @throws {@link InvalidArgumentError} for options that are not an object, a bad reason or `expiresInMs`
+ */
+function suspendPayload(name: string, reason: string, options: SuspendOptions): JsonObject {
+  checkOptionsObject(`suspend('${name}')`, options);
+  assertReason(`suspend('${name}')`, reason);
+  const expiresInMs = checkExpiresInMs(`suspend('${name}')`, options.expiresInMs);
+  return expiresInMs === undefined ? { reason } : { reason, expiresInMs };
+}
+
+/**
+ * The payload of the `_agency.resume` request of `resume(name, approver, options)`.
+ * @throws {@link InvalidArgumentError} for options that are not an object or a bad `suspensionId`;
+ * `INVALID_APPROVER` for a bad approver
+ */
+function resumePayload(name: string, approver: string, options: ResumeOptions): JsonObject {
+  checkOptionsObject(`resume('${name}')`, options);
+  assertApprover(name, approver);
+  const suspensionId = options.suspensionId;
+  checkSuspensionId(`resume('${name}')`, suspensionId);
+  const payload: JsonObject = { approver };
+  if (suspensionId !== undefined) payload.suspensionId = suspensionId;
+  if (options.acceptIdentityChange === true) payload.acceptIdentityChange = true;
+  return payload;
+}
+
+/**
+ * The payload of the `_agency.resume` request of `deny(name, decider, options)`:
+ * a denial travels as a resume request with decision `"deny"`, so it takes the
+ * same path, checks and ordering.
+ * @throws {@link InvalidArgumentError} for options that are not an object, a bad `suspensionId`
+ * or reason; `INVALID_APPROVER` for a bad decider
+ */
+function denyPayload(name: string, decider: string, options: DenyOptions): JsonObject {
+  checkOptionsObject(`deny('${name}')`, options);
+  assertApprover(name, decider, "deny");
+  const { suspensionId, reason } = options;
+  checkSuspensionId(`deny('${name}')`, suspensionId);
+  if (reason !== undefined) assertReason(`deny('${name}')`, reason);
+  const payload: JsonObject = { approver: decider, decision: "deny" };
+  if (suspensionId !== undefined) payload.suspensionId = suspensionId;
+  if (reason !== undefined) payload.reason = reason;
+  return payload;
+}
+
+/**
+ * What `listSuspended(options)` answers: the SUSPENDED agents of `registry`
+ * (`"local"`), or every suspension `store` records (`"cluster"`, a Promise).
+ * @throws {@link InvalidArgumentError} for options that are not an object or a `scope` other than `"local"`/`"cluster"`
+ * @internal
+ */
+export function listSuspendedAgents(registry: Registry, store: StateStore, options: ListSuspendedOptions): SuspendedAgent[] | Promise<SuspendedAgent[]> {
+  checkOptionsObject("listSuspended()", options);
+  const scope: unknown = options.scope === undefined ? "local" : options.scope; // null is refused, not defaulted
+  if (scope === "cluster") return listClusterSuspended(store);
+  if (scope !== "local") {
+    throw new InvalidArgumentError("scope", `listSuspended({ scope }): scope must be "local" (this runtime's agents) or "cluster" (every agent in the shared store), got ${describeValue(scope)}`);
+  }
+  const suspended: SuspendedAgent[] = [];
+  for (const agent of registry.all()) {
+    const marker = agent.suspension;
+    if (agent.status === ProcessStatus.SUSPENDED && marker !== undefined) {
+      suspended.push(suspendedAgent(agent.name, marker));
+    }
+  }
+  return suspended;
+}
+
+/** How long a suspend or resume of an agent in another process waits for its owner's answer when no `timeoutMs` is given. */
+const REMOTE_CONTROL_TIMEOUT_MS = 30_000;
+
+/**
+ * What the control calls use of their runtime: its services, where its
+ * requests are composed (sender `_runtime`), and its check that it takes calls.
+ * @internal
+ */
+export interface ControlPath {
+  readonly services: RuntimeServices;
+  readonly outside: EnvelopeContext;
+  /** Throws `RUNTIME_NOT_STARTED` or `RUNTIME_STOPPED` for `call` when the runtime takes no calls. */
+  readonly assertStarted: (call: string) => void;
+}
+
+/**
+ * Sends a runtime control request on the priority lane; the returned
+ * promise resolves once the agent has acted on it. The agent waits for
+ * this very promise to settle before it takes its next message. An agent
+ * another runtime hosts is sent the request through the transport, and
+ * that runtime answers.
+ */
+function sendControl(path: ControlPath, name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject, options: ControlOptions, call = type.slice(8)): Promise<void> {
+  const { services } = path;
+  const timeoutMs = options.timeoutMs;
+  if (timeoutMs !== undefined && (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
+    throw new InvalidArgumentError("timeoutMs", `${call}('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
+  }
+  if (services.registry.get(name) === undefined) {
+    const transport = services.bus.transport;
+    if (transport?.hosts(name) !== true) throw notFound(name);
+    path.assertStarted(`${call}('${name}')`);
+    // The runtime that hosts the agent decides, receipts and answers (see docs/nats.md); a deny travels as a
+    // resume with decision "deny", as it does in one process.
+    return transport.control(name, type === "_agency.suspend" ? "suspend" : "resume", payload, timeoutMs ?? REMOTE_CONTROL_TIMEOUT_MS, options.signal).then(() => undefined);
+  }
+  path.assertStarted(`${call}('${name}')`);
+  payload.sent = ++services.controlSent.count;
+  return services.bus.control(composeControl(path.outside, name, type, payload), timeoutMs, options.signal);
+}
+
+/**
+ * `runtime.suspend(name, reason, options)`: checks what was passed, then sends
+ * the request through `path`. Never throws: a refusal is a rejected promise.
+ * @internal
+ */
+export function suspendAgent(path: ControlPath, name: string, reason: string, options: SuspendOptions): Promise<void> {
+  try {
+    return sendControl(path, name, "_agency.suspend", suspendPayload(name, reason, options), options);
+  } catch (error) {
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * `runtime.resume(name, approver, options)`: checks what was passed, then
+ * sends the request through `path`. Never throws: a refusal is a rejected promise.
+ * @internal
+ */
+export function resumeAgent(path: ControlPath, name: string, approver: string, options: ResumeOptions): Promise<void> {
+  try {
+    return sendControl(path, name, "_agency.resume", resumePayload(name, approver, options), options);
+  } catch (error) {
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
+    return Promise.reject(error);
+  }
+}
+
+/**
+ * `runtime.deny(name, decider, options)`: checks what was passed, then sends
+ * the request (a resume with decision `"deny"`) through `path`. Never throws:
+ * a refusal is a rejected promise.
+ * @internal
+ */
+export function denyAgent(path: ControlPath, name: string, decider: string, options: DenyOptions): Promise<void> {
+  try {
+    return sendControl(path, name, "_agency.resume", denyPayload(name, decider, options), options, "deny");
+  } catch (error) {
+    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
+    return Promise.reject(error);
+  }
+}

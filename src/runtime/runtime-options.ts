@@ -1,0 +1,66 @@
+import type { TracerProvider } from "@opentelemetry/api";
+import type { AuditSink } from "../audit/audit-event.js";
+import type { Transport } from "../bus/transport.js";
+import type { Logger } from "../logging/logger.js";
+import type { StateStore } from "../state/state-store.js";
+import type { SupervisedChild } from "../supervision/child.js";
+import type { Clock } from "../time/clock.js";
+import type { AuthorizeResume } from "./services.js";
+import type { AgentClasses } from "./topology.js";
+
+/** Options of a {@link Runtime}. */
+export interface RuntimeOptions {
+  /** The tree to run: a supervisor, an agent, or a list of them (wrapped in a ONE_FOR_ONE supervisor named `root`). */
+  root: SupervisedChild | readonly SupervisedChild[];
+  /** Where checkpointed state lives. @defaultValue a new {@link InMemoryStateStore} (not durable) */
+  store?: StateStore;
+  /** Where audit events go. @defaultValue none */
+  auditSink?: AuditSink;
+  /** Identity recorded as `signerId` in audit events. @defaultValue "civitas-runtime" */
+  signerId?: string;
+  /** OpenTelemetry tracer provider. @defaultValue the globally registered one, if any */
+  tracerProvider?: TracerProvider;
+  /** Receives what nobody else can observe. @defaultValue warnings and errors to stderr */
+  logger?: Logger;
+  /** Time source. @defaultValue the system clock */
+  clock?: Clock;
+  /**
+   * Keep the Node process alive from `start()` until `stop()`, as a server's
+   * open socket does: restarts, backoff and ask timeouts run on timers that
+   * do not hold the process open by themselves. @defaultValue true
+   */
+  keepAlive?: boolean;
+  /** Lets a governance layer refuse a resume (`RESUME_REFUSED`); called only while the agent is SUSPENDED. */
+  authorizeResume?: AuthorizeResume;
+  /**
+   * Connects this runtime to runtimes in other processes (`NatsTransport`
+   * from `civitas-ts/nats`): agents are then addressed by name wherever
+   * they run. `start()` connects it before the tree starts; `stop()` lets go
+   * of it after the tree stopped. @defaultValue none: in process only
+   */
+  transport?: Transport;
+}
+
+/** Options of {@link Runtime.send}. */
+export interface RuntimeSendOptions {
+  /** The message type. @defaultValue "message" */
+  type?: string;
+  /** Discard the message if it waits in the mailbox longer than this. */
+  ttlMs?: number;
+  /** Aborts a send that waits for room in a full mailbox. */
+  signal?: AbortSignal;
+}
+
+/** Options of {@link Runtime.ask}. */
+export interface RuntimeAskOptions extends RuntimeSendOptions {
+  /** How long to wait for the reply. @defaultValue 30000 */
+  timeoutMs?: number;
+  /** Reject at once with `AGENT_SUSPENDED` when the agent is SUSPENDED, instead of waiting for its resume. @defaultValue false */
+  failIfSuspended?: boolean;
+}
+
+/** Options of {@link Runtime.fromTopology}: the runtime options plus the agent classes a topology may name. */
+export interface FromTopologyOptions extends Omit<RuntimeOptions, "root"> {
+  /** Agent classes by the name the topology uses in `type`. */
+  agents: AgentClasses;
+}

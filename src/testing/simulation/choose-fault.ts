@@ -1,0 +1,21 @@
+import type { CheckedOptions } from "./check-options.js";
+import type { Gate } from "./gate.js";
+import type { SimulationChoice, SimulationFaultKind } from "./types.js";
+
+/**
+ * The fault the chooser applies at step `step` instead of (or to) `choice`:
+ * `kill` first, then each fault `gate` allows, each asked with its
+ * probability; `undefined` when none, or when the chooser decides no faults.
+ * @internal
+ */
+export async function chooseFault(options: CheckedOptions, gate: Gate, choice: SimulationChoice, step: number): Promise<SimulationFaultKind | undefined> {
+  const chooser = options.chooser;
+  if (chooser.fault === undefined) return undefined;
+  const kills = options.probability("kill");
+  if (kills > 0 && (await chooser.fault(choice, "kill", kills, step))) return "kill";
+  for (const kind of gate.faults) {
+    const probability = options.probability(kind);
+    if (probability > 0 && (await chooser.fault(choice, kind, probability, step))) return kind;
+  }
+  return undefined;
+}
