@@ -38,7 +38,7 @@ export type { SystemMessageType } from "./message/system-types.js";
 export { uuidv7 } from "./message/ids.js";
 
 export { Mailbox } from "./mailbox/mailbox.js";
-export type { MailboxOptions, MailboxWaitOptions } from "./mailbox/mailbox.js";
+export type { MailboxOptions, MailboxWaitOptions } from "./mailbox/mailbox-options.js";
 
 export { AgentProcess } from "./process/agent-process.js";
 export type { AskOptions, SendOptions } from "./process/send-options.js";
@@ -50,8 +50,10 @@ export { ErrorAction } from "./process/error-action.js";
 export { SUSPENSION_KEY } from "./process/suspension.js";
 export type { AgentIdentity, SuspensionMarker } from "./process/suspension.js";
 
-export { Supervisor, RESTART_STRATEGIES } from "./supervision/supervisor.js";
-export type { RestartStrategy, SupervisorOptions } from "./supervision/supervisor.js";
+export { Supervisor } from "./supervision/supervisor.js";
+export type { SupervisorOptions } from "./supervision/supervisor.js";
+export { RESTART_STRATEGIES } from "./supervision/restart-strategy.js";
+export type { RestartStrategy } from "./supervision/restart-strategy.js";
 export { DynamicSupervisor } from "./supervision/dynamic-supervisor.js";
 export type { DynamicSupervisorOptions } from "./supervision/dynamic-supervisor.js";
 export type { AgentFactory, ChildTerminationReason, SpawnOptions } from "./supervision/dynamic-host.js";

@@ -1,7 +1,7 @@
 import type { EventEmitter } from "eventemitter3";
 import { AgentNotFoundError, AskTimeoutError, RuntimeStateError } from "../errors/errors.js";
 import { checkSignal } from "../errors/check-signal.js";
-import { enqueueTrusted, RESOLVED } from "../mailbox/mailbox.js";
+import { enqueueTrusted, RESOLVED } from "../mailbox/mailbox-internals.js";
 import { isReply, type Message } from "../message/message.js";
 import type { RuntimeEvents } from "../runtime/runtime-events.js";
 import type { Clock } from "../time/clock.js";

@@ -6,26 +6,10 @@ import { isExpired, type Message } from "../message/message.js";
 import { snapshotMessage } from "../message/snapshot.js";
 import { checkClock, systemClock, type Clock } from "../time/clock.js";
 import { Deque } from "./deque.js";
-
-/**
- * One settled promise for every put that found room: promises are immutable,
- * so sharing one saves an allocation per message (and a caller that gets it
- * back knows the put is done without awaiting).
- * @internal
- */
-export const RESOLVED: Promise<void> = Promise.resolve();
-
-/** Options of a {@link Mailbox}. */
-export interface MailboxOptions {
-  /** Capacity of the business lane (priority 0). @defaultValue 1000 */
-  capacity?: number;
-  /** Capacity of the priority lane (priority >= 1). @defaultValue 100 */
-  priorityCapacity?: number;
-  /** Time source for TTL expiry. @defaultValue the system clock */
-  clock?: Clock;
-  /** Called with every message discarded at dequeue because its `ttlMs` elapsed. */
-  onExpired?: (message: Message) => void;
-}
+import { Lane } from "./lane.js";
+import type { MailboxOptions, MailboxWaitOptions } from "./mailbox-options.js";
+import { installMailboxInternals, RESOLVED } from "./mailbox-internals.js";
+import { attachAbort, oldestGetter, settle, type Getter, type Putter, type Waiting } from "./mailbox-waiters.js";
 
 /**
  * The one loop that drains a mailbox, nudged when work arrives so that an
@@ -36,72 +20,6 @@ export interface MailboxConsumer {
   /** Called synchronously, once per {@link Mailbox.park}, when a message it may take lands. */
   mailboxReady(): void;
 }
-
-/** Options of a waiting mailbox operation. */
-export interface MailboxWaitOptions {
-  /** Aborting rejects the pending call with `signal.reason`; nothing is enqueued or taken. */
-  signal?: AbortSignal;
-}
-
-interface Getter {
-  readonly priorityOnly: boolean;
-  readonly seq: number;
-  resolve: (message: Message) => void;
-  reject: (reason: unknown) => void;
-  settled: boolean;
-  release?: () => void;
-}
-
-interface Putter {
-  readonly message: Message;
-  resolve: () => void;
-  reject: (reason: unknown) => void;
-  settled: boolean;
-  release?: () => void;
-}
-
-interface Waiting {
-  readonly any: Deque<Getter>;
-  readonly priorityOnly: Deque<Getter>;
-  seq: number;
-}
-
-/** The longest-waiting getter of either kind: both may take a priority message. */
-function oldestGetter(waiting: Waiting): Getter | undefined {
-  const any = waiting.any.peek();
-  const prio = waiting.priorityOnly.peek();
-  if (any === undefined) return prio;
-  if (prio === undefined) return any;
-  return any.seq < prio.seq ? any : prio;
-}
-
-/** One lane's queued messages, with its waiting puts created on first need (an idle mailbox stays small). */
-class Lane extends Deque<Message> {
-  putters: Deque<Putter> | undefined;
-  constructor(readonly capacity: number) {
-    super();
-  }
-
-  get waitingPuts(): number {
-    return this.putters?.length ?? 0;
-  }
-}
-
-/**
- * The runtime's own ways into a mailbox, which skip the checks and the copy
- * of `put`/`offer`: set by the class's static block, reached only through the
- * functions below (not exported from the package).
- */
-interface MailboxInternals {
-  enqueue(mailbox: Mailbox, message: Message, options: MailboxWaitOptions | undefined): Promise<void>;
-  offer(mailbox: Mailbox, message: Message): boolean;
-  force(mailbox: Mailbox, message: Message): void;
-  requeue(mailbox: Mailbox, message: Message): void;
-  queuedBusiness(mailbox: Mailbox): Message[];
-  peek(mailbox: Mailbox, priorityOnly: boolean): Message | undefined;
-}
-
-let internals!: MailboxInternals;
 
 /**
  * A bounded two-lane mailbox. `put` waits while its lane is full
@@ -137,7 +55,7 @@ export class Mailbox {
   private consumerPriorityOnly = false;
 
   static {
-    internals = {
+    installMailboxInternals({
       enqueue: (mailbox, message, options) => mailbox.enqueue(message, options, true),
       offer: (mailbox, message) => mailbox.tryOffer(message, mailbox.laneOf(message), true),
       force: (mailbox, message) => {
@@ -152,7 +70,7 @@ export class Mailbox {
       },
       queuedBusiness: (mailbox) => mailbox.business.toArray(),
       peek: (mailbox, priorityOnly) => mailbox.priority.peek() ?? (priorityOnly ? undefined : mailbox.business.peek()),
-    };
+    });
   }
 
   /**
@@ -428,85 +346,11 @@ export class Mailbox {
   }
 }
 
-/**
- * Enqueues a message the runtime made itself (composed by it, never handed
- * to application code before), as `put` does but without the copy and
- * without refusing a reserved type: whether a reserved type acts as control
- * is decided by its brand (see `mintControl`), not by how it was enqueued.
- * @internal
- */
-export function enqueueTrusted(mailbox: Mailbox, message: Message, options?: MailboxWaitOptions): Promise<void> {
-  return internals.enqueue(mailbox, message, options);
-}
-
-/** `offer` for a message the runtime made itself (see {@link enqueueTrusted}). @internal */
-export function offerTrusted(mailbox: Mailbox, message: Message): boolean {
-  return internals.offer(mailbox, message);
-}
-
-/**
- * Enqueues a message the runtime made itself even past its lane's capacity:
- * its own notices, retries, and what an agent's handler sends itself, which
- * must never wait on the mailbox that agent's loop drains.
- * @throws {@link MailboxClosedError} once closed.
- * @internal
- */
-export function forceMessage(mailbox: Mailbox, message: Message): void {
-  internals.force(mailbox, message);
-}
-
-/**
- * Puts a message just taken back at the front of its lane, even past its
- * capacity, as if it had not been taken: a retry during a drain, which
- * must come before what was queued after it.
- * @throws {@link MailboxClosedError} once closed.
- * @internal
- */
-export function requeueMessage(mailbox: Mailbox, message: Message): void {
-  internals.requeue(mailbox, message);
-}
-
-/** The business messages queued now, oldest first, left where they are. @internal */
-export function queuedBusiness(mailbox: Mailbox): Message[] {
-  return internals.queuedBusiness(mailbox);
-}
-
-/**
- * The message `poll()` (or, `priorityOnly`, `pollPriority()`) would take
- * next, left where it is; an expired one is not skipped.
- * @internal
- */
-export function peekMessage(mailbox: Mailbox, priorityOnly: boolean): Message | undefined {
-  return internals.peek(mailbox, priorityOnly);
-}
-
 /** A promise rejected with `reason` as it is (used for an error thrown by an `onExpired` callback). */
 function rejection<T>(reason: unknown): Promise<T> {
   return new Promise<T>(() => {
     throw reason;
   });
-}
-
-/**
- * Rejects `waiter` with the signal's reason when it aborts, and takes it out
- * of its queue at once: waits aborted behind a long-lived one must not pile
- * up (with their messages) until the queue drains.
- */
-function attachAbort<W extends Getter | Putter>(waiter: W, signal: AbortSignal, queue: Deque<W>): void {
-  const onAbort = (): void => {
-    if (waiter.settled) return;
-    settle(waiter, signal.reason);
-    queue.remove(waiter);
-  };
-  signal.addEventListener("abort", onAbort, { once: true });
-  waiter.release = () => signal.removeEventListener("abort", onAbort);
-}
-
-function settle(waiter: Getter | Putter, reason: unknown): void {
-  if (waiter.settled) return;
-  waiter.settled = true;
-  waiter.release?.();
-  waiter.reject(reason);
 }
 
 function checkCapacity(name: string, value: number): number {

@@ -3,7 +3,7 @@ import type { ControlOperation, HostedAgent, Transport, TransportHost } from "..
 import { notFound } from "../bus/message-bus.js";
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, TransportUnavailableError } from "../errors/errors.js";
-import { RESOLVED } from "../mailbox/mailbox.js";
+import { RESOLVED } from "../mailbox/mailbox-internals.js";
 import { newSpanId, newTraceId, uuidv7 } from "../message/ids.js";
 import type { JsonObject } from "../message/json.js";
 import type { Message } from "../message/message.js";

@@ -5,7 +5,7 @@ import { NOT_PENDING } from "../bus/message-bus.js";
 import { findNonJson, isJsonObject } from "../message/json.js";
 import { envelopeProblem, isReply, type Message } from "../message/message.js";
 import { isReservedType, priorityOf } from "../message/system-types.js";
-import { forceMessage, offerTrusted, RESOLVED } from "../mailbox/mailbox.js";
+import { forceMessage, offerTrusted, RESOLVED } from "../mailbox/mailbox-internals.js";
 import { snapshotMessage } from "../message/snapshot.js";
 import { type DynamicHost } from "../supervision/dynamic-host.js";
 import { composeReply, isComposedReply, isMessage } from "./envelope.js";

@@ -3,7 +3,7 @@ import { describeValue } from "../errors/civitas-error.js";
 import { HandlerFailedError } from "../errors/handler-failed-error.js";
 import { nextAttempt, type Message } from "../message/message.js";
 import { isReservedType, priorityOf } from "../message/system-types.js";
-import { forceMessage, requeueMessage } from "../mailbox/mailbox.js";
+import { forceMessage, requeueMessage } from "../mailbox/mailbox-internals.js";
 import { type ChildTerminationReason } from "../supervision/dynamic-host.js";
 import { composeReply } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";

@@ -1,7 +1,8 @@
 import type { Span } from "@opentelemetry/api";
 import { AgentNotFoundError, IllegalTransitionError, InvalidArgumentError, MailboxClosedError, NoDynamicSupervisorError, RuntimeStateError, type StateFencedError } from "../errors/errors.js";
 import { type Message } from "../message/message.js";
-import { Mailbox, queuedBusiness, type MailboxConsumer } from "../mailbox/mailbox.js";
+import { queuedBusiness } from "../mailbox/mailbox-internals.js";
+import { Mailbox, type MailboxConsumer } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../runtime/services.js";
 import type { ChildParent, StopOptions } from "../supervision/child.js";
 import { isDynamicHost } from "../supervision/dynamic-host.js";

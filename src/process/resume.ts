@@ -1,7 +1,7 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { AuditUnavailableError, InvalidArgumentError, MailboxClosedError, RuntimeStateError, StaleApprovalError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
-import { forceMessage } from "../mailbox/mailbox.js";
+import { forceMessage } from "../mailbox/mailbox-internals.js";
 import type { Message } from "../message/message.js";
 import { ProcessStatus } from "./process-status.js";
 import { assertApprover, type SuspensionMarker } from "./suspension.js";

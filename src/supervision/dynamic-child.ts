@@ -1,5 +1,5 @@
 import { buildMessage } from "../message/message.js";
-import { forceMessage } from "../mailbox/mailbox.js";
+import { forceMessage } from "../mailbox/mailbox-internals.js";
 import { mintControl } from "../process/control-authority.js";
 import type { AgentProcess } from "../process/agent-process.js";
 import type { RuntimeServices } from "../runtime/services.js";

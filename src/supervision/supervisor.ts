@@ -7,13 +7,8 @@ import { sleep } from "../time/clock.js";
 import { backoffDelay } from "./backoff.js";
 import { abandonChildStart, attachChild, closeChild, detachChild, startChild, stopChild, type ChildExit, type ChildParent, type StopOptions, type SupervisedChild } from "./child.js";
 import { RestartIntensity } from "./restart-intensity.js";
+import { resolveStrategy, restartSet, type RestartStrategy } from "./restart-strategy.js";
 import { resolveRestartOptions, type ResolvedRestartOptions, type RestartOptions } from "./supervision-options.js";
-
-/** Which children a crash restarts (Erlang/OTP semantics). */
-export type RestartStrategy = "ONE_FOR_ONE" | "ONE_FOR_ALL" | "REST_FOR_ONE";
-
-/** Every {@link RestartStrategy}. */
-export const RESTART_STRATEGIES: readonly RestartStrategy[] = Object.freeze(["ONE_FOR_ONE", "ONE_FOR_ALL", "REST_FOR_ONE"]);
 
 /** Options of a {@link Supervisor}. */
 export interface SupervisorOptions extends RestartOptions {
@@ -75,12 +70,7 @@ export class Supervisor implements SupervisedChild, ChildParent {
     if (typeof options !== "object" || options === null) {
       throw new InvalidArgumentError("options", `supervisor '${name}' needs an options object with children, got ${describeValue(options)}`);
     }
-    // Only a missing strategy takes the default: an explicit null (a YAML key without a value) is refused.
-    const strategy = options.strategy === undefined ? "ONE_FOR_ONE" : options.strategy;
-    if (!RESTART_STRATEGIES.includes(strategy)) {
-      throw new InvalidArgumentError("strategy", `supervisor '${name}': strategy must be one of ${RESTART_STRATEGIES.join(", ")}, got ${describeValue(strategy)}`);
-    }
-    this.strategy = strategy;
+    this.strategy = resolveStrategy(name, options.strategy);
     if (!Array.isArray(options.children)) {
       throw new InvalidArgumentError("children", `supervisor '${name}': children must be an array of agents and supervisors, got ${describeValue(options.children)}`);
     }
@@ -267,7 +257,7 @@ export class Supervisor implements SupervisedChild, ChildParent {
       return;
     }
     // ONE_FOR_ALL, REST_FOR_ONE: the group is stopped, waits and restarts inside the queue, so group restarts never overlap.
-    const set = this.restartSet(child);
+    const set = restartSet(this.strategy, this.kids, child);
     for (const sibling of [...set].reverse()) {
       if (sibling !== child) await sibling[stopChild]();
     }
@@ -340,17 +330,6 @@ export class Supervisor implements SupervisedChild, ChildParent {
       }
     }
     services.telemetry.endSpan(span);
-  }
-
-  private restartSet(child: SupervisedChild): readonly SupervisedChild[] {
-    switch (this.strategy) {
-      case "ONE_FOR_ONE":
-        return [child];
-      case "ONE_FOR_ALL":
-        return this.kids;
-      case "REST_FOR_ONE":
-        return this.kids.slice(this.kids.indexOf(child));
-    }
   }
 
   private async giveUp(cause: unknown): Promise<void> {

@@ -10,7 +10,8 @@ import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { MailboxClosedError } from "../../src/errors/errors.js";
-import { forceMessage, Mailbox } from "../../src/mailbox/mailbox.js";
+import { forceMessage } from "../../src/mailbox/mailbox-internals.js";
+import { Mailbox } from "../../src/mailbox/mailbox.js";
 import { buildMessage, type Message } from "../../src/message/message.js";
 
 type Lane = "business" | "priority";

@@ -67,7 +67,7 @@ import {
   type SpawnOptions,
 } from "../../src/index.js";
 import { TestClock } from "../../src/entries/testing.js";
-import { queuedBusiness } from "../../src/mailbox/mailbox.js";
+import { queuedBusiness } from "../../src/mailbox/mailbox-internals.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { track, type Tracked } from "../support/outcome.js";
 

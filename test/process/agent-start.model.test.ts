@@ -75,7 +75,7 @@
  * child), is exact: see expectedFailedStart and checkStartedThenStopped.
  */
 import fc from "fast-check";
-import { queuedBusiness } from "../../src/mailbox/mailbox.js";
+import { queuedBusiness } from "../../src/mailbox/mailbox-internals.js";
 import { describe, expect, it } from "vitest";
 import { CivitasError } from "../../src/errors/civitas-error.js";
 import {

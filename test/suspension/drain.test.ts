@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createMessage, ProcessStatus, SUSPENSION_KEY, type Message } from "../../src/index.js";
-import { forceMessage } from "../../src/mailbox/mailbox.js";
+import { forceMessage } from "../../src/mailbox/mailbox-internals.js";
 import { mintControl } from "../../src/process/control-authority.js";
 import { suspendedRig, teardown } from "./helpers.js";
 import { ProcessRunner } from "../../src/process/process-runner.js";

@@ -1,4 +1,4 @@
-import { peekMessage } from "../../mailbox/mailbox.js";
+import { peekMessage } from "../../mailbox/mailbox-internals.js";
 import { priorityOf } from "../../message/system-types.js";
 import type { Message } from "../../message/message.js";
 import type { ProcessRunner } from "../../process/process-runner.js";

@@ -1,4 +1,4 @@
-import { queuedBusiness } from "../../mailbox/mailbox.js";
+import { queuedBusiness } from "../../mailbox/mailbox-internals.js";
 import type { Message } from "../../message/message.js";
 import type { ProcessRunner } from "../../process/process-runner.js";
 
