@@ -4,6 +4,7 @@ import { InvalidArgumentError, MailboxClosedError, ReservedMessageTypeError } fr
 import { isReservedType } from "../message/system-types.js";
 import { isExpired, type Message } from "../message/message.js";
 import { snapshotMessage } from "../message/snapshot.js";
+import { putWaits } from "../runtime/simulation-hooks.js";
 import { checkClock, systemClock, type Clock } from "../time/clock.js";
 import { Deque } from "./deque.js";
 import { Lane } from "./lane.js";
@@ -154,6 +155,8 @@ export class Mailbox {
       const putters = (lane.putters ??= new Deque<Putter>());
       if (signal) attachAbort(putter, signal, putters);
       putters.push(putter);
+      // Only when a put must wait: under a simulation, this wait is the runtime's (see simulation-hooks.ts).
+      putWaits.watcher?.(this, putter);
     });
   }
 

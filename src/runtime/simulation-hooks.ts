@@ -1,3 +1,4 @@
+import type { Mailbox } from "../mailbox/mailbox.js";
 import type { Message } from "../message/message.js";
 import type { Scheduler } from "./scheduler.js";
 
@@ -34,3 +35,19 @@ export function buildSimulated<T>(hooks: SimulationHooks, build: () => T): T {
 export function joiningSimulation(): SimulationHooks | undefined {
   return joining;
 }
+
+/** A put waiting for room in a full lane of a mailbox: its message, and whether it has ended (admitted, aborted or refused). @internal */
+export interface WaitingPut {
+  readonly message: Message;
+  readonly settled: boolean;
+}
+
+/**
+ * Told of every put that begins to wait for room in a full mailbox, while a
+ * simulation runs (process-wide, as the simulation is): that wait ends when
+ * the recipient takes a message, a step the simulation controls, so it is
+ * no external await. A mailbox reads `watcher` only when a put must wait;
+ * without a simulation it is `undefined`.
+ * @internal
+ */
+export const putWaits: { watcher: ((mailbox: Mailbox, put: WaitingPut) => void) | undefined } = { watcher: undefined };

@@ -64,12 +64,17 @@ export class SimulatedClock implements Clock {
     return this.earliest()?.dueMs;
   }
 
-  /** Moves time to the earliest timer and fires it; returns its due time, or `undefined` when none waits. */
+  /**
+   * Moves time to the earliest timer and fires it, with {@link SimulatedClock.owner}
+   * set to the agent that armed it (the caller clears it once what the timer
+   * set off has run); returns its due time, or `undefined` when none waits.
+   */
   fireNext(): number | undefined {
     const best = this.earliest();
     if (best === undefined) return undefined;
     this.timers.splice(this.timers.indexOf(best), 1);
     this.current = Math.max(this.current, best.dueMs);
+    this.owner = best.owner;
     best.fn();
     return best.dueMs;
   }

@@ -5,7 +5,7 @@ import type { JsonObject } from "../../message/json.js";
 import { useIdSource } from "../../message/ids.js";
 import type { Message } from "../../message/message.js";
 import { Runtime } from "../../runtime/runtime.js";
-import { buildSimulated } from "../../runtime/simulation-hooks.js";
+import { buildSimulated, putWaits } from "../../runtime/simulation-hooks.js";
 import type { DenyOptions, ResumeOptions, SuspendOptions } from "../../runtime/runtime-control.js";
 import type { RuntimeAskOptions, RuntimeSendOptions } from "../../runtime/runtime-options.js";
 import { BuiltInInvariants, userProblem } from "./built-in-invariants.js";
@@ -15,6 +15,7 @@ import { drain } from "./drain.js";
 import { ExternalAwaits } from "./external-awaits.js";
 import { offersOf, type Gate, type GateBoard, type GateOutcome } from "./gate.js";
 import { fillFrom, mulberry32 } from "./prng.js";
+import { PutWaits } from "./put-waits.js";
 import { recordedDivergence, unreadyDivergence } from "./replay-divergence.js";
 import { replyGate } from "./reply-gate.js";
 import { SimulatedAuditSink, AuditLog } from "./simulated-audit-sink.js";
@@ -28,7 +29,7 @@ import { SimulationBusyError, SimulationFailure, SimulationStateError, type Simu
 import { formatTrace } from "./trace-format.js";
 import { EngineView } from "./simulation-view.js";
 import type { Simulation, SimulationChoice, SimulationPeer, SimulationStep, SimulationView } from "./types.js";
-import { findCycle, formatChain, waitEdges } from "./wait-graph.js";
+import { findCycle, formatChain, waitEdges, type WaitEdge } from "./wait-graph.js";
 
 /** The simulation running in this process, if any: ids and the runtime's hooks are process-wide. */
 let active: SimulationEngine | undefined;
@@ -54,6 +55,8 @@ export class SimulationEngine implements Simulation, GateBoard {
   private phase: "new" | "running" | "ended" = "new";
   private readonly builtIn: BuiltInInvariants;
   private readonly external = new ExternalAwaits();
+  /** Agents whose code waits for room in a full mailbox: waits on the runtime (the step that makes room is chosen). */
+  private readonly puts: PutWaits;
   /** Set when a step ended with a drain and nothing ran since: the next collect() need not drain again. */
   private drained = false;
   readonly view: SimulationView;
@@ -66,6 +69,10 @@ export class SimulationEngine implements Simulation, GateBoard {
     private readonly expected: readonly SimulationStep[] | undefined,
   ) {
     this.clock = new SimulatedClock(options.startMs);
+    this.puts = new PutWaits(
+      (name) => this.scheduler?.runners.has(name) === true,
+      () => this.clock.owner,
+    );
     this.builtIn = new BuiltInInvariants(this.log);
     this.view = new EngineView(() => this.runtime, this.data, this.log, this.clock);
     this.network = new SimulatedNetwork(this, () => this.epoch, this.clock, this.clock.outside(), options.networkDelayMs);
@@ -153,6 +160,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     if (active !== undefined) throw new SimulationBusyError();
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the one simulation of this process (see `active`)
     active = this;
+    putWaits.watcher = this.puts.watch;
     this.phase = "running";
     const ids = mulberry32(this.options.seed ^ 0x5bd1e995);
     useIdSource({ fill: (buffer) => fillFrom(ids, buffer), now: () => this.clock.now() });
@@ -192,6 +200,7 @@ export class SimulationEngine implements Simulation, GateBoard {
   private rebuild(): void {
     for (const r of this.scheduler?.runners.values() ?? []) disarmCrash(r, true);
     this.external.hung.clear();
+    this.puts.clear();
     this.epoch++;
     this.gates = [];
     this.clock.clear(true);
@@ -278,6 +287,8 @@ export class SimulationEngine implements Simulation, GateBoard {
       this.builtIn.checkDelivery(watched);
     }
     this.checkExternalAwaits(choice.agent ?? "");
+    // A put that got room in this step let its agent's code run on: check it too.
+    for (const name of this.puts.settle()) if (name !== choice.agent) this.checkExternalAwaits(name);
     this.checkInvariants();
     this.drained = true; // the next step's collect() starts from here
     return "stepped";
@@ -292,11 +303,11 @@ export class SimulationEngine implements Simulation, GateBoard {
 
   /** Nothing is ready: a deadlock, or time moves on to the earliest timer. */
   private async advanceTime(): Promise<"stepped" | "idle"> {
-    const cycle = findCycle(waitEdges(this.scheduler?.runners ?? new Map()));
+    const cycle = findCycle(this.waitGraph());
     if (cycle !== undefined) throw this.fail("SIMULATION_DEADLOCK", `deadlock: nothing is ready and agents wait on each other: ${formatChain(cycle)}`);
     if (this.clock.pending === 0) {
       if (!this.awaitingExternally()) {
-        const edges = waitEdges(this.scheduler?.runners ?? new Map());
+        const edges = this.waitGraph();
         if (edges.length > 0) throw this.fail("SIMULATION_DEADLOCK", `deadlock: nothing is ready, no timer is left, and agents wait: ${formatChain(edges)}`);
         return "idle";
       }
@@ -307,11 +318,21 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.checkStepLimit();
     const dueMs = this.clock.nextDueMs as number;
     this.record({ kind: "timer", key: `timer@+${dueMs - this.options.startMs}`, detail: `virtual time ${new Date(dueMs).toISOString()}` });
-    this.clock.fireNext();
+    this.clock.fireNext(); // the timer's callback, and what it sets off until the drain ends, run as its owner's
     await drain();
+    this.clock.owner = undefined;
+    this.puts.settle();
     this.checkExternalAwaits(undefined);
     this.checkInvariants();
     return "stepped";
+  }
+
+  /** Who waits on whom: asks not answered yet, and puts waiting for room, of agents busy in a handler. */
+  private waitGraph(): WaitEdge[] {
+    const runners = this.scheduler?.runners ?? new Map<string, never>();
+    const edges = waitEdges(runners);
+    for (const edge of this.puts.edges(runners)) edges.push(edge);
+    return edges;
   }
 
   private awaitingExternally(): boolean {
@@ -325,7 +346,7 @@ export class SimulationEngine implements Simulation, GateBoard {
   }
 
   /** Whether a gate or a timer of the agent `name` is pending: what it waits on, the simulation controls. */
-  private readonly controlled = (name: string): boolean => this.gates.some((g) => g.offer()?.agent === name) || this.clock.ownsTimer(name);
+  private readonly controlled = (name: string): boolean => this.gates.some((g) => g.offer()?.agent === name) || this.clock.ownsTimer(name) || this.puts.waiting(name);
 
   private readonly reportExternal = (name: string, message: Message): void => {
     this.record({ kind: "external-await", key: `${name}:external#${message.type}`, agent: name, type: message.type, messageId: message.id, detail: "its handler awaits a promise the simulation does not control; it is not raced, it runs when it settles" });
@@ -366,6 +387,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.clock.clear();
     if (active === this) {
       active = undefined;
+      putWaits.watcher = undefined;
       useIdSource(undefined);
     }
   }
