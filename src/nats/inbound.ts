@@ -20,11 +20,13 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
  * heartbeat without `reply_to`, answered to its sender), and a message sent
  * outside any trace (Python's empty ids) gets ids of its own. `message`
  * must be one just decoded, held by nobody else: it is completed in place.
+ * Returns the message to deliver, or (a string) why it was dropped: no
+ * wrapper object per message.
  * @internal
  */
-export function admitInbound(message: Message, name: string): { message: Message } | { dropped: string } {
+export function admitInbound(message: Message, name: string): Message | string {
   if (isReservedType(message.type) && message.type !== HEARTBEAT) {
-    return { dropped: `a '${message.type}' control message from '${message.sender}' arrived on the bus for '${name}'; control is taken only from the agent's own runtime, so it was dropped` };
+    return `a '${message.type}' control message from '${message.sender}' arrived on the bus for '${name}'; control is taken only from the agent's own runtime, so it was dropped`;
   }
   // The message was just decoded from the bus and nobody else holds it: it is completed in place, not copied.
   const m = message as Mutable<Message>;
@@ -38,7 +40,7 @@ export function admitInbound(message: Message, name: string): { message: Message
   }
   // A heartbeat carries no authority (it only asks for an ack), and this runtime admitted it: minted here, it is
   // the one reserved type from the bus the agent's loop acts on (see control-authority.ts).
-  return { message: m.type === HEARTBEAT ? mintControl(m) : m };
+  return m.type === HEARTBEAT ? mintControl(m) : m;
 }
 
 /** Reads an announcement's payload (`{ name, capabilities, capability_metadata }`), or `undefined` when it names no agent. @internal */

@@ -324,6 +324,48 @@ export function encodeMsgpackShared(message: Message): Uint8Array {
   return bytes;
 }
 
+/**
+ * The bytes from the `type` key to the end of the recipient of the last
+ * envelope written, and the three strings they were written from: a run of
+ * sends from one sender to one agent repeats them, and copies those bytes
+ * instead of writing the three strings again.
+ */
+const head = new Uint8Array(256);
+let headLength = 0;
+let headType = "";
+let headSender = "";
+let headRecipient = "";
+
+/** Writes `type`, `sender` and `recipient` with their keys, from {@link head} when they repeat the last envelope's. */
+function writeHead(type: string, sender: string, recipient: string): void {
+  if (headLength > 0 && type === headType && sender === headSender && recipient === headRecipient) {
+    const length = headLength;
+    room(length);
+    const o = out;
+    const p = pos;
+    for (let i = 0; i < length; i++) o[p + i] = head[i] as number;
+    pos = p + length;
+    return;
+  }
+  // Counted from the envelope's start: a buffer that grows meanwhile moves the envelope.
+  const offset = pos - start;
+  writeKey(TYPE);
+  writeString(type);
+  writeKey(SENDER);
+  writeString(sender);
+  writeKey(RECIPIENT);
+  writeString(recipient);
+  const from = start + offset;
+  const length = pos - from;
+  headLength = 0;
+  if (length > head.length) return;
+  for (let i = 0; i < length; i++) head[i] = out[from + i] as number;
+  headType = type;
+  headSender = sender;
+  headRecipient = recipient;
+  headLength = length;
+}
+
 function writeMessage(m: Message): void {
   pos = start;
   room(3);
@@ -335,12 +377,7 @@ function writeMessage(m: Message): void {
   } else out[pos++] = 0x8e + extras;
   writeSegment(VERSION_AND_ID);
   writeString(m.id);
-  writeKey(TYPE);
-  writeString(m.type);
-  writeKey(SENDER);
-  writeString(m.sender);
-  writeKey(RECIPIENT);
-  writeString(m.recipient);
+  writeHead(m.type, m.sender, m.recipient);
   if (m.correlationId == null && m.replyTo == null) writeSegment(NO_REPLY);
   else {
     writeKey(CORRELATION_ID);

@@ -9,8 +9,9 @@ import { WIRE_KEYS, WIRE_SCHEMA_VERSION, wireSecondsToMs } from "../message/wire
 class NotRegular extends Error {}
 const NOT_REGULAR = new NotRegular("not a regular envelope");
 
-/** The MessagePack bytes of each wire key (all fixstr), to compare without decoding. */
-const KEY_BYTES: readonly Uint8Array[] = WIRE_KEYS.map((key) => Uint8Array.from([0xa0 | key.length, ...Buffer.from(key, "latin1")]));
+/** The MessagePack bytes of the wire keys (all fixstr) one after another, to compare without decoding; key `i` starts at `KEY_STARTS[i]`. */
+const KEY_BYTES: Uint8Array = Uint8Array.from(WIRE_KEYS.flatMap((key) => [0xa0 | key.length, ...Buffer.from(key, "latin1")]));
+const KEY_STARTS: Int32Array = Int32Array.from(WIRE_KEYS.map((_, i) => WIRE_KEYS.slice(0, i).reduce((sum, key) => sum + 1 + key.length, 0)));
 
 /** Nesting the fast reader follows inside a payload; deeper payloads (rare) take the general path, which allows `MAX_JSON_DEPTH`. */
 const MAX_FAST_DEPTH = 64;
@@ -20,7 +21,18 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 const NONE: Uint8Array = new Uint8Array(0);
 let bytes = NONE;
-/** `bytes` as a Buffer when nats.js handed one (it does): ASCII is then read by `toString("latin1")`, without a view object. */
+/**
+ * Node's own latin1 reader of a Buffer, which `buffer.toString("latin1", from, to)` reaches
+ * through its encoding lookup and bounds adjustment: called directly for the ids, read
+ * per message (the bounds are checked by the caller). Undocumented: when it is
+ * missing, `toString` is used.
+ */
+type Latin1Slice = (this: Buffer, from: number, to: number) => string;
+const latin1Slice: Latin1Slice = (Buffer.prototype as unknown as { latin1Slice?: Latin1Slice }).latin1Slice ?? function (this: Buffer, from: number, to: number): string {
+  return this.toString("latin1", from, to);
+};
+
+/** `bytes` as a Buffer when nats.js handed one (it does): ASCII is then read as latin1, without a view object. */
 let buffer: Buffer | undefined;
 let pos = 0;
 
@@ -67,7 +79,7 @@ function text(length: number): string {
     let i = pos;
     while (i < end && (bytes[i] as number) < 0x80) i++;
     if (i === end) {
-      const ascii = buffer.toString("latin1", pos, end);
+      const ascii = latin1Slice.call(buffer, pos, end);
       pos = end;
       return ascii;
     }
@@ -258,10 +270,11 @@ function map(length: number, depth: number): JsonObject {
 
 /** Consumes the wire key `index` (as its fixstr bytes), or gives up. */
 function key(index: number): void {
-  const expected = KEY_BYTES[index] as Uint8Array;
-  need(expected.length);
-  for (let i = 0; i < expected.length; i++) if (bytes[pos + i] !== expected[i]) throw NOT_REGULAR;
-  pos += expected.length;
+  const from = KEY_STARTS[index] as number;
+  const length = 1 + ((KEY_BYTES[from] as number) & 0x1f);
+  if (pos + length > bytes.length) throw NOT_REGULAR;
+  for (let i = 0; i < length; i++) if (bytes[pos + i] !== KEY_BYTES[from + i]) throw NOT_REGULAR;
+  pos += length;
 }
 
 /**

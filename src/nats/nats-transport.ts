@@ -56,6 +56,9 @@ export interface RemoteAgentStatus {
   readonly since: string | null;
 }
 
+/** Passed to `decode` for a message on an agent's subject. */
+const AGENT_SUBJECT = true;
+
 /** The type of discovery requests and answers (on their own subject, which Python Civitas does not use). */
 const DISCOVERY_TYPE = "_agency.register";
 
@@ -280,16 +283,16 @@ export class NatsTransport implements Transport {
 
   private onAgentMessage(bytes: Uint8Array, name: string): void {
     const host = this.host;
-    const decoded = this.decode(bytes, `civitas.agent.${name}`);
+    const decoded = this.decode(bytes, name, AGENT_SUBJECT);
     if (host === undefined || decoded === undefined) return;
     const admitted = admitInbound(decoded, name);
-    if ("dropped" in admitted) {
+    if (typeof admitted === "string") {
       this.droppedCount++;
-      host.logger.warn(admitted.dropped, { messageId: decoded.id });
+      host.logger.warn(admitted, { messageId: decoded.id });
       return;
     }
     // Called in arrival order without waiting: the mailbox keeps waiting puts in FIFO order (SPEC 3).
-    const delivery = host.deliver(admitted.message);
+    const delivery = host.deliver(admitted);
     // A message that went straight into the mailbox costs no reaction (and no microtask) here.
     if (delivery === RESOLVED) return;
     delivery.catch((error: unknown) => {
@@ -380,12 +383,13 @@ export class NatsTransport implements Transport {
     return this.agentSubs.has(name) || this.host?.agents().some((agent) => agent.name === name) === true;
   }
 
-  private decode(bytes: Uint8Array, subject: string): Message | undefined {
+  /** Decodes an envelope that came on `subject` (on `subjectOf(subject)` when `agent`: the name is made a subject only to report an error). */
+  private decode(bytes: Uint8Array, subject: string, agent = false): Message | undefined {
     try {
       return decodeMessage(bytes);
     } catch (error) {
       this.invalidCount++;
-      this.host?.logger.warn(`a message on '${subject}' is not a valid envelope and was dropped`, { error });
+      this.host?.logger.warn(`a message on '${agent ? subjectOf(subject) : subject}' is not a valid envelope and was dropped`, { error });
       return undefined;
     }
   }

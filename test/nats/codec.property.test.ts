@@ -53,6 +53,22 @@ describe("codec round trip", () => {
     }
   });
 
+  it("a run of envelopes repeating one type, sender and recipient (written from the last one's bytes) is what encodeWire writes (property)", () => {
+    const name = fc.oneof(fc.constantFrom("a", "b", "x".repeat(120), "\u00e9t\u00e9"), fc.string({ maxLength: 40 }));
+    const head = fc.record({ type: fc.constantFrom("message", "t", "_agency.heartbeat"), sender: name, recipient: name });
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 2 }), messageArbitrary()), { minLength: 1, maxLength: 30 }), fc.array(head, { minLength: 3, maxLength: 3 }), (runs, heads) => {
+        for (const [which, message] of runs) {
+          const m = { ...message, ...heads[which] };
+          const general = Buffer.from(encodeWire(toWire(m), "msgpack")).toString("hex");
+          expect(Buffer.from(encodeForBus(m, "msgpack")).toString("hex")).toBe(general);
+          expect(Buffer.from(encodeMessage(m, "msgpack")).toString("hex")).toBe(general);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it("encodeMessage writes the bytes encodeWire writes for the message's wire form, in either encoding (property)", () => {
     fc.assert(
       fc.property(messageArbitrary(), serializer, (message, how) => {
