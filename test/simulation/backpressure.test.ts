@@ -4,18 +4,7 @@ import { AgentProcess } from "../../src/process/agent-process.js";
 import { putWaits } from "../../src/runtime/simulation-hooks.js";
 import { Supervisor } from "../../src/supervision/supervisor.js";
 import { simulate } from "../../src/testing/simulation/simulate.js";
-import { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
-
-/** The failure `run` rejects with (or `undefined`). */
-async function failureOf(run: Promise<void>): Promise<SimulationFailure | undefined> {
-  try {
-    await run;
-    return undefined;
-  } catch (error) {
-    if (error instanceof SimulationFailure) return error;
-    throw error;
-  }
-}
+import { failureOf } from "./fixtures.js";
 
 /** Sends `count` numbered `item`s to `to`, one after the other, from one handler. */
 class Producer extends AgentProcess {

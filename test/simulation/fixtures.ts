@@ -8,6 +8,7 @@ import { AgentProcess } from "../../src/process/agent-process.js";
 import type { Message } from "../../src/message/message.js";
 import { Supervisor } from "../../src/supervision/supervisor.js";
 import { randomChooser } from "../../src/testing/simulation/random-chooser.js";
+import { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
 import type { Chooser, SimulationFaultKind, SimulationInvariant } from "../../src/testing/simulation/types.js";
 
 /** Holds the accounts; answers `balance`, applies `set`, `deposit` (checkpointed). */
@@ -166,5 +167,16 @@ export class Sleeper extends AgentProcess {
 export class Looper extends AgentProcess {
   override async handle(): Promise<void> {
     await this.send(this.name, {}, { type: "again" });
+  }
+}
+
+/** The failure `run` rejects with (or `undefined`). */
+export async function failureOf(run: Promise<void>): Promise<SimulationFailure | undefined> {
+  try {
+    await run;
+    return undefined;
+  } catch (error) {
+    if (error instanceof SimulationFailure) return error;
+    throw error;
   }
 }

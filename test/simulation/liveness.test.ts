@@ -1,19 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { simulate } from "../../src/testing/simulation/simulate.js";
-import { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
+import type { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
 import { Supervisor } from "../../src/supervision/supervisor.js";
-import { alone, Asker, bank, Looper, Sleeper } from "./fixtures.js";
-
-/** The failure `run` rejects with (or `undefined`). */
-async function failureOf(run: Promise<void>): Promise<SimulationFailure | undefined> {
-  try {
-    await run;
-    return undefined;
-  } catch (error) {
-    if (error instanceof SimulationFailure) return error;
-    throw error;
-  }
-}
+import { alone, Asker, bank, failureOf, Looper, Sleeper } from "./fixtures.js";
 
 const askers = (): Supervisor => new Supervisor("root", { children: [new Asker("a", "b"), new Asker("b", "a")] });
 
