@@ -246,23 +246,27 @@ export class PostgresAuditSink implements AuditSink {
   }
 }
 
+/** How many rows one query of {@link readAuditLines} reads. */
+const AUDIT_PAGE_ROWS = 1000;
+
 /**
- * The stored lines of a chain, in `seq` order, read in batches.
+ * The stored lines of a chain, in numeric `seq` order, read in pages keyed by `seq`.
  * @throws (rejects) `STORE_UNAVAILABLE` when the table cannot be read.
  * @internal
  */
 export async function* readAuditLines(pool: pg.Pool, table: TableName, label: string, where: string): AsyncGenerator<string> {
   let after = -1;
   for (;;) {
-    let batch: pg.QueryResult<{ seq: string; line: string }>;
+    let batch: pg.QueryResult<{ position: string; line: string }>;
     try {
-      batch = await pool.query<{ seq: string; line: string }>(`SELECT seq::text AS seq, line FROM ${table.sql} WHERE seq > $1 ORDER BY seq LIMIT 1000`, [after]);
+      // The text of seq gets its own name: `ORDER BY seq` on an output column `seq::text AS seq` would sort as text (0, 1, 10, 100 …).
+      batch = await pool.query<{ position: string; line: string }>(`SELECT seq::text AS position, line FROM ${table.sql} WHERE seq > $1 ORDER BY ${table.sql}.seq LIMIT ${AUDIT_PAGE_ROWS}`, [after]);
     } catch (error) {
       throw unavailable(label, where, "reading the audit chain", error);
     }
     for (const row of batch.rows) yield row.line;
     const last = batch.rows[batch.rows.length - 1];
-    if (last === undefined || batch.rows.length < 1000) return;
-    after = int8(last.seq);
+    if (last === undefined || batch.rows.length < AUDIT_PAGE_ROWS) return;
+    after = int8(last.position);
   }
 }
