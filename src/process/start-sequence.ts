@@ -8,6 +8,7 @@ import { ProcessStatus } from "./process-status.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { UP, type StartAttempt, type Starting, type Stopping } from "./lifecycle.js";
 import { receiptRecorded, runHook, errorText, overrides } from "./hooks.js";
+import { rollForward } from "./recorded-decision.js";
 
 /**
  * One start of the agent, straight through its `starting` phase: restore
@@ -105,6 +106,8 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
   if (r.suspension.marker?.announced === false) await r.suspension.announceRestored(startedAfter);
   // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.
   else if (settledInStore && r.suspension.marker === undefined) await r.suspension.persistMarker("resume", undefined);
+  // A restored pause whose decision is on record (the process ended between its receipt and its cleared marker) is completed now.
+  await rollForward(r.suspension);
   // A stop that came meanwhile (this agent's, or the runtime's) has begun, or will begin, the loop itself.
   if (services.stopping.aborted) attempt.stopAsked = true;
   if (r.phase === starting && !attempt.stopAsked) {
