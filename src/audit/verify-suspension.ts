@@ -62,8 +62,14 @@ export interface VerifySuspensionOptions extends VerifyOptions {
 export interface SuspensionVerification {
   /** Why the verification failed as a whole when the log disagrees with the store: `truncated` or `anchor-mismatch`. */
   reason?: "truncated" | "anchor-mismatch";
-  /** `failed` if any suspension failed or the chain is broken, else `pending` if any is unsettled, else `verified`. */
-  status: SuspensionStatus;
+  /**
+   * `failed` if any suspension failed or the chain is broken, else `pending`
+   * if any is unsettled, else `verified` — or `not-found` when no verified
+   * row of the log is of `agent` at all (a misspelt name, or another
+   * agent's log): nothing was verified. `civitas audit verify-suspension`
+   * exits 4 (not found) for it.
+   */
+  status: SuspensionStatus | "not-found";
   /** Every suspension of the agent, oldest first. */
   suspensions: SuspensionRecord[];
   /** One sentence per break found. */
@@ -113,9 +119,10 @@ export async function verifySuspension(path: AuditLogSource, agent: string, opti
   if (walk.brokenAt !== undefined) failures.push(`the audit chain is broken at row ${walk.brokenAt}: ${walk.reason ?? "unknown"}`);
   const anchor = options.store === undefined ? undefined : await crossCheckAnchor(walk.rows, agent, options.store);
   if (anchor !== undefined) failures.push(anchor.failure);
-  let status: SuspensionStatus = "verified";
+  let status: SuspensionVerification["status"] = "verified";
   if (failures.length > 0 || suspensions.some((s) => s.status === "failed")) status = "failed";
   else if (suspensions.some((s) => s.status === "pending")) status = "pending";
+  else if (!walk.rows.some((row) => row.agent === agent)) status = "not-found";
   return anchor === undefined ? { status, suspensions, failures } : { status, suspensions, failures, reason: anchor.reason };
 }
 
