@@ -102,12 +102,13 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     incarnation: r.starts,
     ...(r.suspension.marker === undefined ? {} : { suspensionId: r.suspension.marker.suspensionId }),
   });
+  // A restored pause whose decision is on record (the process ended between its receipt and its cleared marker) is completed now,
+  // before anything (its announcement included) could write its marker again.
+  await rollForward(r.suspension);
   // A pause stored before it was announced (a crash or stop came first) gets its receipt and onSuspend now, before any message.
   if (r.suspension.marker?.announced === false) await r.suspension.announceRestored(startedAfter);
   // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.
   else if (settledInStore && r.suspension.marker === undefined) await r.suspension.persistMarker("resume", undefined);
-  // A restored pause whose decision is on record (the process ended between its receipt and its cleared marker) is completed now.
-  await rollForward(r.suspension);
   // A stop that came meanwhile (this agent's, or the runtime's) has begun, or will begin, the loop itself.
   if (services.stopping.aborted) attempt.stopAsked = true;
   if (r.phase === starting && !attempt.stopAsked) {
