@@ -2,9 +2,9 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { PostgresAuditSink } from "../../src/audit/postgres-audit-sink.js";
+import { PostgresAuditSink } from "../../src/postgres/postgres-audit-sink.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
-import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
+import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { SUSPENSION_KEY } from "../../src/index.js";
 import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
 

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { PostgresAuditSink } from "../../src/audit/postgres-audit-sink.js";
+import { PostgresAuditSink } from "../../src/postgres/postgres-audit-sink.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
 import { runTsChild } from "../support/child-process.js";
 import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
