@@ -129,7 +129,15 @@ async function leaveSuspended(control: SuspensionControl, approver: string, mark
     !control.announcementOwed ||
     !services.telemetry.auditing ||
     (await services.telemetry.audit("agent.suspend", runner.agent.name, { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, recordedAtResume: true }));
-  if (services.telemetry.auditing && !(announced && (await decisionReceipt(control, "agent.resume", receipt)))) {
+  // A receipt refused as fenced out (STATE_FENCED) ends the span with that error and reaches the caller.
+  let recorded = announced;
+  try {
+    recorded &&= await decisionReceipt(control, "agent.resume", receipt);
+  } catch (error) {
+    services.telemetry.endSpan(span, error);
+    throw error;
+  }
+  if (services.telemetry.auditing && !recorded) {
     // No approved action without its receipt: the pause stays, nothing has changed yet.
     const error = new AuditUnavailableError(runner.agent.name);
     services.telemetry.endSpan(span, error);
