@@ -133,7 +133,8 @@ describe("deny across processes", () => {
     expect(await peer.waitFor((e) => e.event === "denied" && e.suspensionId === suspensionId)).toMatchObject({ name: payer, decider: "bob@risk", reason: "over budget" });
     expect(peer.events.filter((e) => e.event === "authorizing" && e.approver === "bob@risk")).toEqual([{ event: "authorizing", approver: "bob@risk", decision: "deny" }]);
     const denied = await receipts("agent.deny", suspensionId);
-    expect(denied.map((r) => r.details)).toEqual([{ decider: "bob@risk", suspensionId, reason: "over budget", expired: false }]);
+    // Stamped with the owner's fence (issue 21): the peer runs on a fenced store.
+    expect(denied.map((r) => r.details)).toEqual([{ decider: "bob@risk", suspensionId, reason: "over budget", expired: false, fence: expect.any(Number) as unknown }]);
     expect(await receipts("agent.resume", suspensionId)).toEqual([]);
     expect((await probe()).status).toBe("RUNNING");
     expect(requests.filter((r) => r.args.decision === "deny").at(-1)?.args).toEqual({ approver: "bob@risk", decision: "deny", suspensionId, reason: "over budget" });
