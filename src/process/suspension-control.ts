@@ -336,6 +336,12 @@ export class SuspensionControl {
     this.setMarker(undefined);
     this.lastSettled = marker.suspensionId;
     this.pauseAfter = undefined;
+    // A suspend request still pending for this very pause (asked for before a crash, restored from the store) is spent.
+    const request = this.request;
+    if (request?.marker?.suspensionId === marker.suspensionId) {
+      this.request = undefined;
+      for (const waiting of request.waiting) void answer(this.runner, waiting);
+    }
   }
 
   /**
