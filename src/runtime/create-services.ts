@@ -5,10 +5,12 @@ import { stderrLogger } from "../logging/logger.js";
 import { Telemetry } from "../observability/telemetry.js";
 import { InMemoryStateStore } from "../state/in-memory-state-store.js";
 import { systemClock } from "../time/clock.js";
-import type { RuntimeEvents } from "./runtime-events.js";
+import type { RuntimeEvents } from "../contracts/runtime-events.js";
 import type { RuntimeOptions } from "./runtime-options.js";
-import { Scheduler } from "./scheduler.js";
-import type { RuntimeServices } from "./services.js";
+import { Scheduler } from "../contracts/scheduler.js";
+import type { SupervisedChild } from "../contracts/child.js";
+import type { RuntimeServices } from "../contracts/runtime-services.js";
+import type { AgentProcess } from "../process/agent-process.js";
 import { joiningSimulation } from "./simulation-hooks.js";
 
 /**
@@ -19,16 +21,16 @@ import { joiningSimulation } from "./simulation-hooks.js";
  * aborted when it begins to stop.
  * @internal
  */
-export function createServices(options: RuntimeOptions, events: EventEmitter<RuntimeEvents>, stopping: AbortSignal): RuntimeServices {
+export function createServices(options: RuntimeOptions, events: EventEmitter<RuntimeEvents>, stopping: AbortSignal): RuntimeServices<AgentProcess> {
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? stderrLogger;
-  const registry = new Registry();
+  const registry = new Registry<AgentProcess, SupervisedChild>();
   const store = options.store ?? new InMemoryStateStore();
   if (!store.durable) {
     logger.warn("state store is not durable: checkpoints are lost when this process ends; use SqliteStateStore from civitas-ts/sqlite to keep them");
   }
   const simulation = joiningSimulation();
-  const services: RuntimeServices = {
+  const services: RuntimeServices<AgentProcess> = {
     registry,
     bus: new MessageBus(registry, clock, events),
     store,
@@ -49,6 +51,7 @@ export function createServices(options: RuntimeOptions, events: EventEmitter<Run
     },
     stopping,
     controlSent: { count: 0 },
+    putWait: simulation?.putWait,
   };
   if (simulation !== undefined) services.bus.replyGate = simulation.settleReply;
   return services;
