@@ -1,8 +1,8 @@
 import type { Span } from "@opentelemetry/api";
 import { AuditUnavailableError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
-import type { RuntimeServices } from "../runtime/services.js";
-import { ProcessStatus } from "./process-status.js";
+import type { RuntimeServices } from "../contracts/runtime-services.js";
+import { ProcessStatus } from "../contracts/process-status.js";
 import { completeRecorded, decisionOnRecord } from "./recorded-decision.js";
 import type { SuspensionControl } from "./suspension-control.js";
 import type { SuspensionMarker } from "../state/suspension-marker.js";

@@ -1,6 +1,6 @@
 import type { AuditEvent } from "../audit/audit-event.js";
 import { AuditUnavailableError } from "../errors/errors.js";
-import { ProcessStatus } from "./process-status.js";
+import { ProcessStatus } from "../contracts/process-status.js";
 import type { SuspensionMarker } from "../state/suspension-marker.js";
 import { runHook } from "./hooks.js";
 import { throwIfFenced } from "./pause-settlement.js";

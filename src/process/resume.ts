@@ -3,7 +3,7 @@ import { AuditUnavailableError, InvalidArgumentError, MailboxClosedError, Runtim
 import type { JsonObject } from "../message/json.js";
 import { forceMessage } from "../mailbox/mailbox-internals.js";
 import type { Message } from "../message/message.js";
-import { ProcessStatus } from "./process-status.js";
+import { ProcessStatus } from "../contracts/process-status.js";
 import type { SuspensionMarker } from "../state/suspension-marker.js";
 import { assertApprover } from "./decision-text.js";
 import type { SuspensionControl } from "./suspension-control.js";

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Message } from "../../src/message/message.js";
 import { AgentProcess } from "../../src/process/agent-process.js";
-import { ProcessStatus } from "../../src/process/process-status.js";
+import { ProcessStatus } from "../../src/contracts/process-status.js";
 import type { SuspensionMarker } from "../../src/state/suspension-marker.js";
 import { simulate } from "../../src/testing/simulation/simulate.js";
 import type { Simulation, SimulationFaults, SimulationInvariant, SimulationView } from "../../src/testing/simulation/types.js";
