@@ -15,7 +15,7 @@ const KINDS: Readonly<Record<string, SimulationStepKind>> = {
   "agent.restart": "restart",
 };
 
-const NONE: readonly SimulationFaultKind[] = [];
+const AUDIT_FAULTS: readonly SimulationFaultKind[] = ["audit.fail", "audit.hang", "audit.lose"];
 
 /** The audit sink of one runtime incarnation of a simulation: each append completes only when the simulation chooses it. */
 export class SimulatedAuditSink implements AuditSink {
@@ -30,14 +30,25 @@ export class SimulatedAuditSink implements AuditSink {
     const ordinal = (this.log.ordinals.get(counted) ?? 0) + 1;
     this.log.ordinals.set(counted, ordinal);
     const choice: SimulationChoice = { kind: "audit", key: `audit:${counted}#${ordinal}`, thread: "audit", agent: event.agent, type: event.event };
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       const gate: Gate = {
-        faults: NONE,
+        faults: AUDIT_FAULTS,
         offer: () => choice,
-        open: (): GateOutcome => {
-          this.log.acknowledged.push(event);
-          resolve();
-          return { kind: KINDS[event.event] ?? "audit", type: event.event };
+        open: (fault): GateOutcome => {
+          switch (fault) {
+            case "audit.fail":
+              reject(new Error(`simulated fault: the audit sink could not append ${event.event} of '${event.agent}'`));
+              return { kind: "audit.fail", type: event.event };
+            case "audit.hang":
+              return { kind: "audit.hang", type: event.event, detail: "never completes" };
+            case "audit.lose":
+              resolve();
+              return { kind: "audit.lose", type: event.event, detail: "acknowledged, never kept" };
+            default:
+              this.log.acknowledged.push(event);
+              resolve();
+              return { kind: KINDS[event.event] ?? "audit", type: event.event };
+          }
         },
       };
       this.board.add(gate, this.epoch);

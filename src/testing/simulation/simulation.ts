@@ -5,6 +5,7 @@ import type { JsonObject } from "../../message/json.js";
 import { useIdSource } from "../../message/ids.js";
 import type { Message } from "../../message/message.js";
 import { Runtime } from "../../runtime/runtime.js";
+import { faultPoints } from "../../runtime/fault-point.js";
 import { buildSimulated, putWaits } from "../../runtime/simulation-hooks.js";
 import type { DenyOptions, ResumeOptions, SuspendOptions } from "../../runtime/runtime-control.js";
 import type { RuntimeAskOptions, RuntimeSendOptions } from "../../runtime/runtime-options.js";
@@ -13,6 +14,7 @@ import type { CheckedOptions } from "./check-options.js";
 import { chooseFault } from "./choose-fault.js";
 import { drain } from "./drain.js";
 import { ExternalAwaits } from "./external-awaits.js";
+import { FaultPoints } from "./fault-points.js";
 import { offersOf, type Gate, type GateBoard, type GateOutcome } from "./gate.js";
 import { fillFrom, mulberry32 } from "./prng.js";
 import { PutWaits } from "./put-waits.js";
@@ -26,6 +28,7 @@ import { SimulatedTransport } from "./simulated-transport.js";
 import { disarmCrash, SimulatedScheduler, type DeliveryOrdinals } from "./simulated-scheduler.js";
 import { DurableData, SimulatedStore } from "./simulated-store.js";
 import { SimulationBusyError, SimulationFailure, SimulationStateError, type SimulationFailureCode } from "./simulation-failure.js";
+import { TargetedFaults } from "./targeted-faults.js";
 import { formatTrace } from "./trace-format.js";
 import { EngineView } from "./simulation-view.js";
 import type { Simulation, SimulationChoice, SimulationPeer, SimulationStep, SimulationView } from "./types.js";
@@ -63,6 +66,8 @@ export class SimulationEngine implements Simulation, GateBoard {
   /** The bus between this runtime and {@link SimulationEngine.peer}: control across processes. */
   private readonly network: SimulatedNetwork;
   readonly peer: SimulationPeer;
+  private readonly targets: TargetedFaults;
+  private readonly points: FaultPoints;
 
   constructor(
     private readonly options: CheckedOptions,
@@ -76,6 +81,8 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.builtIn = new BuiltInInvariants(this.log);
     this.view = new EngineView(() => this.runtime, this.data, this.log, this.clock);
     this.network = new SimulatedNetwork(this, () => this.epoch, this.clock, this.clock.outside(), options.networkDelayMs);
+    this.targets = new TargetedFaults(options.targets);
+    this.points = new FaultPoints(this, () => this.epoch, this.clock, options.pointDelayMs);
     this.peer = new SimulatedPeer(this.network, this.clock.outside(), (operation, name) => void this.operate(`peer.${operation}:${name}`, name, operation));
   }
 
@@ -139,18 +146,23 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.rebuild();
     this.drained = false;
     // Down meanwhile: nobody answers its agents' control subjects; the peer's timers and packets go on.
-    if (downMs > 0) await this.runUntil(new Promise((resolve) => this.clock.setTimeout(() => resolve(undefined), downMs)), "the kill's downtime");
-    await this.runUntil(this.restarted(), "the runtime's start after the kill");
+    if (downMs > 0) await this.runUntil(new Promise((resolve) => this.clock.outside().setTimeout(() => resolve(undefined), downMs)), "the kill's downtime");
+    await this.untilStarted("the runtime's start after the kill");
   }
 
   stop(): Promise<void> {
     if (this.phase !== "running") return Promise.resolve();
     this.stopping ??= (async () => {
-      const runtime = this.runtime as Runtime;
       this.record({ kind: "op", key: "op:stop", type: "stop" });
-      const stopped = runtime.stop();
-      await this.runUntil(stopped, "runtime.stop()");
-      await stopped;
+      // A kill drawn meanwhile replaces the runtime: then its successor is stopped.
+      for (;;) {
+        const epoch = this.epoch;
+        const stopped = (this.runtime as Runtime).stop();
+        await this.runUntil(stopped, "runtime.stop()", () => this.epoch !== epoch);
+        if (this.epoch !== epoch) continue;
+        await stopped;
+        break;
+      }
       this.end();
     })();
     return this.stopping;
@@ -161,11 +173,22 @@ export class SimulationEngine implements Simulation, GateBoard {
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the one simulation of this process (see `active`)
     active = this;
     putWaits.watcher = this.puts.watch;
+    if (this.options.points) faultPoints.hook = this.points.hook;
     this.phase = "running";
-    const ids = mulberry32(this.options.seed ^ 0x5bd1e995);
+    // Ids do not depend on the seed: a replay (which has no seed) draws the very same ids, so its trace is byte-identical.
+    const ids = mulberry32(0x5bd1e995);
     useIdSource({ fill: (buffer) => fillFrom(ids, buffer), now: () => this.clock.now() });
     this.build();
-    await this.runUntil(this.restarted(), "runtime.start()");
+    await this.untilStarted("runtime.start()");
+  }
+
+  /** Runs steps until the current runtime has started; a kill meanwhile (a fault) replaces it, and its successor's start is awaited instead. */
+  private async untilStarted(what: string): Promise<void> {
+    for (;;) {
+      const epoch = this.epoch;
+      await this.runUntil(this.restarted(), what, () => this.epoch !== epoch);
+      if (this.epoch === epoch) return;
+    }
   }
 
   /** The current runtime's start, rejected errors kept for whoever awaits it. */
@@ -223,16 +246,16 @@ export class SimulationEngine implements Simulation, GateBoard {
     throw new SimulationStateError(`sim.${call}: the simulation is not running; ${why}`);
   }
 
-  /** Runs steps, advancing time, until `promise` settles; fails with a deadlock when nothing can make it settle. */
-  private async runUntil(promise: Promise<unknown>, what: string): Promise<void> {
+  /** Runs steps, advancing time, until `promise` settles (or `interrupted()`); fails with a deadlock when nothing can make it settle. */
+  private async runUntil(promise: Promise<unknown>, what: string, interrupted: () => boolean = () => false): Promise<void> {
     let done = false;
     promise.then(
       () => (done = true),
       () => (done = true),
     );
     await drain();
-    while (!done) {
-      if ((await this.step(true)) === "idle" && !done) {
+    while (!done && !interrupted()) {
+      if ((await this.step(true)) === "idle" && !done && !interrupted()) {
         throw this.fail("SIMULATION_DEADLOCK", `${what} cannot finish: nothing is ready and no timer is left`);
       }
     }
@@ -263,7 +286,7 @@ export class SimulationEngine implements Simulation, GateBoard {
       throw this.fail("SIMULATION_DIVERGED", `the chooser returned ${String(index)}, not an index of the ${offers.length} ready choices`);
     }
     this.gates.splice(index, 1);
-    const fault = this.options.faulty ? await chooseFault(this.options, gate, choice, this.steps.length) : undefined;
+    const fault = this.options.faulty ? await chooseFault(this.options, this.targets, gate, choice, this.steps.length) : undefined;
     const agent = choice.agent === undefined ? {} : { agent: choice.agent };
     if (fault === "kill") {
       this.record({ kind: "kill", key: choice.key, ...agent, detail: "fault: the process was killed instead" });
@@ -388,6 +411,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     if (active === this) {
       active = undefined;
       putWaits.watcher = undefined;
+      faultPoints.hook = undefined;
       useIdSource(undefined);
     }
   }
