@@ -2,6 +2,7 @@ import { describeValue } from "../../errors/civitas-error.js";
 import { InvalidArgumentError } from "../../errors/errors.js";
 import { randomChooser, checkSeed } from "./random-chooser.js";
 import { checkTargets } from "./targeted-faults.js";
+import { checkTime } from "./time-choices.js";
 import type { Chooser, SimulationFaultKind, SimulationFaultTarget, SimulationInvariant, SimulationOptions } from "./types.js";
 
 /** Options of a simulation, checked, with their defaults. */
@@ -16,6 +17,8 @@ export interface CheckedOptions {
   readonly startMs: number;
   /** How long a delayed packet of the simulated bus is held back. */
   readonly networkDelayMs: number;
+  /** Time as a choice: races per run, and latency per step. */
+  readonly time: { readonly races: number; readonly stepLatencyMs: number };
   /** Whether `faultPoint()` calls are steps (points faults are configured, or a target names a point). */
   readonly points: boolean;
   /** How long a delayed fault point holds its agent. */
@@ -73,6 +76,7 @@ export function checkSimulationOptions(options: unknown, replaying: boolean): Ch
     points: o.faults?.points !== undefined || targets.some((t) => t.point !== undefined || t.fault.startsWith("point.")),
     pointDelayMs: checkDelayMs(o.faults?.points?.delayMs, "faults.points.delayMs", 1_000),
     targets,
+    time: checkTime(o.time),
     faulty: replaying || targets.length > 0 || Object.values(faults).some((p) => p > 0),
     probability: replaying ? () => 1 : (kind) => faults[kind],
   };

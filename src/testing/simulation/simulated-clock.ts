@@ -49,6 +49,11 @@ export class SimulatedClock implements Clock {
     };
   }
 
+  /** Moves time on by `ms` without firing anything (simulated latency; due timers fire when chosen). */
+  advance(ms: number): void {
+    this.current += ms;
+  }
+
   /** Timers armed and not yet fired or cancelled. */
   get pending(): number {
     return this.timers.length;

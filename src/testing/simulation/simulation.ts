@@ -29,6 +29,7 @@ import { disarmCrash, SimulatedScheduler, type DeliveryOrdinals } from "./simula
 import { DurableData, SimulatedStore } from "./simulated-store.js";
 import { SimulationBusyError, SimulationFailure, SimulationStateError, type SimulationFailureCode } from "./simulation-failure.js";
 import { TargetedFaults } from "./targeted-faults.js";
+import { TimeChoices } from "./time-choices.js";
 import { formatTrace } from "./trace-format.js";
 import { EngineView } from "./simulation-view.js";
 import type { Simulation, SimulationChoice, SimulationPeer, SimulationStep, SimulationView } from "./types.js";
@@ -68,6 +69,7 @@ export class SimulationEngine implements Simulation, GateBoard {
   readonly peer: SimulationPeer;
   private readonly targets: TargetedFaults;
   private readonly points: FaultPoints;
+  private readonly time: TimeChoices;
 
   constructor(
     private readonly options: CheckedOptions,
@@ -82,6 +84,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.view = new EngineView(() => this.runtime, this.data, this.log, this.clock);
     this.network = new SimulatedNetwork(this, () => this.epoch, this.clock, this.clock.outside(), options.networkDelayMs);
     this.targets = new TargetedFaults(options.targets);
+    this.time = new TimeChoices(this.clock, options.time.stepLatencyMs, options.time.races);
     this.points = new FaultPoints(this, () => this.epoch, this.clock, options.pointDelayMs);
     this.peer = new SimulatedPeer(this.network, this.clock.outside(), (operation, name) => void this.operate(`peer.${operation}:${name}`, name, operation));
   }
@@ -277,8 +280,15 @@ export class SimulationEngine implements Simulation, GateBoard {
     const offers = await this.collect();
     if (offers.length === 0) return advance ? this.advanceTime() : "idle";
     this.checkStepLimit();
+    const racing = advance && this.time.on ? this.time.offer() : undefined;
+    if (racing !== undefined) offers.push(racing);
     const picked = this.options.chooser.choose(offers, this.steps.length);
     const index = typeof picked === "number" ? picked : await picked;
+    if (racing !== undefined && index === offers.length - 1) {
+      this.time.taken();
+      return this.fireTimer("time");
+    }
+    if (this.time.on) this.time.stepped();
     const gate = this.gates[index];
     const choice = offers[index];
     if (gate === undefined || choice === undefined || !Number.isInteger(index)) {
@@ -339,8 +349,14 @@ export class SimulationEngine implements Simulation, GateBoard {
       return this.gates.length > 0 ? "stepped" : "idle";
     }
     this.checkStepLimit();
+    return this.fireTimer("timer");
+  }
+
+  /** Fires the earliest timer (virtual time moves to it): a `timer` step when nothing else was ready, a `time` step when it raced ready steps. */
+  private async fireTimer(kind: "timer" | "time"): Promise<"stepped"> {
     const dueMs = this.clock.nextDueMs as number;
-    this.record({ kind: "timer", key: `timer@+${dueMs - this.options.startMs}`, detail: `virtual time ${new Date(dueMs).toISOString()}` });
+    const detail = `virtual time ${new Date(Math.max(dueMs, this.clock.now())).toISOString()}`;
+    this.record(kind === "time" ? { kind, key: "time", detail: `${detail}, while other steps were ready` } : { kind, key: `timer@+${dueMs - this.options.startMs}`, detail });
     this.clock.fireNext(); // the timer's callback, and what it sets off until the drain ends, run as its owner's
     await drain();
     this.clock.owner = undefined;

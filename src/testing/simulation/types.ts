@@ -6,6 +6,7 @@ import type { ProcessStatus } from "../../process/process-status.js";
 import type { ResumeOptions, DenyOptions, SuspendOptions } from "../../runtime/runtime-control.js";
 import type { RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions } from "../../runtime/runtime-options.js";
 import type { SupervisedChild } from "../../supervision/child.js";
+import type { SimulationTimeOptions } from "./time-choices.js";
 
 /**
  * What a step of a simulation did, as its trace records it:
@@ -265,6 +266,8 @@ export interface SimulationOptions {
   readonly externalAwaits?: "record" | "fail";
   /** Virtual time at the start, epoch ms. @defaultValue 1_700_000_000_000 */
   readonly startMs?: number;
+  /** Time as a choice: timers that fire while other steps are ready, and simulated latency per step. @defaultValue none */
+  readonly time?: SimulationTimeOptions;
 }
 
 /** An agent's status as its owner answers a {@link SimulationPeer.status} query. */
