@@ -91,7 +91,7 @@ describe("time as a choice", () => {
       if (twice) failure = new SimulationFailure("SIMULATION_INVARIANT", "twice", [...sim.trace]);
     }
     expect(failure).toBeDefined();
-    const again = replay(JSON.parse(JSON.stringify((failure as SimulationFailure).trace)), { root, time: { races: 1 } });
+    const again = replay(JSON.parse(JSON.stringify((failure as SimulationFailure).trace)) as SimulationFailure["trace"], { root, time: { races: 1 } });
     await again.start();
     void again.send("buyer", "buy", { order: "o1" });
     await again.run();
