@@ -27,6 +27,7 @@ export class SimulatedAuditSink implements AuditSink {
 
   emit(event: AuditEvent): Promise<void> {
     const counted = `${event.event}:${event.agent}`;
+    this.board.touch(`audit:${event.agent}`);
     const ordinal = (this.log.ordinals.get(counted) ?? 0) + 1;
     this.log.ordinals.set(counted, ordinal);
     const choice: SimulationChoice = { kind: "audit", key: `audit:${counted}#${ordinal}`, thread: "audit", agent: event.agent, type: event.event };
@@ -57,6 +58,7 @@ export class SimulatedAuditSink implements AuditSink {
 
   /** The decision the log acknowledged for the pause `suspensionId` of `agent` (acknowledged appends survive a kill). */
   recordedSettlement(agent: string, suspensionId: string): Promise<AuditEvent | undefined> {
+    this.board.touch("audit");
     return Promise.resolve(this.log.acknowledged.find((e) => settles(e, agent, suspensionId)));
   }
 }

@@ -14,6 +14,7 @@ import type { CheckedOptions } from "./check-options.js";
 import { chooseFault } from "./choose-fault.js";
 import { drain } from "./drain.js";
 import { ExternalAwaits } from "./external-awaits.js";
+import { FootprintRecorder, listensToFootprints } from "./footprint.js";
 import { FaultPoints } from "./fault-points.js";
 import { offersOf, type Gate, type GateBoard, type GateOutcome } from "./gate.js";
 import { fillFrom, mulberry32 } from "./prng.js";
@@ -70,6 +71,8 @@ export class SimulationEngine implements Simulation, GateBoard {
   private readonly targets: TargetedFaults;
   private readonly points: FaultPoints;
   private readonly time: TimeChoices;
+  /** What each step touches, when the chooser wants to know (the reduced search of `exhaust`). */
+  private readonly recorder: FootprintRecorder | undefined;
 
   constructor(
     private readonly options: CheckedOptions,
@@ -84,6 +87,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.view = new EngineView(() => this.runtime, this.data, this.log, this.clock);
     this.network = new SimulatedNetwork(this, () => this.epoch, this.clock, this.clock.outside(), options.networkDelayMs);
     this.targets = new TargetedFaults(options.targets);
+    this.recorder = listensToFootprints(options.chooser) ? new FootprintRecorder() : undefined;
     this.time = new TimeChoices(this.clock, options.time.stepLatencyMs, options.time.races);
     this.points = new FaultPoints(this, () => this.epoch, this.clock, options.pointDelayMs);
     this.peer = new SimulatedPeer(this.network, this.clock.outside(), (operation, name) => void this.operate(`peer.${operation}:${name}`, name, operation));
@@ -100,6 +104,11 @@ export class SimulationEngine implements Simulation, GateBoard {
   /** @internal */
   add(gate: Gate, epoch: number): void {
     if (epoch === this.epoch && this.phase === "running") this.gates.push(gate);
+  }
+
+  /** @internal */
+  touch(what: string): void {
+    this.recorder?.touch(what);
   }
 
   start(): Promise<void> {
@@ -282,8 +291,8 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.checkStepLimit();
     const racing = advance && this.time.on ? this.time.offer() : undefined;
     if (racing !== undefined) offers.push(racing);
-    const picked = this.options.chooser.choose(offers, this.steps.length);
-    const index = typeof picked === "number" ? picked : await picked;
+    const index = await this.choose(offers);
+    if (this.recorder !== undefined) this.recorder.begin(offers[index], this.scheduler?.runners ?? new Map());
     if (racing !== undefined && index === offers.length - 1) {
       this.time.taken();
       return this.fireTimer("time");
@@ -321,10 +330,26 @@ export class SimulationEngine implements Simulation, GateBoard {
     }
     this.checkExternalAwaits(choice.agent ?? "");
     // A put that got room in this step let its agent's code run on: check it too.
-    for (const name of this.puts.settle()) if (name !== choice.agent) this.checkExternalAwaits(name);
+    for (const name of this.puts.settle()) {
+      this.touch(`agent:${name}`);
+      if (name !== choice.agent) this.checkExternalAwaits(name);
+    }
     this.checkInvariants();
     this.drained = true; // the next step's collect() starts from here
     return "stepped";
+  }
+
+  /** The chooser's pick (after telling it, when it listens, what the previous step touched); a chooser that throws ends the simulation. */
+  private async choose(offers: readonly SimulationChoice[]): Promise<number> {
+    const chooser = this.options.chooser;
+    try {
+      if (this.recorder !== undefined && listensToFootprints(chooser)) chooser.footprint(this.recorder.end(this.scheduler?.runners ?? new Map()));
+      const picked = chooser.choose(offers, this.steps.length);
+      return typeof picked === "number" ? picked : await picked;
+    } catch (error) {
+      this.end();
+      throw error;
+    }
   }
 
   /** Refuses a step past `maxSteps`: a run that becomes quiescent after exactly `maxSteps` steps is not cut. */
@@ -360,7 +385,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.clock.fireNext(); // the timer's callback, and what it sets off until the drain ends, run as its owner's
     await drain();
     this.clock.owner = undefined;
-    this.puts.settle();
+    for (const name of this.puts.settle()) this.touch(`agent:${name}`);
     this.checkExternalAwaits(undefined);
     this.checkInvariants();
     return "stepped";
