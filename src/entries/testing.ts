@@ -66,5 +66,6 @@ export type { ExhaustOptions, ExhaustResult } from "../testing/simulation/exhaus
 export { sequenceChooser } from "../testing/simulation/sequence-chooser.js";
 export { scheduleArbitrary } from "../testing/simulation/schedule-arbitrary.js";
 export type { ScheduleArbitraryOptions } from "../testing/simulation/schedule-arbitrary.js";
+export type { SimulationTimeOptions } from "../testing/simulation/time-choices.js";
 export { LifecycleSimulation } from "../testing/simulation/lifecycle-simulation.js";
 export type { LifecycleSimulationOptions, LifecycleSimulationOutcome } from "../testing/simulation/lifecycle-simulation.js";

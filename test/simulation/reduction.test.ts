@@ -48,11 +48,12 @@ const systemArbitrary = fc.integer({ min: 2, max: 3 }).chain((agents) =>
           fc.record({ kind: fc.constantFrom("ask" as const), to: fc.nat({ max: agents - 1 }), tag: fc.constantFrom("x", "y") }),
           fc.constant({ kind: "checkpoint" as const }),
         ),
-        { maxLength: 1 },
+        { minLength: 1, maxLength: 2 },
       ),
       { minLength: agents, maxLength: agents },
     ),
     starts: fc.tuple(fc.nat({ max: agents - 1 }), fc.nat({ max: agents - 1 })).map(([a, b]) => [a, (a + 1 + (b % (agents - 1))) % agents]),
+    
   }),
 );
 
@@ -111,11 +112,10 @@ describe("exhaust with reduction (the default)", () => {
         if (full.states.size > 1) interesting++;
         timings.push(`${full.schedules}/${reduced.schedules} in ${Math.round(performance.now() - t0)} ms`);
       }),
-      { numRuns: 15, seed: 27 },
+      { numRuns: 60, seed: 27 },
     );
-    console.log(`schedules full/reduced: ${timings.join(", ")}`);
-    expect(compared).toBeGreaterThanOrEqual(8);
-    expect(interesting, "systems with more than one final state").toBeGreaterThanOrEqual(3);
+    expect(compared).toBeGreaterThanOrEqual(40);
+    expect(interesting, `systems with more than one final state (full/reduced schedules: ${timings.join(", ")})`).toBeGreaterThanOrEqual(10);
   });
 
   describe("the each-way lost update (two transfers in opposite directions between two coordinators)", () => {

@@ -3,7 +3,7 @@ import type { ProcessStatus } from "../../process/process-status.js";
 import type { Chooser, SimulationChoice } from "./types.js";
 
 /** Touches everything: a step whose effects are not tracked (time, a packet, a kill). */
-export const EVERYTHING = "*";
+const EVERYTHING = "*";
 
 /** A chooser told what each chosen step touched (the reduced search of `exhaust`). @internal */
 export interface FootprintListener {

@@ -15,7 +15,7 @@ interface Level {
 }
 
 /** Thrown by the chooser when every ready choice sleeps: the rest of this schedule is equivalent to one explored already. */
-export class ScheduleAsleep extends CivitasError {
+class ScheduleAsleep extends CivitasError {
   constructor() {
     super("SIMULATION_PRUNED", "exhaust: every ready choice sleeps here; the schedule is equivalent to one explored already");
   }
