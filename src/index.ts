@@ -36,6 +36,7 @@ export type { WireMessage } from "./message/wire.js";
 export { SYSTEM_MESSAGE_TYPES } from "./message/system-types.js";
 export type { SystemMessageType } from "./message/system-types.js";
 export { uuidv7 } from "./message/ids.js";
+export { faultPoint } from "./runtime/fault-point.js";
 
 export { Mailbox } from "./mailbox/mailbox.js";
 export type { MailboxOptions, MailboxWaitOptions } from "./mailbox/mailbox-options.js";

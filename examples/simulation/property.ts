@@ -4,7 +4,7 @@
  * draws (and shrinks) beside them, checked once the system is quiescent.
  */
 import fc from "fast-check";
-import { runSimulationScenario, sequenceChooser, SimulationFailure, simulationScenarioArbitrary, type SimulationScenario } from "civitas-ts/testing";
+import { runSimulationScenario, scheduleArbitrary, sequenceChooser, SimulationFailure, simulationScenarioArbitrary, type SimulationScenario } from "civitas-ts/testing";
 import type { PlantedBug } from "./bank.js";
 
 /**
@@ -14,7 +14,7 @@ import type { PlantedBug } from "./bank.js";
  */
 export function plantedBugProperty(bug: PlantedBug, fixed: boolean, failures: SimulationFailure[] = []): fc.IAsyncProperty<[number[], SimulationScenario]> {
   // The schedule comes first: fast-check shrinks it first, towards the plain first-ready schedule, and the operations under it.
-  return fc.asyncProperty(fc.array(fc.nat(), { maxLength: 64 }), simulationScenarioArbitrary(bug.command), async (choices, scenario) => {
+  return fc.asyncProperty(scheduleArbitrary(), simulationScenarioArbitrary(bug.command), async (choices, scenario) => {
     try {
       await runSimulationScenario(scenario, { root: bug.root(fixed), chooser: sequenceChooser(choices), settle: bug.settle, check: (view) => bug.check(view) });
     } catch (error) {

@@ -36,7 +36,7 @@ export type { HandledRecord, LifecycleDriverOptions, LifecycleObservation, Obser
 export { CRASH_MESSAGE_TYPE, InjectedCrash, LIFECYCLE_ID_KEY, SELF_SUSPEND_MESSAGE_TYPE } from "../testing/instrument.js";
 export { simulate, replay } from "../testing/simulation/simulate.js";
 export { randomChooser } from "../testing/simulation/random-chooser.js";
-export { SimulationFailure, SimulationBusyError, SimulationStateError, SimulatedCrash } from "../testing/simulation/simulation-failure.js";
+export { SimulationFailure, SimulationBusyError, SimulationStateError, SimulatedCrash, SimulatedFault } from "../testing/simulation/simulation-failure.js";
 export type { SimulationFailureCode } from "../testing/simulation/simulation-failure.js";
 export type {
   Chooser,
@@ -45,6 +45,7 @@ export type {
   SimulationChoice,
   SimulationFaultKind,
   SimulationFaults,
+  SimulationFaultTarget,
   SimulationInvariant,
   SimulationOptions,
   SimulationPeer,
@@ -63,5 +64,8 @@ export type { CommandOutcome, ScenarioRun, ScenarioRunOptions } from "../testing
 export { exhaust } from "../testing/simulation/exhaust.js";
 export type { ExhaustOptions, ExhaustResult } from "../testing/simulation/exhaust.js";
 export { sequenceChooser } from "../testing/simulation/sequence-chooser.js";
+export { scheduleArbitrary } from "../testing/simulation/schedule-arbitrary.js";
+export type { ScheduleArbitraryOptions } from "../testing/simulation/schedule-arbitrary.js";
+export type { SimulationTimeOptions } from "../testing/simulation/time-choices.js";
 export { LifecycleSimulation } from "../testing/simulation/lifecycle-simulation.js";
 export type { LifecycleSimulationOptions, LifecycleSimulationOutcome } from "../testing/simulation/lifecycle-simulation.js";

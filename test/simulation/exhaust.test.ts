@@ -22,21 +22,21 @@ async function threeMessages(sim: Simulation): Promise<void> {
   await sim.run();
 }
 
-describe("exhaust", () => {
+describe("exhaust without reduction (reduce: false): every schedule", () => {
   it("covers exactly the 3 schedules of a 2-agent, 3-message system", async () => {
     // By hand: a must take m1 before m2 (FIFO from one sender), b takes m3; the simulation only
     // chooses which agent goes next. A schedule is where b's delivery falls among the three:
     // (m3 m1 m2), (m1 m3 m2), (m1 m2 m3) — C(3, 1) = 3. Nothing else is a choice: the agents
     // neither reply nor write state, and the start is not explored (exploreStart: false).
-    const result = await exhaust({ root: twoAgents, maxSteps: 100, scenario: threeMessages });
-    expect(result).toEqual({ schedules: 3, truncated: 0, complete: true, deepest: 5 });
+    const result = await exhaust({ root: twoAgents, maxSteps: 100, reduce: false, scenario: threeMessages });
+    expect(result).toEqual({ schedules: 3, pruned: 0, reduced: false, truncated: 0, complete: true, deepest: 5 });
   });
 
   it("with exploreStart, also covers the 2 orders of the agents' start receipts: 2 × 3 = 6", async () => {
     // The start writes one agent.start audit receipt per agent; both are ready at once, so the
     // log can take a's first or b's first. Each of those 2 starts is followed by the 3 schedules above.
-    const result = await exhaust({ root: twoAgents, maxSteps: 100, exploreStart: true, scenario: threeMessages });
-    expect(result).toEqual({ schedules: 6, truncated: 0, complete: true, deepest: 7 });
+    const result = await exhaust({ root: twoAgents, maxSteps: 100, exploreStart: true, reduce: false, scenario: threeMessages });
+    expect(result).toEqual({ schedules: 6, pruned: 0, reduced: false, truncated: 0, complete: true, deepest: 7 });
   });
 
   it("reorders nothing FIFO forbids: three messages to one agent have exactly 1 schedule", async () => {
@@ -55,12 +55,12 @@ describe("exhaust", () => {
   it("cuts schedules at maxSteps, counts them as truncated and reports the search incomplete", async () => {
     // 7 steps: 2 start receipts, 3 sends, then 2 deliveries; the third delivery would be step 8.
     // Within that bound only the choice among the first two deliveries is left: b's, or a's then (a's or b's).
-    const result = await exhaust({ root: twoAgents, maxSteps: 7, scenario: threeMessages });
-    expect(result).toEqual({ schedules: 3, truncated: 3, complete: false, deepest: 2 });
+    const result = await exhaust({ root: twoAgents, maxSteps: 7, reduce: false, scenario: threeMessages });
+    expect(result).toEqual({ schedules: 3, pruned: 0, reduced: false, truncated: 3, complete: false, deepest: 2 });
   });
 
   it("stops at maxSchedules and says the search is incomplete", async () => {
-    const result = await exhaust({ root: twoAgents, maxSteps: 100, maxSchedules: 2, scenario: threeMessages });
+    const result = await exhaust({ root: twoAgents, maxSteps: 100, maxSchedules: 2, reduce: false, scenario: threeMessages });
     expect(result).toMatchObject({ schedules: 2, complete: false });
   });
 

@@ -1,7 +1,9 @@
 import { describeValue } from "../../errors/civitas-error.js";
 import { InvalidArgumentError } from "../../errors/errors.js";
 import { randomChooser, checkSeed } from "./random-chooser.js";
-import type { Chooser, SimulationFaultKind, SimulationInvariant, SimulationOptions } from "./types.js";
+import { checkTargets } from "./targeted-faults.js";
+import { checkTime } from "./time-choices.js";
+import type { Chooser, SimulationFaultKind, SimulationFaultTarget, SimulationInvariant, SimulationOptions } from "./types.js";
 
 /** Options of a simulation, checked, with their defaults. */
 export interface CheckedOptions {
@@ -15,6 +17,14 @@ export interface CheckedOptions {
   readonly startMs: number;
   /** How long a delayed packet of the simulated bus is held back. */
   readonly networkDelayMs: number;
+  /** Time as a choice: races per run, and latency per step. */
+  readonly time: { readonly races: number; readonly stepLatencyMs: number };
+  /** Whether `faultPoint()` calls are steps (points faults are configured, or a target names a point). */
+  readonly points: boolean;
+  /** How long a delayed fault point holds its agent. */
+  readonly pointDelayMs: number;
+  /** Faults placed at chosen steps. */
+  readonly targets: readonly SimulationFaultTarget[];
   /** Whether any fault may apply (else the chooser is never asked about faults). */
   readonly faulty: boolean;
   /** The probability of `kind` per eligible step (every fault may apply in a replay: the trace decides). */
@@ -52,6 +62,7 @@ export function checkSimulationOptions(options: unknown, replaying: boolean): Ch
   const runtime = o.runtime ?? {};
   if (typeof runtime !== "object" || (runtime as unknown) === null) throw new InvalidArgumentError("runtime", `simulate({ runtime }): runtime must be an object of Runtime options, got ${describeValue(runtime)}`);
   const faults = checkFaults(o.faults);
+  const targets = checkTargets(o.faults?.targets);
   return {
     root: o.root,
     seed,
@@ -61,8 +72,12 @@ export function checkSimulationOptions(options: unknown, replaying: boolean): Ch
     maxSteps,
     externalAwaits,
     startMs,
-    networkDelayMs: checkDelayMs(o.faults?.network?.delayMs),
-    faulty: replaying || Object.values(faults).some((p) => p > 0),
+    networkDelayMs: checkDelayMs(o.faults?.network?.delayMs, "faults.network.delayMs", 1_500),
+    points: o.faults?.points !== undefined || targets.some((t) => t.point !== undefined || t.fault.startsWith("point.")),
+    pointDelayMs: checkDelayMs(o.faults?.points?.delayMs, "faults.points.delayMs", 1_000),
+    targets,
+    time: checkTime(o.time),
+    faulty: replaying || targets.length > 0 || Object.values(faults).some((p) => p > 0),
     probability: replaying ? () => 1 : (kind) => faults[kind],
   };
 }
@@ -73,6 +88,8 @@ function checkFaults(faults: SimulationOptions["faults"]): Record<SimulationFaul
   }
   const writes = faults?.storeWrites ?? {};
   const network = faults?.network ?? {};
+  const points = faults?.points ?? {};
+  const audit = faults?.auditAppends ?? {};
   const probability = (name: string, value: unknown): number => {
     if (value === undefined) return 0;
     if (typeof value !== "number" || !(value >= 0 && value <= 1)) {
@@ -90,13 +107,19 @@ function checkFaults(faults: SimulationOptions["faults"]): Record<SimulationFaul
     "net.drop": probability("faults.network.drop", network.drop),
     "net.delay": probability("faults.network.delay", network.delay),
     "net.duplicate": probability("faults.network.duplicate", network.duplicate),
+    "point.crash": probability("faults.points.crash", points.crash),
+    "point.throw": probability("faults.points.throw", points.throw),
+    "point.delay": probability("faults.points.delay", points.delay),
+    "audit.fail": probability("faults.auditAppends.fail", audit.fail),
+    "audit.hang": probability("faults.auditAppends.hang", audit.hang),
+    "audit.lose": probability("faults.auditAppends.lose", audit.lose),
   };
 }
 
-function checkDelayMs(value: unknown): number {
-  if (value === undefined) return 1_500;
+function checkDelayMs(value: unknown, name: string, byDefault: number): number {
+  if (value === undefined) return byDefault;
   if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
-    throw new InvalidArgumentError("faults", `simulate({ faults }): faults.network.delayMs must be a non-negative number of milliseconds, got ${describeValue(value)}`);
+    throw new InvalidArgumentError("faults", `simulate({ faults }): ${name} must be a non-negative number of milliseconds, got ${describeValue(value)}`);
   }
   return value;
 }

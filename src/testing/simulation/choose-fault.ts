@@ -1,14 +1,17 @@
 import type { CheckedOptions } from "./check-options.js";
 import type { Gate } from "./gate.js";
+import type { TargetedFaults } from "./targeted-faults.js";
 import type { SimulationChoice, SimulationFaultKind } from "./types.js";
 
 /**
  * The fault the chooser applies at step `step` instead of (or to) `choice`:
- * `kill` first, then each fault `gate` allows, each asked with its
+ * a targeted fault first (decided, not drawn), then `kill`, then each fault `gate` allows, each asked with its
  * probability; `undefined` when none, or when the chooser decides no faults.
  * @internal
  */
-export async function chooseFault(options: CheckedOptions, gate: Gate, choice: SimulationChoice, step: number): Promise<SimulationFaultKind | undefined> {
+export async function chooseFault(options: CheckedOptions, targets: TargetedFaults, gate: Gate, choice: SimulationChoice, step: number): Promise<SimulationFaultKind | undefined> {
+  const placed = targets.at(choice, gate.faults);
+  if (placed !== undefined) return placed;
   const chooser = options.chooser;
   if (chooser.fault === undefined) return undefined;
   const kills = options.probability("kill");

@@ -1,6 +1,7 @@
 import { CivitasError } from "../../errors/civitas-error.js";
 import { InvalidArgumentError } from "../../errors/errors.js";
 import { simulate } from "./simulate.js";
+import { SleepSetSearch } from "./sleep-set-search.js";
 import type { Chooser, Simulation, SimulationChoice, SimulationFaultKind, SimulationOptions } from "./types.js";
 
 /** Options of {@link exhaust}: those of `simulate` (without a seed or chooser: every choice is explored), and the scenario to explore. */
@@ -23,12 +24,24 @@ export interface ExhaustOptions extends Omit<SimulationOptions, "seed" | "choose
    * count by up to n! orders that rarely matter. @defaultValue false
    */
   readonly exploreStart?: boolean;
+  /**
+   * Schedule reduction: run one schedule of each class of equivalent ones
+   * (schedules that differ only in the order of independent steps — steps
+   * that touch nothing in common, as the engine records), with sleep sets.
+   * Off where `faults` or `time` are given (the full search runs then).
+   * @defaultValue true
+   */
+  readonly reduce?: boolean;
 }
 
 /** What {@link exhaust} covered. */
 export interface ExhaustResult {
   /** How many distinct schedules (sequences of choices) were run to their end or to the bound. */
   readonly schedules: number;
+  /** How many schedules were cut early by the reduction: every step ready there would only reorder independent steps of a schedule explored. */
+  readonly pruned: number;
+  /** Whether the reduction was on (see {@link ExhaustOptions.reduce}). */
+  readonly reduced: boolean;
   /** How many of them were cut at `maxSteps`. */
   readonly truncated: number;
   /** Whether every schedule within the bound was run (none cut, `maxSchedules` not reached, no failure). */
@@ -69,10 +82,11 @@ interface Decision {
  * ```
  */
 export async function exhaust(options: ExhaustOptions): Promise<ExhaustResult> {
-  const { maxSteps, scenario, maxSchedules = 100_000, exploreStart = false, ...simulation } = options;
+  const { maxSteps, scenario, maxSchedules = 100_000, exploreStart = false, reduce = true, ...simulation } = options;
   if (!Number.isInteger(maxSteps) || maxSteps < 1) throw new InvalidArgumentError("maxSteps", `exhaust: maxSteps must be a positive integer (the bound on a schedule's steps), got ${String(maxSteps)}`);
   if (!Number.isInteger(maxSchedules) || maxSchedules < 1) throw new InvalidArgumentError("maxSchedules", `exhaust: maxSchedules must be a positive integer, got ${String(maxSchedules)}`);
   if (typeof scenario !== "function") throw new InvalidArgumentError("scenario", "exhaust: scenario must be a function (sim) => Promise<void> that issues the operations and awaits sim.run()");
+  if (reduce && simulation.faults === undefined && simulation.time === undefined) return reducedSearch({ ...simulation, maxSteps }, scenario, maxSchedules, exploreStart);
   let prefix: number[] = [];
   let schedules = 0;
   let truncated = 0;
@@ -97,11 +111,11 @@ export async function exhaust(options: ExhaustOptions): Promise<ExhaustResult> {
     if (error instanceof CivitasError && error.code === "SIMULATION_STEP_LIMIT") truncated++;
     else if (error !== undefined) {
       if (error instanceof CivitasError && error.code === "SIMULATION_DIVERGED") throw error;
-      return { schedules, truncated, complete: false, deepest, failure: { error, choices: decisions.map((d) => d.chosen) } };
+      return { schedules, pruned: 0, reduced: false, truncated, complete: false, deepest, failure: { error, choices: decisions.map((d) => d.chosen) } };
     }
     const next = nextPrefix(decisions);
-    if (next === undefined) return { schedules, truncated, complete: truncated === 0, deepest };
-    if (schedules >= maxSchedules) return { schedules, truncated, complete: false, deepest };
+    if (next === undefined) return { schedules, pruned: 0, reduced: false, truncated, complete: truncated === 0, deepest };
+    if (schedules >= maxSchedules) return { schedules, pruned: 0, reduced: false, truncated, complete: false, deepest };
     prefix = next;
   }
 }
@@ -134,4 +148,39 @@ function nextPrefix(decisions: readonly Decision[]): number[] | undefined {
     if (decision.chosen + 1 < decision.options) return [...decisions.slice(0, at).map((d) => d.chosen), decision.chosen + 1];
   }
   return undefined;
+}
+
+/** `exhaust` with sleep sets: one schedule per class of equivalent ones (see {@link SleepSetSearch}). */
+async function reducedSearch(simulation: SimulationOptions & { maxSteps: number }, scenario: ExhaustOptions["scenario"], maxSchedules: number, exploreStart: boolean): Promise<ExhaustResult> {
+  const search = new SleepSetSearch();
+  let schedules = 0;
+  let pruned = 0;
+  let truncated = 0;
+  let deepest = 0;
+  for (;;) {
+    const explore = { on: exploreStart };
+    const sim = simulate({ ...simulation, chooser: search.chooser(explore) });
+    let error: unknown;
+    try {
+      await sim.start();
+      explore.on = true;
+      await scenario(sim);
+    } catch (thrown) {
+      error = thrown;
+    } finally {
+      await sim.stop().catch(() => undefined);
+    }
+    deepest = Math.max(deepest, search.made);
+    if (search.asleep) pruned++;
+    else {
+      schedules++;
+      if (error instanceof CivitasError && error.code === "SIMULATION_STEP_LIMIT") truncated++;
+      else if (error !== undefined) {
+        if (error instanceof CivitasError && error.code === "SIMULATION_DIVERGED") throw error;
+        return { schedules, pruned, reduced: true, truncated, complete: false, deepest, failure: { error, choices: search.choices() } };
+      }
+    }
+    if (!search.next()) return { schedules, pruned, reduced: true, truncated, complete: truncated === 0, deepest };
+    if (schedules + pruned >= maxSchedules) return { schedules, pruned, reduced: true, truncated, complete: false, deepest };
+  }
 }

@@ -26,6 +26,8 @@ export interface Gate {
 export interface GateBoard {
   /** Adds a gate, unless it belongs to a runtime a kill discarded (`epoch` stale): then it is never opened. */
   add(gate: Gate, epoch: number): void;
+  /** Records that the step running now touches `what` (`store:<name>`, `audit` …), for the reduced search of `exhaust`. */
+  touch(what: string): void;
 }
 
 /**

@@ -104,7 +104,11 @@ export async function runSimulationScenario(scenario: SimulationScenario, option
     } catch (error) {
       problem = error instanceof Error ? error.message : String(error);
     }
-    if (problem !== undefined) throw new SimulationFailure("SIMULATION_INVARIANT", `scenario ${scenario.toString()}: ${problem}`, sim.trace);
+    if (problem !== undefined) {
+      // The final check is its own line of the trace: no step caused it alone, least of all the last one.
+      const trace = [...sim.trace, { step: sim.trace.length, kind: "check" as const, key: "check", detail: problem }];
+      throw new SimulationFailure("SIMULATION_INVARIANT", `scenario ${scenario.toString()}: ${problem}`, trace);
+    }
     return { outcomes, trace: [...sim.trace] };
   } catch (error) {
     if (error instanceof SimulationFailure && !error.message.startsWith("scenario ")) {

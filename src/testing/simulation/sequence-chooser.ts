@@ -10,7 +10,7 @@ import type { Chooser } from "./types.js";
  * `1,000 × (1 − probability)` — so 0 means "no fault".
  *
  * Made for properties: draw the list with fast-check
- * (`fc.array(fc.nat())`) next to the user operations, and shrinking
+ * ({@link scheduleArbitrary}, full-length lists) next to the user operations, and shrinking
  * reduces the schedule with them — a shorter list, smaller numbers, towards
  * the plain first-ready schedule — while a choice the failure depends on
  * stays put even when an unrelated operation is removed (a seeded stream
@@ -19,7 +19,7 @@ import type { Chooser } from "./types.js";
  * @throws {@link InvalidArgumentError} (`INVALID_ARGUMENT`) when `choices` is not an array of non-negative integers
  * @example
  * ```ts
- * fc.asyncProperty(simulationScenarioArbitrary(command), fc.array(fc.nat()), async (scenario, choices) => {
+ * fc.asyncProperty(simulationScenarioArbitrary(command), scheduleArbitrary(), async (scenario, choices) => {
  *   await runSimulationScenario(scenario, { root, chooser: sequenceChooser(choices), check });
  * });
  * ```

@@ -16,7 +16,7 @@ const KINDS: Readonly<Record<string, SimulationStepKind>> = {
   "agent.restart": "restart",
 };
 
-const NONE: readonly SimulationFaultKind[] = [];
+const AUDIT_FAULTS: readonly SimulationFaultKind[] = ["audit.fail", "audit.hang", "audit.lose"];
 
 /** The audit sink of one runtime incarnation of a simulation: each append completes only when the simulation chooses it. */
 export class SimulatedAuditSink implements AuditSink {
@@ -28,17 +28,29 @@ export class SimulatedAuditSink implements AuditSink {
 
   emit(event: AuditEvent): Promise<void> {
     const counted = `${event.event}:${event.agent}`;
+    this.board.touch(`audit:${event.agent}`);
     const ordinal = (this.log.ordinals.get(counted) ?? 0) + 1;
     this.log.ordinals.set(counted, ordinal);
     const choice: SimulationChoice = { kind: "audit", key: `audit:${counted}#${ordinal}`, thread: "audit", agent: event.agent, type: event.event };
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       const gate: Gate = {
-        faults: NONE,
+        faults: AUDIT_FAULTS,
         offer: () => choice,
-        open: (): GateOutcome => {
-          this.log.acknowledged.push(event);
-          resolve();
-          return { kind: KINDS[event.event] ?? "audit", type: event.event };
+        open: (fault): GateOutcome => {
+          switch (fault) {
+            case "audit.fail":
+              reject(new Error(`simulated fault: the audit sink could not append ${event.event} of '${event.agent}'`));
+              return { kind: "audit.fail", type: event.event };
+            case "audit.hang":
+              return { kind: "audit.hang", type: event.event, detail: "never completes" };
+            case "audit.lose":
+              resolve();
+              return { kind: "audit.lose", type: event.event, detail: "acknowledged, never kept" };
+            default:
+              this.log.acknowledged.push(event);
+              resolve();
+              return { kind: KINDS[event.event] ?? "audit", type: event.event };
+          }
         },
       };
       this.board.add(gate, this.epoch);
@@ -47,6 +59,7 @@ export class SimulatedAuditSink implements AuditSink {
 
   /** The decision the log acknowledged for the pause `suspensionId` of `agent` (acknowledged appends survive a kill). */
   recordedSettlement(agent: string, suspensionId: string): Promise<AuditEvent | undefined> {
+    this.board.touch("audit");
     return Promise.resolve(effectiveSettlement(this.log.acknowledged, agent, suspensionId));
   }
 }

@@ -1,6 +1,7 @@
 import type { Clock, TimerHandle } from "../../time/clock.js";
 
 interface VirtualTimer {
+  /** Its rank among the timers of its owner: timers due at once fire by owner, then rank, whatever order different agents armed them in. */
   readonly id: number;
   readonly dueMs: number;
   readonly fn: () => void;
@@ -17,7 +18,8 @@ interface VirtualTimer {
 export class SimulatedClock implements Clock {
   private current: number;
   private timers: VirtualTimer[] = [];
-  private nextId = 0;
+  /** Timers armed so far, per owner (`""` for none). */
+  private readonly armed = new Map<string, number>();
   /** The agent whose step runs now: timers armed meanwhile are its. */
   owner: string | undefined;
 
@@ -39,7 +41,9 @@ export class SimulatedClock implements Clock {
   }
 
   private arm(fn: () => void, delayMs: number, owner: string | undefined, outside: boolean): TimerHandle {
-    const timer: VirtualTimer = { id: this.nextId++, dueMs: this.current + Math.max(0, delayMs), fn, owner, outside };
+    const id = this.armed.get(owner ?? "") ?? 0;
+    this.armed.set(owner ?? "", id + 1);
+    const timer: VirtualTimer = { id, dueMs: this.current + Math.max(0, delayMs), fn, owner, outside };
     this.timers.push(timer);
     return {
       cancel: () => {
@@ -47,6 +51,11 @@ export class SimulatedClock implements Clock {
         if (at >= 0) this.timers.splice(at, 1);
       },
     };
+  }
+
+  /** Moves time on by `ms` without firing anything (simulated latency; due timers fire when chosen). */
+  advance(ms: number): void {
+    this.current += ms;
   }
 
   /** Timers armed and not yet fired or cancelled. */
@@ -81,7 +90,7 @@ export class SimulatedClock implements Clock {
 
   private earliest(): VirtualTimer | undefined {
     let best: VirtualTimer | undefined;
-    for (const t of this.timers) if (best === undefined || t.dueMs < best.dueMs || (t.dueMs === best.dueMs && t.id < best.id)) best = t;
+    for (const t of this.timers) if (best === undefined || t.dueMs < best.dueMs || (t.dueMs === best.dueMs && before(t, best))) best = t;
     return best;
   }
 
@@ -89,4 +98,11 @@ export class SimulatedClock implements Clock {
   clear(keepOutside = false): void {
     this.timers = keepOutside ? this.timers.filter((t) => t.outside) : [];
   }
+}
+
+/** Order of two timers due at the same time: by owner, then by rank within the owner. */
+function before(a: VirtualTimer, b: VirtualTimer): boolean {
+  const x = a.owner ?? "";
+  const y = b.owner ?? "";
+  return x === y ? a.id < b.id : x < y;
 }

@@ -47,6 +47,7 @@ export class SimulatedStore implements StateStore {
 
   async get(name: string): Promise<JsonObject | undefined> {
     assertStateName(name);
+    this.board.touch(`store:${name}`);
     const state = this.data.visible.get(name);
     return state === undefined ? undefined : copyJson(state);
   }
@@ -63,12 +64,14 @@ export class SimulatedStore implements StateStore {
   }
 
   async list(): Promise<string[]> {
+    this.board.touch("*");
     return [...this.data.visible.keys()].sort();
   }
 
   async close(): Promise<void> {}
 
   private write(operation: "set" | "delete", name: string, state: JsonObject | undefined): Promise<void> {
+    this.board.touch(`store:${name}`);
     const ordinal = (this.data.ordinals.get(name) ?? 0) + 1;
     this.data.ordinals.set(name, ordinal);
     return new Promise((resolve, reject) => this.board.add(new WriteGate(this.data, this.takenOver, this.epoch, operation, name, state, ordinal, resolve, reject), this.epoch));

@@ -59,6 +59,19 @@ export class SimulatedCrash extends CivitasError {
   }
 }
 
+/** What a fault point throws when the simulation injects an error there (`faults.points.throw`): a failure the handler may handle. */
+export class SimulatedFault extends CivitasError {
+  /** The agent at the point. */
+  readonly agent: string;
+  /** The point's name. */
+  readonly point: string;
+  constructor(agent: string, point: string) {
+    super("SIMULATED_FAULT", `simulated fault at the point '${point}' of '${agent}' (an error injected by the simulation)`);
+    this.agent = agent;
+    this.point = point;
+  }
+}
+
 /** A simulation was used out of order: an operation before `start()`, or after it ended (stopped or failed). */
 export class SimulationStateError extends CivitasError {
   constructor(message: string) {

@@ -5,6 +5,7 @@ import type { JsonObject } from "../../message/json.js";
 import { useIdSource } from "../../message/ids.js";
 import type { Message } from "../../message/message.js";
 import { Runtime } from "../../runtime/runtime.js";
+import { faultPoints } from "../../runtime/fault-point.js";
 import { buildSimulated } from "../../runtime/simulation-hooks.js";
 import type { DenyOptions, ResumeOptions, SuspendOptions } from "../../runtime/runtime-control.js";
 import type { RuntimeAskOptions, RuntimeSendOptions } from "../../runtime/runtime-options.js";
@@ -13,6 +14,8 @@ import type { CheckedOptions } from "./check-options.js";
 import { chooseFault } from "./choose-fault.js";
 import { drain } from "./drain.js";
 import { ExternalAwaits } from "./external-awaits.js";
+import { FootprintRecorder, listensToFootprints } from "./footprint.js";
+import { FaultPoints } from "./fault-points.js";
 import { offersOf, type Gate, type GateBoard, type GateOutcome } from "./gate.js";
 import { fillFrom, mulberry32 } from "./prng.js";
 import { PutWaits } from "./put-waits.js";
@@ -26,6 +29,8 @@ import { SimulatedTransport } from "./simulated-transport.js";
 import { disarmCrash, SimulatedScheduler, type DeliveryOrdinals } from "./simulated-scheduler.js";
 import { DurableData, SimulatedStore } from "./simulated-store.js";
 import { SimulationBusyError, SimulationFailure, SimulationStateError, type SimulationFailureCode } from "./simulation-failure.js";
+import { TargetedFaults } from "./targeted-faults.js";
+import { TimeChoices } from "./time-choices.js";
 import { formatTrace } from "./trace-format.js";
 import { EngineView } from "./simulation-view.js";
 import type { Simulation, SimulationChoice, SimulationPeer, SimulationStep, SimulationView } from "./types.js";
@@ -63,6 +68,11 @@ export class SimulationEngine implements Simulation, GateBoard {
   /** The bus between this runtime and {@link SimulationEngine.peer}: control across processes. */
   private readonly network: SimulatedNetwork;
   readonly peer: SimulationPeer;
+  private readonly targets: TargetedFaults;
+  private readonly points: FaultPoints;
+  private readonly time: TimeChoices;
+  /** What each step touches, when the chooser wants to know (the reduced search of `exhaust`). */
+  private readonly recorder: FootprintRecorder | undefined;
 
   constructor(
     private readonly options: CheckedOptions,
@@ -76,6 +86,10 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.builtIn = new BuiltInInvariants(this.log);
     this.view = new EngineView(() => this.runtime, this.data, this.log, this.clock);
     this.network = new SimulatedNetwork(this, () => this.epoch, this.clock, this.clock.outside(), options.networkDelayMs);
+    this.targets = new TargetedFaults(options.targets);
+    this.recorder = listensToFootprints(options.chooser) ? new FootprintRecorder() : undefined;
+    this.time = new TimeChoices(this.clock, options.time.stepLatencyMs, options.time.races);
+    this.points = new FaultPoints(this, () => this.epoch, this.clock, options.pointDelayMs);
     this.peer = new SimulatedPeer(this.network, this.clock.outside(), (operation, name) => void this.operate(`peer.${operation}:${name}`, name, operation));
   }
 
@@ -90,6 +104,11 @@ export class SimulationEngine implements Simulation, GateBoard {
   /** @internal */
   add(gate: Gate, epoch: number): void {
     if (epoch === this.epoch && this.phase === "running") this.gates.push(gate);
+  }
+
+  /** @internal */
+  touch(what: string): void {
+    this.recorder?.touch(what);
   }
 
   start(): Promise<void> {
@@ -139,18 +158,23 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.rebuild();
     this.drained = false;
     // Down meanwhile: nobody answers its agents' control subjects; the peer's timers and packets go on.
-    if (downMs > 0) await this.runUntil(new Promise((resolve) => this.clock.setTimeout(() => resolve(undefined), downMs)), "the kill's downtime");
-    await this.runUntil(this.restarted(), "the runtime's start after the kill");
+    if (downMs > 0) await this.runUntil(new Promise((resolve) => this.clock.outside().setTimeout(() => resolve(undefined), downMs)), "the kill's downtime");
+    await this.untilStarted("the runtime's start after the kill");
   }
 
   stop(): Promise<void> {
     if (this.phase !== "running") return Promise.resolve();
     this.stopping ??= (async () => {
-      const runtime = this.runtime as Runtime;
       this.record({ kind: "op", key: "op:stop", type: "stop" });
-      const stopped = runtime.stop();
-      await this.runUntil(stopped, "runtime.stop()");
-      await stopped;
+      // A kill drawn meanwhile replaces the runtime: then its successor is stopped.
+      for (;;) {
+        const epoch = this.epoch;
+        const stopped = (this.runtime as Runtime).stop();
+        await this.runUntil(stopped, "runtime.stop()", () => this.epoch !== epoch);
+        if (this.epoch !== epoch) continue;
+        await stopped;
+        break;
+      }
       this.end();
     })();
     return this.stopping;
@@ -160,11 +184,22 @@ export class SimulationEngine implements Simulation, GateBoard {
     if (active !== undefined) throw new SimulationBusyError();
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the one simulation of this process (see `active`)
     active = this;
+    if (this.options.points) faultPoints.hook = this.points.hook;
     this.phase = "running";
-    const ids = mulberry32(this.options.seed ^ 0x5bd1e995);
+    // Ids do not depend on the seed: a replay (which has no seed) draws the very same ids, so its trace is byte-identical.
+    const ids = mulberry32(0x5bd1e995);
     useIdSource({ fill: (buffer) => fillFrom(ids, buffer), now: () => this.clock.now() });
     this.build();
-    await this.runUntil(this.restarted(), "runtime.start()");
+    await this.untilStarted("runtime.start()");
+  }
+
+  /** Runs steps until the current runtime has started; a kill meanwhile (a fault) replaces it, and its successor's start is awaited instead. */
+  private async untilStarted(what: string): Promise<void> {
+    for (;;) {
+      const epoch = this.epoch;
+      await this.runUntil(this.restarted(), what, () => this.epoch !== epoch);
+      if (this.epoch === epoch) return;
+    }
   }
 
   /** The current runtime's start, rejected errors kept for whoever awaits it. */
@@ -222,16 +257,16 @@ export class SimulationEngine implements Simulation, GateBoard {
     throw new SimulationStateError(`sim.${call}: the simulation is not running; ${why}`);
   }
 
-  /** Runs steps, advancing time, until `promise` settles; fails with a deadlock when nothing can make it settle. */
-  private async runUntil(promise: Promise<unknown>, what: string): Promise<void> {
+  /** Runs steps, advancing time, until `promise` settles (or `interrupted()`); fails with a deadlock when nothing can make it settle. */
+  private async runUntil(promise: Promise<unknown>, what: string, interrupted: () => boolean = () => false): Promise<void> {
     let done = false;
     promise.then(
       () => (done = true),
       () => (done = true),
     );
     await drain();
-    while (!done) {
-      if ((await this.step(true)) === "idle" && !done) {
+    while (!done && !interrupted()) {
+      if ((await this.step(true)) === "idle" && !done && !interrupted()) {
         throw this.fail("SIMULATION_DEADLOCK", `${what} cannot finish: nothing is ready and no timer is left`);
       }
     }
@@ -253,8 +288,15 @@ export class SimulationEngine implements Simulation, GateBoard {
     const offers = await this.collect();
     if (offers.length === 0) return advance ? this.advanceTime() : "idle";
     this.checkStepLimit();
-    const picked = this.options.chooser.choose(offers, this.steps.length);
-    const index = typeof picked === "number" ? picked : await picked;
+    const racing = advance && this.time.on ? this.time.offer() : undefined;
+    if (racing !== undefined) offers.push(racing);
+    const index = await this.choose(offers);
+    if (this.recorder !== undefined) this.recorder.begin(offers[index], this.scheduler?.runners ?? new Map());
+    if (racing !== undefined && index === offers.length - 1) {
+      this.time.taken();
+      return this.fireTimer("time");
+    }
+    if (this.time.on) this.time.stepped();
     const gate = this.gates[index];
     const choice = offers[index];
     if (gate === undefined || choice === undefined || !Number.isInteger(index)) {
@@ -262,7 +304,7 @@ export class SimulationEngine implements Simulation, GateBoard {
       throw this.fail("SIMULATION_DIVERGED", `the chooser returned ${String(index)}, not an index of the ${offers.length} ready choices`);
     }
     this.gates.splice(index, 1);
-    const fault = this.options.faulty ? await chooseFault(this.options, gate, choice, this.steps.length) : undefined;
+    const fault = this.options.faulty ? await chooseFault(this.options, this.targets, gate, choice, this.steps.length) : undefined;
     const agent = choice.agent === undefined ? {} : { agent: choice.agent };
     if (fault === "kill") {
       this.record({ kind: "kill", key: choice.key, ...agent, detail: "fault: the process was killed instead" });
@@ -287,10 +329,26 @@ export class SimulationEngine implements Simulation, GateBoard {
     }
     this.checkExternalAwaits(choice.agent ?? "");
     // A put that got room in this step let its agent's code run on: check it too.
-    for (const name of this.puts.settle()) if (name !== choice.agent) this.checkExternalAwaits(name);
+    for (const name of this.puts.settle()) {
+      this.touch(`agent:${name}`);
+      if (name !== choice.agent) this.checkExternalAwaits(name);
+    }
     this.checkInvariants();
     this.drained = true; // the next step's collect() starts from here
     return "stepped";
+  }
+
+  /** The chooser's pick (after telling it, when it listens, what the previous step touched); a chooser that throws ends the simulation. */
+  private async choose(offers: readonly SimulationChoice[]): Promise<number> {
+    const chooser = this.options.chooser;
+    try {
+      if (this.recorder !== undefined && listensToFootprints(chooser)) chooser.footprint(this.recorder.end(this.scheduler?.runners ?? new Map()));
+      const picked = chooser.choose(offers, this.steps.length);
+      return typeof picked === "number" ? picked : await picked;
+    } catch (error) {
+      this.end();
+      throw error;
+    }
   }
 
   /** Refuses a step past `maxSteps`: a run that becomes quiescent after exactly `maxSteps` steps is not cut. */
@@ -315,12 +373,18 @@ export class SimulationEngine implements Simulation, GateBoard {
       return this.gates.length > 0 ? "stepped" : "idle";
     }
     this.checkStepLimit();
+    return this.fireTimer("timer");
+  }
+
+  /** Fires the earliest timer (virtual time moves to it): a `timer` step when nothing else was ready, a `time` step when it raced ready steps. */
+  private async fireTimer(kind: "timer" | "time"): Promise<"stepped"> {
     const dueMs = this.clock.nextDueMs as number;
-    this.record({ kind: "timer", key: `timer@+${dueMs - this.options.startMs}`, detail: `virtual time ${new Date(dueMs).toISOString()}` });
+    const detail = `virtual time ${new Date(Math.max(dueMs, this.clock.now())).toISOString()}`;
+    this.record(kind === "time" ? { kind, key: "time", detail: `${detail}, while other steps were ready` } : { kind, key: `timer@+${dueMs - this.options.startMs}`, detail });
     this.clock.fireNext(); // the timer's callback, and what it sets off until the drain ends, run as its owner's
     await drain();
     this.clock.owner = undefined;
-    this.puts.settle();
+    for (const name of this.puts.settle()) this.touch(`agent:${name}`);
     this.checkExternalAwaits(undefined);
     this.checkInvariants();
     return "stepped";
@@ -386,6 +450,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.clock.clear();
     if (active === this) {
       active = undefined;
+      faultPoints.hook = undefined;
       useIdSource(undefined);
     }
   }

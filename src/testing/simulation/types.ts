@@ -6,6 +6,7 @@ import type { ProcessStatus } from "../../contracts/process-status.js";
 import type { ResumeOptions, DenyOptions, SuspendOptions } from "../../runtime/runtime-control.js";
 import type { RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions } from "../../runtime/runtime-options.js";
 import type { SupervisedChild } from "../../contracts/child.js";
+import type { SimulationTimeOptions } from "./time-choices.js";
 
 /**
  * What a step of a simulation did, as its trace records it:
@@ -28,8 +29,16 @@ import type { SupervisedChild } from "../../contracts/child.js";
  *   owner, or an answer at its requester; see {@link Simulation.peer});
  *   `net.drop`: it was lost; `net.delay`: it was held back (it arrives later,
  *   as `<key>+late`); `net.duplicate`: it arrived and a copy (`<key>+copy`) is in flight;
+ * - `point`: an agent passed a `faultPoint(name)` of its code; `point.crash`,
+ *   `point.throw`, `point.delay`: it crashed there, an error was thrown
+ *   there, or it was held there in virtual time;
+ * - `audit.fail`, `audit.hang`, `audit.lose`: an audit append failed, never
+ *   completes, or was acknowledged and never kept;
+ * - `time`: virtual time was advanced to the earliest timer although other steps
+ *   were ready (`timeChoices`), and the timer fired;
  * - `external-await`: an agent's handler waits on a promise the runtime does not control;
- * - `invariant`: an invariant failed after the previous step.
+ * - `invariant`: an invariant failed after the previous step;
+ * - `check`: a scenario's final `check` failed, on the quiescent system (after the last step, not at it).
  */
 export type SimulationStepKind =
   | "op"
@@ -52,8 +61,17 @@ export type SimulationStepKind =
   | "net.drop"
   | "net.delay"
   | "net.duplicate"
+  | "point"
+  | "point.crash"
+  | "point.throw"
+  | "point.delay"
+  | "audit.fail"
+  | "audit.hang"
+  | "audit.lose"
+  | "time"
   | "external-await"
-  | "invariant";
+  | "invariant"
+  | "check";
 
 /**
  * One step of a simulation's trace. `key` names the step in words that
@@ -82,13 +100,14 @@ export interface SimulationStep {
 /** What a chooser chooses among: one thing the runtime is ready to do next. */
 export interface SimulationChoice {
   /** What it is. */
-  readonly kind: "deliver" | "reply" | "store" | "audit" | "net";
+  readonly kind: "deliver" | "reply" | "store" | "audit" | "net" | "point" | "time";
   /** Its stable key, as the trace will record it. */
   readonly key: string;
   /**
    * The "thread" it belongs to, for strategies that prioritise threads (PCT):
    * the agent's name for a delivery, the asker's for a reply, `"store"` and
-   * `"audit"` for the store and the audit log, `"net:<subject>"` for a packet of the simulated bus.
+   * `"audit"` for the store and the audit log, `"net:<subject>"` for a packet of the simulated bus,
+   * the agent's for a fault point, `"time"` for advancing time.
    */
   readonly thread: string;
   /** The agent concerned. */
@@ -100,7 +119,48 @@ export interface SimulationChoice {
 }
 
 /** Faults a chooser may be asked to inject at a choice. */
-export type SimulationFaultKind = "kill" | "crash" | "store.fail" | "store.hang" | "store.lose" | "store.fenced" | "net.drop" | "net.delay" | "net.duplicate";
+export type SimulationFaultKind =
+  | "kill"
+  | "crash"
+  | "store.fail"
+  | "store.hang"
+  | "store.lose"
+  | "store.fenced"
+  | "net.drop"
+  | "net.delay"
+  | "net.duplicate"
+  | "point.crash"
+  | "point.throw"
+  | "point.delay"
+  | "audit.fail"
+  | "audit.hang"
+  | "audit.lose";
+
+/**
+ * A fault placed where it is wanted rather than drawn: `fault` applies at
+ * every step that matches the other fields (all that are given), or only at
+ * the `occurrence`-th such step. Matching needs the fault to be possible
+ * there (a `crash` at a business delivery or a store write, a `point.*` at a
+ * fault point, a `store.*` at a store write, an `audit.*` at an audit
+ * append; a `kill` anywhere). Targeted faults are decided, not drawn: every
+ * chooser, `exhaust` included, sees them at the same steps.
+ * @example
+ * ```ts
+ * faults: { targets: [{ fault: "crash", agent: "bob", type: "credit", occurrence: 1 }, { fault: "point.crash", point: "between-sends" }] }
+ * ```
+ */
+export interface SimulationFaultTarget {
+  /** The fault to inject. */
+  readonly fault: SimulationFaultKind;
+  /** Only at steps of this agent (the recipient of a delivery, the writer of a store write, the agent of an audit event or fault point). */
+  readonly agent?: string;
+  /** Only for this message type (a delivery), store operation (`set`, `delete`) or audit event (`agent.resume` …). */
+  readonly type?: string;
+  /** Only at the fault point of this name. */
+  readonly point?: string;
+  /** Only at the n-th matching step (from 1). @defaultValue every matching step */
+  readonly occurrence?: number;
+}
 
 /**
  * Decides, at every scheduling point of a simulation, what happens next.
@@ -147,6 +207,22 @@ export interface SimulationFaults {
    * its requester sent the request again.
    */
   readonly network?: { readonly drop?: number; readonly delay?: number; readonly duplicate?: number; readonly delayMs?: number };
+  /**
+   * For each `faultPoint(name)` an agent passes: it crashes there (the point
+   * rejects with `SIMULATED_CRASH`), an error is thrown there that the
+   * handler may handle (`SIMULATED_FAULT`), or it is held `delayMs` of
+   * virtual time (default 1000) while others run. With this option (or a
+   * target naming a point) each point is a step; without, a point does nothing.
+   */
+  readonly points?: { readonly crash?: number; readonly throw?: number; readonly delay?: number; readonly delayMs?: number };
+  /**
+   * For each audit append: it fails (the sink rejects; a resume or deny is
+   * refused with `AUDIT_UNAVAILABLE`), hangs (never completes), or is
+   * acknowledged and never kept (it is not in `view.audit`, nor after a kill).
+   */
+  readonly auditAppends?: { readonly fail?: number; readonly hang?: number; readonly lose?: number };
+  /** Faults at chosen steps, decided rather than drawn; see {@link SimulationFaultTarget}. */
+  readonly targets?: readonly SimulationFaultTarget[];
 }
 
 /** Read access to a simulation's system, for invariants and tests. */
@@ -190,6 +266,8 @@ export interface SimulationOptions {
   readonly externalAwaits?: "record" | "fail";
   /** Virtual time at the start, epoch ms. @defaultValue 1_700_000_000_000 */
   readonly startMs?: number;
+  /** Time as a choice: timers that fire while other steps are ready, and simulated latency per step. @defaultValue none */
+  readonly time?: SimulationTimeOptions;
 }
 
 /** An agent's status as its owner answers a {@link SimulationPeer.status} query. */
