@@ -98,7 +98,8 @@ export function callgrind(args: readonly string[], strict: boolean): boolean {
   for (const c of counts) {
     const base = baseline?.workloads[c.name]?.instructions;
     const change = base === undefined ? undefined : c.perUnit / base - 1;
-    const verdict = change === undefined ? "no baseline" : change > TOLERANCE ? `REGRESSION (> +${TOLERANCE * 100}%)` : "ok";
+    const verdict =
+      change === undefined ? "no baseline" : change > TOLERANCE ? `REGRESSION (> +${TOLERANCE * 100}%)` : change < -TOLERANCE ? "ok, below the baseline: record it (--write-baseline)" : "ok";
     if (change !== undefined && change > TOLERANCE) ok = false;
     const delta = change === undefined ? "" : `${change >= 0 ? "+" : ""}${(change * 100).toFixed(1)}%`;
     console.log(`  ${c.name.padEnd(9)} ${Math.round(c.perUnit).toLocaleString("en").padStart(9)} instructions per ${c.unit.padEnd(22)} baseline ${base === undefined ? "-" : Math.round(base).toLocaleString("en")} ${delta} ${verdict}`);

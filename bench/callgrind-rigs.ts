@@ -158,10 +158,10 @@ async function restore(civitas: CivitasModule): Promise<CallgrindRig> {
  * little.
  */
 export const RIGS: readonly RigPlan[] = [
-  { name: "pingpong", unit: "message", warmup: 200_000, counted: 200_000, build: pingpong },
-  { name: "fanin", unit: "message", warmup: 100_000, counted: 100_000, build: fanin },
-  { name: "ask", unit: "ask", warmup: 60_000, counted: 40_000, build: ask },
-  { name: "suspend", unit: "suspend+resume pair", warmup: 20_000, counted: 10_000, build: suspend },
-  { name: "spawn", unit: "agent started", warmup: 20_000, counted: 20_000, build: spawn },
-  { name: "restore", unit: "parked agent restored", warmup: 6_000, counted: 6_000, build: restore },
+  { name: "pingpong", unit: "message", warmup: 160_000, counted: 100_000, build: pingpong },
+  { name: "fanin", unit: "message", warmup: 80_000, counted: 60_000, build: fanin },
+  { name: "ask", unit: "ask", warmup: 50_000, counted: 30_000, build: ask },
+  { name: "suspend", unit: "suspend+resume pair", warmup: 15_000, counted: 6_000, build: suspend },
+  { name: "spawn", unit: "agent started", warmup: 15_000, counted: 10_000, build: spawn },
+  { name: "restore", unit: "parked agent restored", warmup: 4_000, counted: 4_000, build: restore },
 ];

@@ -25,7 +25,9 @@ describe("snapshotMessage", () => {
         const copy = snapshotMessage(message);
         expect(Object.isFrozen(copy)).toBe(true);
         // The payload is compared apart: a copy of plain JSON has the plain prototype, whatever the original's.
-        expect(copy).toStrictEqual("payload" in message ? { ...message, payload: copy.payload } : { ...message });
+        const spread: Record<string, unknown> = { ...(message as object) };
+        if ("payload" in message) spread["payload"] = copy.payload;
+        expect(copy).toStrictEqual(spread);
         expect(copy.payload).toEqual(message.payload);
         expect(Object.keys(copy).sort()).toEqual(Object.keys(message).sort());
         if (typeof message.payload === "object" && message.payload !== null && !Array.isArray(message.payload)) {
