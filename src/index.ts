@@ -47,8 +47,8 @@ export type { CancelCause } from "./process/pause-settlement.js";
 export type { AgentProcessOptions } from "./process/agent-options.js";
 export { ProcessStatus, LEGAL_TRANSITIONS, isLegalTransition } from "./process/process-status.js";
 export { ErrorAction } from "./process/error-action.js";
-export { SUSPENSION_KEY } from "./process/suspension.js";
-export type { AgentIdentity, SuspensionMarker } from "./process/suspension.js";
+export { SUSPENSION_KEY } from "./state/suspension-marker.js";
+export type { AgentIdentity, SuspensionMarker } from "./state/suspension-marker.js";
 
 export { Supervisor } from "./supervision/supervisor.js";
 export type { SupervisorOptions } from "./supervision/supervisor.js";

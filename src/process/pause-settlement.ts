@@ -5,7 +5,7 @@ import type { RuntimeServices } from "../runtime/services.js";
 import { ProcessStatus } from "./process-status.js";
 import { completeRecorded, decisionOnRecord } from "./recorded-decision.js";
 import type { SuspensionControl } from "./suspension-control.js";
-import type { SuspensionMarker } from "./suspension.js";
+import type { SuspensionMarker } from "../state/suspension-marker.js";
 import { runHook } from "./hooks.js";
 
 /**

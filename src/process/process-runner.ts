@@ -9,7 +9,7 @@ import { isDynamicHost } from "../supervision/dynamic-host.js";
 import { systemClock, type Clock } from "../time/clock.js";
 import { type ResolvedAgentOptions } from "./agent-options.js";
 import { type EnvelopeContext } from "./envelope.js";
-import { persistableState } from "./suspension.js";
+import { persistableState } from "../state/suspension-marker.js";
 import { anchoredState } from "../audit/audit-anchor.js";
 import { afterFailedPersist } from "./fencing.js";
 import { isLegalTransition, ProcessStatus } from "./process-status.js";

@@ -1,7 +1,7 @@
 import type { AuditEvent } from "../audit/audit-event.js";
 import { AuditUnavailableError } from "../errors/errors.js";
 import { ProcessStatus } from "./process-status.js";
-import type { SuspensionMarker } from "./suspension.js";
+import type { SuspensionMarker } from "../state/suspension-marker.js";
 import { runHook } from "./hooks.js";
 import type { SuspensionControl } from "./suspension-control.js";
 

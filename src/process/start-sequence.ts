@@ -3,7 +3,7 @@ import { assertJsonObject, type JsonObject } from "../message/json.js";
 import { AbandonableWait, settlesWithin } from "../time/deadline.js";
 import { whenAborted } from "../time/when-aborted.js";
 import { checkStoredState } from "../state/state-record.js";
-import { isMarkerJson, readMarker, SUSPENSION_KEY } from "./suspension.js";
+import { isMarkerJson, readMarker, SUSPENSION_KEY } from "../state/suspension-marker.js";
 import { ProcessStatus } from "./process-status.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { UP, type StartAttempt, type Starting, type Stopping } from "./lifecycle.js";

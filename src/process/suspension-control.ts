@@ -9,7 +9,7 @@ import { settlesWithin } from "../time/deadline.js";
 import { PauseDeadline } from "./pause-deadline.js";
 import { cancelPause, expirePause, type CancelCause } from "./pause-settlement.js";
 import { ProcessStatus } from "./process-status.js";
-import { announcedMarker, frozenMarker, markerJson, persistableState, SUSPENSION_KEY, type SuspensionMarker } from "./suspension.js";
+import { announcedMarker, frozenMarker, markerJson, persistableState, SUSPENSION_KEY, type SuspensionMarker } from "../state/suspension-marker.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { runHookWithDeadline, overrides } from "./hooks.js";
 import { answer } from "./effects.js";

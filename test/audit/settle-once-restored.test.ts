@@ -13,12 +13,12 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuditLogSource } from "../../src/audit/audit-source.js";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
-import { PostgresAuditSink } from "../../src/audit/postgres-audit-sink.js";
+import { PostgresAuditSink } from "../../src/postgres/postgres-audit-sink.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
 import { AgentProcess, ProcessStatus, Runtime, silentLogger, type AuditSink, type StateStore } from "../../src/index.js";
-import type { SuspensionMarker } from "../../src/process/suspension.js";
-import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
-import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
+import type { SuspensionMarker } from "../../src/state/suspension-marker.js";
+import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
+import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { createTestSchema, type TestSchema } from "../support/postgres.js";
 import { KEY, tempDir } from "./fixtures/log.js";
 

@@ -10,7 +10,7 @@ import {
   type JsonObject,
   type Message,
 } from "../../src/index.js";
-import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
+import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { recordTransitions, transitionProblems } from "../../src/testing/transitions.js";
 import { eventually } from "../runtime/fixtures.js";
 import { createTestSchema, type TestSchema } from "../support/postgres.js";

@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StateFencedError } from "../../src/errors/errors.js";
-import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
+import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { runTsChild } from "../support/child-process.js";
 import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
 import { blobFor } from "./fixtures/crash-blob.js";

@@ -2,14 +2,14 @@ import type pg from "pg";
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import { stderrLogger, type Logger } from "../logging/logger.js";
-import { int8, openPool, tableName, unavailable, withClient, type PostgresConnection, type PostgresPoolOptions, type TableName } from "../postgres/pg-connection.js";
-import { ensureTable } from "../postgres/table-shape.js";
-import type { AuditAnchor } from "./audit-anchor.js";
-import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError } from "./audit-errors.js";
-import type { AuditEvent, AuditSink } from "./audit-event.js";
-import { auditEventProblem } from "./audit-event-check.js";
-import { settlementAmong } from "./recorded-settlement.js";
-import { encodeRow, GENESIS_PREV, isParseFailure, keyBytes, macEquals, macOf, parseRowLine, signRow, type AuditRow } from "./audit-row.js";
+import { int8, openPool, tableName, unavailable, withClient, type PostgresConnection, type PostgresPoolOptions, type TableName } from "./pg-connection.js";
+import { ensureTable } from "./table-shape.js";
+import type { AuditAnchor } from "../audit/audit-anchor.js";
+import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError } from "../audit/audit-errors.js";
+import type { AuditEvent, AuditSink } from "../audit/audit-event.js";
+import { auditEventProblem } from "../audit/audit-event-check.js";
+import { settlementAmong } from "../audit/recorded-settlement.js";
+import { encodeRow, GENESIS_PREV, isParseFailure, keyBytes, macEquals, macOf, parseRowLine, signRow, type AuditRow } from "../audit/audit-row.js";
 
 /** Options of {@link PostgresAuditSink}: where (`pool` or `connectionString`), and how rows are signed. */
 export type PostgresAuditSinkOptions = PostgresConnection &
