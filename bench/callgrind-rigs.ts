@@ -162,6 +162,6 @@ export const RIGS: readonly RigPlan[] = [
   { name: "fanin", unit: "message", warmup: 80_000, counted: 60_000, build: fanin },
   { name: "ask", unit: "ask", warmup: 50_000, counted: 30_000, build: ask },
   { name: "suspend", unit: "suspend+resume pair", warmup: 15_000, counted: 6_000, build: suspend },
-  { name: "spawn", unit: "agent started", warmup: 15_000, counted: 10_000, build: spawn },
-  { name: "restore", unit: "parked agent restored", warmup: 4_000, counted: 4_000, build: restore },
+  { name: "spawn", unit: "agent started and stopped", warmup: 15_000, counted: 10_000, build: spawn },
+  { name: "restore", unit: "parked agent restored and stopped", warmup: 4_000, counted: 4_000, build: restore },
 ];
