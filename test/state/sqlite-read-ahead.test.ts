@@ -9,7 +9,7 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { StateSchemaError } from "../../src/errors/errors.js";
 import { AgentProcess } from "../../src/process/agent-process.js";
-import { ProcessStatus } from "../../src/process/process-status.js";
+import { ProcessStatus } from "../../src/contracts/process-status.js";
 import { silentLogger } from "../../src/logging/logger.js";
 import { Runtime } from "../../src/runtime/runtime.js";
 import { readAhead } from "../../src/state/read-ahead.js";
