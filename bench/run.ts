@@ -3,11 +3,14 @@
  * the named ones; `--source` measures `src/` as tsx transpiles it instead of
  * as TypeScript emits it (see civitas.ts). Prints a table of civitas figures
  * beside baselines measured in the same process, their ratio and the target.
- * Never fails on speed.
+ * Never fails on speed. `npm run bench -- check` is the exception: it
+ * counts instructions per unit of work under callgrind and fails past the
+ * committed baseline's tolerance (callgrind-check.ts).
  */
 import { availableParallelism, loadavg } from "node:os";
 import { ask } from "./ask.js";
 import { audit } from "./audit.js";
+import { callgrind } from "./callgrind-check.js";
 import { loadCivitas } from "./civitas.js";
 import { fanin } from "./fanin.js";
 import { hasGc, printTable, type Benchmark, type Row } from "./harness.js";
@@ -23,7 +26,7 @@ import { suspend } from "./suspend.js";
 const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend, audit, spawn, postgres, nats, simulation];
 
 function usage(problem: string): never {
-  console.error(`${problem}\nusage: npm run bench -- [--source] [${ALL.map((bench) => bench.name).join("|")} ...]`);
+  console.error(`${problem}\nusage: npm run bench -- [--source] [${ALL.map((bench) => bench.name).join("|")} ...]\n       npm run bench -- check|callgrind [--write-baseline] [workload ...]`);
   process.exit(2);
 }
 
@@ -45,6 +48,11 @@ function seconds(since: bigint): string {
 }
 
 async function main(): Promise<void> {
+  const args = process.argv.slice(2).filter((arg) => arg !== "--");
+  if (args[0] === "check" || args[0] === "callgrind") {
+    process.exitCode = callgrind(args.slice(1), args[0] === "check") ? 0 : 1;
+    return;
+  }
   const started = process.hrtime.bigint();
   const { chosen, fromSource } = parse(process.argv.slice(2));
   const { civitas, mode } = await loadCivitas(fromSource);

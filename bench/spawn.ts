@@ -51,7 +51,7 @@ function medianOf(workload: string, file?: string): Measurement {
 }
 
 /** Writes a SQLite file with a parked record, as the runtime writes it, for each of `count` agents named a0, a1 … */
-async function parkedFile(civitas: CivitasModule, dir: string, count: number): Promise<string> {
+export async function parkedFile(civitas: CivitasModule, dir: string, count: number): Promise<string> {
   const { AgentProcess, Runtime, silentLogger } = civitas;
   const { SqliteStateStore } = await loadSqlite();
   class Idle extends AgentProcess {

@@ -144,7 +144,7 @@ export class MessageBus {
 
   private await<T>(message: Message, timeoutMs: number | undefined, signal: AbortSignal | undefined, pending: PendingRequests<PendingAsk>): Promise<T> {
     try {
-      checkSignal(signal, `ask('${message.recipient}')`);
+      if (signal !== undefined) checkSignal(signal, `ask('${message.recipient}')`); // the call's name is built only with a signal to check
     } catch (err) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checkSignal threw, a CivitasError
       return Promise.reject(err);

@@ -47,7 +47,7 @@ export function settleReply(r: ProcessRunner, reply: Message): void {
  */
 export function sendToSelf(r: ProcessRunner, message: Message, signal: AbortSignal | undefined): Promise<void> {
   try {
-    checkSignal(signal, `'${r.agent.name}' sending to itself`);
+    if (signal !== undefined) checkSignal(signal, `'${r.agent.name}' sending to itself`);
   } catch (error) {
     // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checkSignal threw, a CivitasError
     return Promise.reject(error);

@@ -365,7 +365,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     // A send from inside the caller's own span (an HTTP request, say) continues its trace.
     this.outside.span = this.services.telemetry.tracing ? trace.getSpan(context.active()) : undefined;
     const message = composeOutgoing(this.outside, name, payload, type, options?.ttlMs, request ? OUTSIDE_SENDER : undefined);
-    this.assertStarted(request ? `ask('${name}')` : `send('${name}')`); // after the checks of what was passed: bad input is reported as such
+    // After the checks of what was passed: bad input is reported as such. The call's name is built only to report it.
+    if (this.startFailed || this.stopping !== undefined || this.starting === undefined) this.assertStarted(request ? `ask('${name}')` : `send('${name}')`);
     return message;
   }
 }
