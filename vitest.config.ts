@@ -18,6 +18,7 @@ const needsServers = [
   "test/audit/truncation-anchor.test.ts",
   "test/runtime/list-suspended.test.ts",
   "test/examples/cluster.test.ts",
+  "test/examples/examples.test.ts", // one example runs on PostgreSQL
   "test/setup/**/*.test.ts",
 ];
 
