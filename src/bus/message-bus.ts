@@ -1,9 +1,7 @@
-import type { EventEmitter } from "eventemitter3";
 import { AgentNotFoundError, AskTimeoutError, RuntimeStateError } from "../errors/errors.js";
 import { checkSignal } from "../errors/check-signal.js";
 import { enqueueTrusted, RESOLVED } from "../mailbox/mailbox-internals.js";
 import { isReply, type Message } from "../message/message.js";
-import type { RuntimeEvents } from "../runtime/runtime-events.js";
 import type { Clock } from "../time/clock.js";
 import { TimeoutLists, type Expiring } from "../time/timeout-lists.js";
 import { PendingRequests } from "./pending-requests.js";
@@ -42,6 +40,11 @@ function asTimeoutError(error: unknown): never {
 /** What {@link MessageBus.acknowledge} returns when no request waits under the id. @internal */
 export const NOT_PENDING: unique symbol = Symbol("not pending");
 
+/** Where the bus reports a reply that arrived for no waiting ask: the runtime's events. @internal */
+export interface LateReplies {
+  emit(event: "reply.late", reply: Message): boolean;
+}
+
 /**
  * Routes messages by name to mailboxes and pairs asks with their replies by
  * correlation id. A reply that arrives after its ask timed out is dropped and
@@ -69,7 +72,7 @@ export class MessageBus {
   constructor(
     private readonly registry: Registry,
     clock: Clock,
-    private readonly events: EventEmitter<RuntimeEvents>,
+    private readonly events: LateReplies,
   ) {
     this.timeouts = new TimeoutLists<PendingAsk>(clock, (entry) => this.fail(entry.correlationId, new TimedOut(entry)));
   }

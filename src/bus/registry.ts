@@ -1,8 +1,26 @@
 import { DuplicateNameError, InvalidArgumentError } from "../errors/errors.js";
 import { describeValue } from "../errors/civitas-error.js";
-import type { AgentProcess } from "../process/agent-process.js";
-import type { SupervisedChild } from "../supervision/child.js";
+import type { Mailbox } from "../mailbox/mailbox.js";
 import { globToRegExp } from "./glob.js";
+
+/**
+ * What the registry holds of an agent, and all the bus reads of one: an
+ * `AgentProcess` is one. A runtime's registry holds its agents as they are
+ * (`Registry<AgentProcess>`); the bus and the process layer see them as this.
+ * @internal
+ */
+export interface RegisteredAgent {
+  readonly name: string;
+  readonly capabilities: readonly string[];
+  /** Whether it belongs to a runtime: until then it has no mailbox. */
+  readonly attached: boolean;
+  readonly mailbox: Mailbox;
+}
+
+/** What the registry holds of a supervisor: its name. @internal */
+export interface RegisteredSupervisor {
+  readonly name: string;
+}
 
 /**
  * Names every agent and supervisor of a runtime, and finds agents by name,
@@ -10,22 +28,22 @@ import { globToRegExp } from "./glob.js";
  * agent keeps its name and capabilities while its supervisor restarts it.
  * @internal
  */
-export class Registry {
+export class Registry<A extends RegisteredAgent = RegisteredAgent, S extends RegisteredSupervisor = RegisteredSupervisor> {
   /** Told when an agent joins or leaves (a runtime with a transport announces them). */
-  watcher: { added(agent: AgentProcess): void; removed(name: string): void } | undefined;
-  private readonly agents = new Map<string, AgentProcess>();
-  private readonly supervisors = new Map<string, SupervisedChild>();
-  private readonly capable = new Map<string, AgentProcess[]>();
+  watcher: { added(agent: A): void; removed(name: string): void } | undefined;
+  private readonly agents = new Map<string, A>();
+  private readonly supervisors = new Map<string, S>();
+  private readonly capable = new Map<string, A[]>();
   private readonly cursor = new Map<string, number>();
 
   /** Registers a supervisor under its name. */
-  registerSupervisor(supervisor: SupervisedChild): void {
+  registerSupervisor(supervisor: S): void {
     this.claim(supervisor.name, "supervisor");
     this.supervisors.set(supervisor.name, supervisor);
   }
 
   /** Registers an agent under its name and capabilities. */
-  register(agent: AgentProcess): void {
+  register(agent: A): void {
     this.claim(agent.name, "agent");
     this.agents.set(agent.name, agent);
     for (const capability of agent.capabilities) {
@@ -64,12 +82,12 @@ export class Registry {
   }
 
   /** The agent registered as `name`. */
-  get(name: string): AgentProcess | undefined {
+  get(name: string): A | undefined {
     return this.agents.get(name);
   }
 
   /** The supervisor registered as `name`. */
-  supervisor(name: string): SupervisedChild | undefined {
+  supervisor(name: string): S | undefined {
     return this.supervisors.get(name);
   }
 
@@ -79,7 +97,7 @@ export class Registry {
   }
 
   /** All registered agents, in registration order. */
-  all(): AgentProcess[] {
+  all(): A[] {
     return [...this.agents.values()];
   }
 
@@ -91,7 +109,7 @@ export class Registry {
   }
 
   /** Agents that take messages and whose names match the glob `pattern`, in registration order. */
-  match(pattern: string): AgentProcess[] {
+  match(pattern: string): A[] {
     const regexp = globToRegExp(pattern);
     return this.all().filter((agent) => regexp.test(agent.name) && takesMessages(agent));
   }
@@ -101,12 +119,12 @@ export class Registry {
    * messages, or `undefined`. An agent that stopped for good (its mailbox is
    * closed) keeps its name until removed, but is passed over.
    */
-  withCapability(capability: string): AgentProcess | undefined {
+  withCapability(capability: string): A | undefined {
     const list = this.capable.get(capability);
     if (list === undefined) return undefined;
     const start = this.cursor.get(capability) ?? 0;
     for (let step = 0; step < list.length; step++) {
-      const agent = list[(start + step) % list.length] as AgentProcess;
+      const agent = list[(start + step) % list.length] as A;
       if (!takesMessages(agent)) continue;
       this.cursor.set(capability, (start + step + 1) % list.length);
       return agent;
@@ -116,7 +134,7 @@ export class Registry {
 }
 
 /** Whether `agent` still takes messages: not stopped for good (a restart keeps its mailbox open). */
-function takesMessages(agent: AgentProcess): boolean {
+function takesMessages(agent: RegisteredAgent): boolean {
   return !agent.attached || !agent.mailbox.closed; // an agent not attached yet has no mailbox, and nothing has stopped it
 }
 

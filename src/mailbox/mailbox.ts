@@ -4,11 +4,10 @@ import { InvalidArgumentError, MailboxClosedError, ReservedMessageTypeError } fr
 import { isReservedType } from "../message/system-types.js";
 import { isExpired, type Message } from "../message/message.js";
 import { snapshotMessage } from "../message/snapshot.js";
-import { putWaits } from "../runtime/simulation-hooks.js";
 import { checkClock, systemClock, type Clock } from "../time/clock.js";
 import { Deque } from "./deque.js";
 import { Lane } from "./lane.js";
-import type { MailboxOptions, MailboxWaitOptions } from "./mailbox-options.js";
+import type { MailboxOptions, MailboxWaitOptions, WaitingPut } from "./mailbox-options.js";
 import { installMailboxInternals, RESOLVED } from "./mailbox-internals.js";
 import { attachAbort, oldestGetter, settle, type Getter, type Putter, type Waiting } from "./mailbox-waiters.js";
 
@@ -49,6 +48,7 @@ export class Mailbox {
   private waiting: Waiting | undefined;
   private readonly clock: Clock;
   private readonly onExpired: ((message: Message) => void) | undefined;
+  private readonly onPutWait: ((mailbox: Mailbox, put: WaitingPut) => void) | undefined;
   private expired = 0;
   private businessTaken = 0;
   private isClosed = false;
@@ -90,6 +90,7 @@ export class Mailbox {
     }
     this.clock = clock;
     this.onExpired = options.onExpired;
+    this.onPutWait = options.onPutWait;
   }
 
   /** Business messages waiting. */
@@ -156,7 +157,7 @@ export class Mailbox {
       if (signal) attachAbort(putter, signal, putters);
       putters.push(putter);
       // Only when a put must wait: under a simulation, this wait is the runtime's (see simulation-hooks.ts).
-      putWaits.watcher?.(this, putter);
+      this.onPutWait?.(this, putter);
     });
   }
 

@@ -7,7 +7,7 @@ import { envelopeProblem, isReply, type Message } from "../message/message.js";
 import { isReservedType, priorityOf } from "../message/system-types.js";
 import { forceMessage, offerTrusted, RESOLVED } from "../mailbox/mailbox-internals.js";
 import { snapshotMessage } from "../message/snapshot.js";
-import { type DynamicHost } from "../supervision/dynamic-host.js";
+import { type DynamicHost } from "./dynamic-host.js";
 import { composeReply, isComposedReply, isMessage } from "./envelope.js";
 import type { ProcessRunner } from "./process-runner.js";
 

@@ -1,5 +1,5 @@
-import type { ChildExit } from "../supervision/child.js";
-import { ProcessStatus } from "./process-status.js";
+import type { ChildExit } from "../contracts/child.js";
+import { ProcessStatus } from "../contracts/process-status.js";
 
 /**
  * The lifecycle phases of an agent, one tagged union: each phase holds only

@@ -3,16 +3,16 @@ import { AgentNotFoundError, IllegalTransitionError, InvalidArgumentError, Mailb
 import { type Message } from "../message/message.js";
 import { queuedBusiness } from "../mailbox/mailbox-internals.js";
 import { Mailbox, type MailboxConsumer } from "../mailbox/mailbox.js";
-import type { RuntimeServices } from "../runtime/services.js";
-import type { ChildParent, StopOptions } from "../supervision/child.js";
-import { isDynamicHost } from "../supervision/dynamic-host.js";
+import type { RuntimeServices } from "../contracts/runtime-services.js";
+import type { ChildParent, StopOptions } from "../contracts/child.js";
+import { isDynamicHost } from "./dynamic-host.js";
 import { systemClock, type Clock } from "../time/clock.js";
 import { type ResolvedAgentOptions } from "./agent-options.js";
 import { type EnvelopeContext } from "./envelope.js";
-import { persistableState } from "./suspension.js";
+import { persistableState } from "../state/suspension-marker.js";
 import { anchoredState } from "../audit/audit-anchor.js";
 import { afterFailedPersist } from "./fencing.js";
-import { isLegalTransition, ProcessStatus } from "./process-status.js";
+import { isLegalTransition, ProcessStatus } from "../contracts/process-status.js";
 import type { AgentProcess } from "./agent-process.js";
 import { SuspensionControl } from "./suspension-control.js";
 import { IDLE, isLegalPhase, newStartAttempt, UP, type Phase } from "./lifecycle.js";
@@ -105,6 +105,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       priorityCapacity: this.options.priorityMailboxSize,
       clock: services.clock,
       onExpired: services.expired,
+      onPutWait: services.putWait,
     });
   }
 
@@ -234,7 +235,9 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     try {
       const marker = this.suspension.marker;
       // A pause asked for and not entered yet, or entered and not announced yet, is stored flagged as not announced (see SuspensionMarker.announced).
-      const pause = marker ?? this.suspension.request?.marker;
+      // A decided pause is never written back, whatever failed before its decision (issue 21).
+      const asked = marker ?? this.suspension.request?.marker;
+      const pause = asked?.suspensionId === this.suspension.lastSettled ? undefined : asked;
       const state = persistableState(this.agent.state, pause, this.agent.name, marker !== undefined && !this.suspension.announcementOwed);
       const services = this.requireServices();
       // A pause, and every write after the agent's first pause or settlement, records where the audit chain stood.

@@ -1,9 +1,9 @@
 import { RuntimeStateError } from "../errors/errors.js";
 import { type JsonObject } from "../message/json.js";
-import type { ChildExit, StopOptions } from "../supervision/child.js";
+import type { ChildExit, StopOptions } from "../contracts/child.js";
 import { settlesWithin } from "../time/deadline.js";
 import { nonNegativeInteger } from "./agent-options.js";
-import { ProcessStatus } from "./process-status.js";
+import { ProcessStatus } from "../contracts/process-status.js";
 import type { ProcessRunner } from "./process-runner.js";
 import type { Stopping, StopPlan } from "./lifecycle.js";
 import { receiptRecorded, runHook, errorText } from "./hooks.js";

@@ -1,7 +1,7 @@
 import { ClusterScopeUnsupportedError } from "../errors/errors.js";
-import type { SuspensionMarker } from "../process/suspension.js";
+import type { SuspensionMarker } from "../state/suspension-marker.js";
 import type { StateStore } from "../state/state-store.js";
-import type { SuspendedAgent } from "./runtime-control.js";
+import { suspendedAgent, type SuspendedAgent } from "./suspended-agent.js";
 
 /** A store that lists every suspension it holds, wherever its agent runs: what `PostgresStateStore.listSuspended()` is. */
 interface SuspensionIndex {
@@ -10,20 +10,6 @@ interface SuspensionIndex {
 
 function isSuspensionIndex(store: StateStore): store is StateStore & SuspensionIndex {
   return typeof (store as Partial<SuspensionIndex>).listSuspended === "function";
-}
-
-/**
- * The entry of `marker` for the agent `name`, as `listSuspended` reports it.
- * @internal
- */
-export function suspendedAgent(name: string, marker: SuspensionMarker): SuspendedAgent {
-  return {
-    name,
-    reason: marker.reason,
-    since: marker.since,
-    suspensionId: marker.suspensionId,
-    ...(marker.expiresAt === undefined ? {} : { expiresAt: marker.expiresAt }),
-  };
 }
 
 /**

@@ -7,11 +7,13 @@ import type { Transport } from "../bus/transport.js";
 import type { JsonObject } from "../message/json.js";
 import { composeControl, type EnvelopeContext } from "../process/envelope.js";
 import { checkExpiresInMs } from "../process/pause-deadline.js";
-import { ProcessStatus } from "../process/process-status.js";
-import { assertApprover, assertReason } from "../process/suspension.js";
+import { ProcessStatus } from "../contracts/process-status.js";
+import { assertApprover, assertReason } from "../process/decision-text.js";
+import type { AgentProcess } from "../process/agent-process.js";
 import type { StateStore } from "../state/state-store.js";
-import { listClusterSuspended, suspendedAgent } from "./cluster-suspensions.js";
-import type { RuntimeServices } from "./services.js";
+import { listClusterSuspended } from "./cluster-suspensions.js";
+import { suspendedAgent, type SuspendedAgent } from "./suspended-agent.js";
+import type { RuntimeServices } from "../contracts/runtime-services.js";
 
 /** Options of {@link Runtime.suspend} and {@link Runtime.resume}: how long to wait for the agent to act. */
 export interface ControlOptions {
@@ -61,20 +63,6 @@ export interface ResumeOptions extends ControlOptions {
    * resume rejects with `STALE_APPROVAL` and changes nothing.
    */
   suspensionId?: string;
-}
-
-/** One suspended agent, as {@link Runtime.listSuspended} reports it. */
-export interface SuspendedAgent {
-  /** The agent's name. */
-  readonly name: string;
-  /** Why it was suspended (the latest reason, when suspended again). */
-  readonly reason: string;
-  /** When the pause began, ISO-8601 UTC with milliseconds. */
-  readonly since: string;
-  /** Names this pause; pass it to `resume` so an approval cannot settle a later pause. */
-  readonly suspensionId: string;
-  /** When the pause is denied by `"expiry"`, ISO-8601 UTC, when it has a deadline. */
-  readonly expiresAt?: string;
 }
 
 /** Options of {@link Runtime.listSuspended}. */
@@ -153,7 +141,7 @@ function denyPayload(name: string, decider: string, options: DenyOptions): JsonO
  * @throws {@link InvalidArgumentError} for options that are not an object or a `scope` other than `"local"`/`"cluster"`
  * @internal
  */
-export function listSuspendedAgents(registry: Registry, store: StateStore, options: ListSuspendedOptions): SuspendedAgent[] | Promise<SuspendedAgent[]> {
+export function listSuspendedAgents(registry: Registry<AgentProcess>, store: StateStore, options: ListSuspendedOptions): SuspendedAgent[] | Promise<SuspendedAgent[]> {
   checkOptionsObject("listSuspended()", options);
   const scope: unknown = options.scope === undefined ? "local" : options.scope; // null is refused, not defaulted
   if (scope === "cluster") return listClusterSuspended(store);

@@ -2,11 +2,12 @@ import type { TracerProvider } from "@opentelemetry/api";
 import type { AuditSink } from "../audit/audit-event.js";
 import type { Transport } from "../bus/transport.js";
 import type { Logger } from "../logging/logger.js";
+import type { AgentProcessOptions } from "../process/agent-options.js";
+import type { AgentProcess } from "../process/agent-process.js";
 import type { StateStore } from "../state/state-store.js";
-import type { SupervisedChild } from "../supervision/child.js";
+import type { SupervisedChild } from "../contracts/child.js";
 import type { Clock } from "../time/clock.js";
-import type { AuthorizeResume } from "./services.js";
-import type { AgentClasses } from "./topology.js";
+import type { AuthorizeResume } from "../contracts/runtime-services.js";
 
 /** Options of a {@link Runtime}. */
 export interface RuntimeOptions {
@@ -64,3 +65,6 @@ export interface FromTopologyOptions extends Omit<RuntimeOptions, "root"> {
   /** Agent classes by the name the topology uses in `type`. */
   agents: AgentClasses;
 }
+
+/** Agent classes a topology may name in `type`, by that name. */
+export type AgentClasses = Readonly<Record<string, new (name: string, options?: AgentProcessOptions & Record<string, unknown>) => AgentProcess>>;

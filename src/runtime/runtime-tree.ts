@@ -4,11 +4,11 @@ import { DuplicateNameError, InvalidArgumentError } from "../errors/errors.js";
 import { AgentProcess } from "../process/agent-process.js";
 import type { TransportHost } from "../bus/transport.js";
 import { readStatesAhead } from "../state/read-ahead.js";
-import { startChild, type SupervisedChild } from "../supervision/child.js";
+import { startChild, type SupervisedChild } from "../contracts/child.js";
 import { DynamicSupervisor } from "../supervision/dynamic-supervisor.js";
 import { Supervisor } from "../supervision/supervisor.js";
 import type { RuntimeOptions } from "./runtime-options.js";
-import type { RuntimeServices } from "./services.js";
+import type { RuntimeServices } from "../contracts/runtime-services.js";
 
 /**
  * The root of the tree `root` names: a supervisor or dynamic supervisor as it

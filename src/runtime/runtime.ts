@@ -9,17 +9,18 @@ import type { Message } from "../message/message.js";
 import { DEFAULT_MESSAGE_TYPE, isReservedType } from "../message/system-types.js";
 import type { AgentProcess } from "../process/agent-process.js";
 import { composeOutgoing, type EnvelopeContext } from "../process/envelope.js";
-import { ProcessStatus } from "../process/process-status.js";
-import { attachChild, closeChild, stopChild, type ChildExit, type ChildParent, type SupervisedChild } from "../supervision/child.js";
+import { ProcessStatus } from "../contracts/process-status.js";
+import { attachChild, closeChild, stopChild, type ChildExit, type ChildParent, type SupervisedChild } from "../contracts/child.js";
 import { DynamicSupervisor } from "../supervision/dynamic-supervisor.js";
 import { Supervisor } from "../supervision/supervisor.js";
 import { checkRuntimeOptions } from "./check-runtime-options.js";
 import { createServices } from "./create-services.js";
-import { denyAgent, listSuspendedAgents, resumeAgent, suspendAgent, type ControlPath, type DenyOptions, type ListSuspendedOptions, type ResumeOptions, type SuspendedAgent, type SuspendOptions } from "./runtime-control.js";
-import type { RuntimeEvents } from "./runtime-events.js";
+import { denyAgent, listSuspendedAgents, resumeAgent, suspendAgent, type ControlPath, type DenyOptions, type ListSuspendedOptions, type ResumeOptions, type SuspendOptions } from "./runtime-control.js";
+import type { SuspendedAgent } from "./suspended-agent.js";
+import type { RuntimeEvents } from "../contracts/runtime-events.js";
 import type { FromTopologyOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions } from "./runtime-options.js";
 import { checkTree, rootOf, startTree } from "./runtime-tree.js";
-import type { RuntimeServices } from "./services.js";
+import type { RuntimeServices } from "../contracts/runtime-services.js";
 import { topologyRuntimeOptions } from "./topology.js";
 import { attachTransport } from "./transport-host.js";
 
@@ -45,7 +46,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   readonly name = "runtime";
   /** The root of the tree. */
   readonly root: SupervisedChild;
-  private readonly services: RuntimeServices;
+  private readonly services: RuntimeServices<AgentProcess>;
   /** Where messages sent from outside the tree are composed: sender `_runtime`; `span` is set to the caller's active span when tracing. */
   private readonly outside: { -readonly [K in keyof EnvelopeContext]: EnvelopeContext[K] };
   private starting: Promise<void> | undefined;

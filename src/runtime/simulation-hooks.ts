@@ -1,6 +1,7 @@
+import type { Scheduler } from "../contracts/scheduler.js";
 import type { Mailbox } from "../mailbox/mailbox.js";
+import type { WaitingPut } from "../mailbox/mailbox-options.js";
 import type { Message } from "../message/message.js";
-import type { Scheduler } from "./scheduler.js";
 
 /**
  * What a simulation (`simulate()` of `civitas-ts/testing`) lends the runtime
@@ -13,6 +14,13 @@ export interface SimulationHooks {
   readonly scheduler: Scheduler;
   /** Called, instead of settling an ask with its reply at once, with what settles it: the simulation runs `settle` when it chooses. */
   readonly settleReply: (reply: Message, settle: () => void) => void;
+  /**
+   * Told of every put that begins to wait for room in a full mailbox of the
+   * runtime: that wait ends when the recipient takes a message, a step the
+   * simulation controls, so it is no external await. Each mailbox gets it
+   * injected; it is called only when a put must wait.
+   */
+  readonly putWait: (mailbox: Mailbox, put: WaitingPut) => void;
 }
 
 let joining: SimulationHooks | undefined;
@@ -35,19 +43,3 @@ export function buildSimulated<T>(hooks: SimulationHooks, build: () => T): T {
 export function joiningSimulation(): SimulationHooks | undefined {
   return joining;
 }
-
-/** A put waiting for room in a full lane of a mailbox: its message, and whether it has ended (admitted, aborted or refused). @internal */
-export interface WaitingPut {
-  readonly message: Message;
-  readonly settled: boolean;
-}
-
-/**
- * Told of every put that begins to wait for room in a full mailbox, while a
- * simulation runs (process-wide, as the simulation is): that wait ends when
- * the recipient takes a message, a step the simulation controls, so it is
- * no external await. A mailbox reads `watcher` only when a put must wait;
- * without a simulation it is `undefined`.
- * @internal
- */
-export const putWaits: { watcher: ((mailbox: Mailbox, put: WaitingPut) => void) | undefined } = { watcher: undefined };

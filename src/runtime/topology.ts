@@ -1,16 +1,12 @@
 import { parseAllDocuments } from "yaml";
 import { CivitasError, describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, TopologyError } from "../errors/errors.js";
-import type { AgentProcessOptions } from "../process/agent-options.js";
 import { AgentProcess } from "../process/agent-process.js";
-import type { SupervisedChild } from "../supervision/child.js";
+import type { SupervisedChild } from "../contracts/child.js";
 import { DynamicSupervisor } from "../supervision/dynamic-supervisor.js";
 import { Supervisor } from "../supervision/supervisor.js";
 import { closestName } from "./closest-name.js";
-import type { FromTopologyOptions, RuntimeOptions } from "./runtime-options.js";
-
-/** Agent classes a topology may name in `type`, by that name. */
-export type AgentClasses = Readonly<Record<string, new (name: string, options?: AgentProcessOptions & Record<string, unknown>) => AgentProcess>>;
+import type { AgentClasses, FromTopologyOptions, RuntimeOptions } from "./runtime-options.js";
 
 const SUPERVISOR_KEYS = ["name", "strategy", "maxRestarts", "restartWindowMs", "backoff", "backoffBaseMs", "backoffMaxMs", "children"];
 const DYNAMIC_KEYS = ["name", "maxChildren", "maxRestarts", "restartWindowMs", "backoff", "backoffBaseMs", "backoffMaxMs"];

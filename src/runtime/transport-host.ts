@@ -3,7 +3,7 @@ import type { ControlOperation, Transport, TransportHost } from "../bus/transpor
 import { CivitasError } from "../errors/civitas-error.js";
 import type { JsonObject } from "../message/json.js";
 import type { AgentProcess } from "../process/agent-process.js";
-import type { RuntimeServices } from "./services.js";
+import type { RuntimeServices } from "../contracts/runtime-services.js";
 
 /** The runtime's public control calls, as the transport host uses them for requests from other runtimes. */
 interface RuntimeControl {

@@ -1,9 +1,9 @@
 import { buildMessage } from "../message/message.js";
 import { forceMessage } from "../mailbox/mailbox-internals.js";
 import { mintControl } from "../process/control-authority.js";
+import type { LocalAgent, RuntimeServices } from "../contracts/runtime-services.js";
 import type { AgentProcess } from "../process/agent-process.js";
-import type { RuntimeServices } from "../runtime/services.js";
-import type { ChildTerminationReason } from "./dynamic-host.js";
+import type { ChildTerminationReason } from "../process/dynamic-host.js";
 import type { RestartIntensity } from "./restart-intensity.js";
 
 /**
@@ -14,7 +14,7 @@ import type { RestartIntensity } from "./restart-intensity.js";
 export interface DynamicChild {
   readonly agent: AgentProcess;
   /** The agent that spawned it (the instance: a later agent reusing its name is someone else). */
-  readonly spawner: AgentProcess | undefined;
+  readonly spawner: LocalAgent | undefined;
   readonly intensity: RestartIntensity;
   /**
    * The removal in flight, set before its first await: from then on no

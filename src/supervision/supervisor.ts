@@ -1,11 +1,11 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, RestartIntensityError, StartFailedError, StateFencedError } from "../errors/errors.js";
 import { assertValidName } from "../bus/registry.js";
-import { ProcessStatus } from "../process/process-status.js";
-import type { RuntimeServices } from "../runtime/services.js";
+import { ProcessStatus } from "../contracts/process-status.js";
+import type { RuntimeServices } from "../contracts/runtime-services.js";
 import { sleep } from "../time/clock.js";
 import { backoffDelay } from "./backoff.js";
-import { abandonChildStart, attachChild, closeChild, detachChild, startChild, stopChild, type ChildExit, type ChildParent, type StopOptions, type SupervisedChild } from "./child.js";
+import { abandonChildStart, attachChild, closeChild, detachChild, startChild, stopChild, type ChildExit, type ChildParent, type StopOptions, type SupervisedChild } from "../contracts/child.js";
 import { RestartIntensity } from "./restart-intensity.js";
 import { resolveStrategy, restartSet, type RestartStrategy } from "./restart-strategy.js";
 import { resolveRestartOptions, type ResolvedRestartOptions, type RestartOptions } from "./supervision-options.js";

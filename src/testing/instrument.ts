@@ -1,7 +1,7 @@
 import type { Message } from "../message/message.js";
 import type { AgentProcess } from "../process/agent-process.js";
 import { ErrorAction } from "../process/error-action.js";
-import type { ProcessStatus } from "../process/process-status.js";
+import type { ProcessStatus } from "../contracts/process-status.js";
 
 /**
  * The payload key under which {@link LifecycleDriver} puts a message's id.

@@ -1,4 +1,4 @@
-import type { ProcessStatus } from "../process/process-status.js";
+import type { ProcessStatus } from "../contracts/process-status.js";
 
 /**
  * How far an `elapse` command moves the clock, and how long a `suspend` with

@@ -2,7 +2,7 @@ import type { AuditEvent, AuditSink } from "../audit/audit-event.js";
 import { silentLogger, type Logger } from "../logging/logger.js";
 import type { JsonObject } from "../message/json.js";
 import type { AgentProcess } from "../process/agent-process.js";
-import type { ProcessStatus } from "../process/process-status.js";
+import type { ProcessStatus } from "../contracts/process-status.js";
 import type { RuntimeOptions } from "../runtime/runtime-options.js";
 import type { StateStore } from "../state/state-store.js";
 import type { Clock } from "../time/clock.js";

@@ -1,4 +1,4 @@
-import { ProcessStatus } from "../process/process-status.js";
+import { ProcessStatus } from "../contracts/process-status.js";
 import {
   formatCommand,
   isMessageCommand,

@@ -1,4 +1,4 @@
-import { isLegalTransition, ProcessStatus } from "../process/process-status.js";
+import { isLegalTransition, ProcessStatus } from "../contracts/process-status.js";
 import type { Runtime } from "../runtime/runtime.js";
 
 /** One `agent.status` event, as {@link recordTransitions} keeps it. */

@@ -1,6 +1,6 @@
 import { CivitasError, describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
-import type { ProcessStatus } from "../process/process-status.js";
+import type { ProcessStatus } from "../contracts/process-status.js";
 
 /** Anything with a name and a lifecycle status: an `AgentProcess`, a `Supervisor`. */
 export interface StatusSource {

@@ -3,7 +3,7 @@ import { EventEmitter } from "eventemitter3";
 import { MessageBus } from "../../src/bus/message-bus.js";
 import { Registry } from "../../src/bus/registry.js";
 import { buildMessage } from "../../src/message/message.js";
-import type { RuntimeEvents } from "../../src/runtime/runtime-events.js";
+import type { RuntimeEvents } from "../../src/contracts/runtime-events.js";
 import { describe, expect, it } from "vitest";
 import {
   AgentNotFoundError,

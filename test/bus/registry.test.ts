@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { assertValidName, Registry } from "../../src/bus/registry.js";
 import { AgentProcess, DuplicateNameError, InvalidArgumentError, Supervisor } from "../../src/index.js";
-import type { SupervisedChild } from "../../src/supervision/child.js";
+import type { SupervisedChild } from "../../src/contracts/child.js";
 import { throwsWithCode } from "../support/outcome.js";
 
 function agent(name: string, capabilities: string[] = []): AgentProcess {
@@ -23,7 +23,7 @@ function names(agents: readonly (AgentProcess | undefined)[]): (string | undefin
 
 describe("Registry names", () => {
   it("refuses a second registration of the same name with DUPLICATE_NAME", () => {
-    const registry = new Registry();
+    const registry = new Registry<AgentProcess, SupervisedChild>();
     registry.register(agent("alpha"));
     const error = throwsWithCode(() => registry.register(agent("alpha")), "DUPLICATE_NAME");
     expect(error).toBeInstanceOf(DuplicateNameError);
@@ -35,7 +35,7 @@ describe("Registry names", () => {
   });
 
   it("shares one namespace between supervisors and agents", () => {
-    const registry = new Registry();
+    const registry = new Registry<AgentProcess, SupervisedChild>();
     const root = new Supervisor("root", { children: [] });
     registry.registerSupervisor(root);
     throwsWithCode(() => registry.register(agent("root")), "DUPLICATE_NAME");
@@ -60,7 +60,7 @@ describe("Registry names", () => {
     ["close]", "a closing bracket"],
     ["x".repeat(256), "256 characters"],
   ])("refuses the name %j (%s) with INVALID_ARGUMENT", (name) => {
-    const registry = new Registry();
+    const registry = new Registry<AgentProcess, SupervisedChild>();
     const error = throwsWithCode(() => registry.register(fakeAgent(name)), "INVALID_ARGUMENT");
     expect(error).toBeInstanceOf(InvalidArgumentError);
     expect((error as InvalidArgumentError).argument).toBe("name");
@@ -76,7 +76,7 @@ describe("Registry names", () => {
   });
 
   it("accepts names up to 255 characters with punctuation that is not glob syntax", () => {
-    const registry = new Registry();
+    const registry = new Registry<AgentProcess, SupervisedChild>();
     for (const name of ["x".repeat(255), "a.b-c_d:e/f", "héllo", "!bang", "^caret", "back\\slash", "😀"]) {
       expect(() => registry.register(fakeAgent(name))).not.toThrow();
       expect(registry.has(name)).toBe(true);
@@ -85,8 +85,8 @@ describe("Registry names", () => {
 });
 
 describe("Registry lookups", () => {
-  function populated(): Registry {
-    const registry = new Registry();
+  function populated(): Registry<AgentProcess, SupervisedChild> {
+    const registry = new Registry<AgentProcess, SupervisedChild>();
     for (const name of ["worker-1", "worker-2", "worker-10", "manager", "worker-a", "w!x"]) registry.register(agent(name));
     return registry;
   }
@@ -109,7 +109,7 @@ describe("Registry lookups", () => {
   });
 
   it("finds agents by capability round-robin, skipping those without it", () => {
-    const registry = new Registry();
+    const registry = new Registry<AgentProcess, SupervisedChild>();
     registry.register(agent("a", ["search"]));
     registry.register(agent("b", ["search", "summarize"]));
     registry.register(agent("c", ["summarize"]));
@@ -119,7 +119,7 @@ describe("Registry lookups", () => {
   });
 
   it("release frees the name and the agent's capabilities", () => {
-    const registry = new Registry();
+    const registry = new Registry<AgentProcess, SupervisedChild>();
     registry.register(agent("a", ["search"]));
     registry.register(agent("b", ["search"]));
     registry.register(agent("solo", ["unique"]));
@@ -139,7 +139,7 @@ describe("Registry lookups", () => {
   });
 
   it("release frees a supervisor's reserved name, and ignores unknown names", () => {
-    const registry = new Registry();
+    const registry = new Registry<AgentProcess, SupervisedChild>();
     registry.registerSupervisor(new Supervisor("sup", { children: [] }));
     registry.release("sup");
     registry.release("never-registered");

@@ -10,7 +10,7 @@ import { CivitasError, HandlerFailedError, Runtime, silentLogger } from "../../s
 import { RemoteFailureError } from "../../src/bus/remote-failure.js";
 import { uuidv7 } from "../../src/message/ids.js";
 import { NatsTransport } from "../../src/nats/nats-transport.js";
-import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
+import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
 import { startPeer, type PeerProcess } from "./support/peer-process.js";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import type { MailboxOptions } from "../../src/mailbox/mailbox-options.js";
 import type { Message } from "../../src/message/message.js";
 import { AgentProcess } from "../../src/process/agent-process.js";
-import { putWaits } from "../../src/runtime/simulation-hooks.js";
 import { Supervisor } from "../../src/supervision/supervisor.js";
 import { simulate } from "../../src/testing/simulation/simulate.js";
 import { failureOf } from "./fixtures.js";
@@ -70,12 +70,14 @@ describe("a send waiting for room in a full mailbox waits on the runtime", () =>
         externalAwaits: "fail",
       });
       await sim.start();
-      // Counts the puts that had to wait for room (the case this test is about), passing each on to the simulation.
+      // Counts the puts that had to wait for room in slow's mailbox (the case this test is about), passing each
+      // on to the simulation's hook, which the runtime injected into the mailbox.
       let waited = 0;
-      const watch = putWaits.watcher;
-      putWaits.watcher = (mailbox, put) => {
+      const box = sim.view.agent<SlowConsumer>("slow").mailbox as unknown as { onPutWait: NonNullable<MailboxOptions["onPutWait"]> };
+      const watch = box.onPutWait;
+      box.onPutWait = (mailbox, put) => {
         waited++;
-        watch?.(mailbox, put);
+        watch(mailbox, put);
       };
       void sim.send("p1", "go", { count: 5 });
       void sim.send("p2", "go", { count: 4 });

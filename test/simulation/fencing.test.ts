@@ -10,7 +10,7 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Message } from "../../src/message/message.js";
 import { AgentProcess } from "../../src/process/agent-process.js";
-import { ProcessStatus } from "../../src/process/process-status.js";
+import { ProcessStatus } from "../../src/contracts/process-status.js";
 import { Supervisor } from "../../src/supervision/supervisor.js";
 import { replay, simulate } from "../../src/testing/simulation/simulate.js";
 import type { Simulation, SimulationInvariant, SimulationOptions, SimulationStep } from "../../src/testing/simulation/types.js";

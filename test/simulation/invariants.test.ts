@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ProcessRunner } from "../../src/process/process-runner.js";
-import { ProcessStatus } from "../../src/process/process-status.js";
+import { ProcessStatus } from "../../src/contracts/process-status.js";
 import { BuiltInInvariants } from "../../src/testing/simulation/built-in-invariants.js";
 import { AuditLog } from "../../src/testing/simulation/simulated-audit-sink.js";
 import { simulate } from "../../src/testing/simulation/simulate.js";

@@ -9,11 +9,11 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { StateSchemaError } from "../../src/errors/errors.js";
 import { AgentProcess } from "../../src/process/agent-process.js";
-import { ProcessStatus } from "../../src/process/process-status.js";
+import { ProcessStatus } from "../../src/contracts/process-status.js";
 import { silentLogger } from "../../src/logging/logger.js";
 import { Runtime } from "../../src/runtime/runtime.js";
 import { readAhead } from "../../src/state/read-ahead.js";
-import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
+import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { STATE_RECORD_VERSION } from "../../src/state/state-record.js";
 import { Supervisor } from "../../src/supervision/supervisor.js";
 

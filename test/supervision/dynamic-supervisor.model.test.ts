@@ -18,7 +18,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CivitasError } from "../../src/errors/civitas-error.js";
 import { DynamicSupervisor, ProcessStatus, Supervisor, type Runtime } from "../../src/index.js";
 import type { JsonObject } from "../../src/message/json.js";
-import type { ChildTerminationReason } from "../../src/supervision/dynamic-host.js";
+import type { ChildTerminationReason } from "../../src/process/dynamic-host.js";
 import type { TestClock } from "../../src/testing/test-clock.js";
 import { Probe, Spawner, harness, stopAll, turns, waitUntil } from "../support/agents.js";
 import { track, type Tracked } from "../support/outcome.js";

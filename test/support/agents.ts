@@ -13,7 +13,7 @@ import { AgentProcess } from "../../src/process/agent-process.js";
 import { ErrorAction } from "../../src/process/error-action.js";
 import type { Message } from "../../src/message/message.js";
 import type { JsonObject } from "../../src/message/json.js";
-import type { ChildTerminationReason } from "../../src/supervision/dynamic-host.js";
+import type { ChildTerminationReason } from "../../src/process/dynamic-host.js";
 import { Runtime } from "../../src/runtime/runtime.js";
 import type { RuntimeOptions } from "../../src/runtime/runtime-options.js";
 import { TestClock, settle } from "../../src/testing/test-clock.js";

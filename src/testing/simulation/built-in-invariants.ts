@@ -1,5 +1,5 @@
 import type { ProcessRunner } from "../../process/process-runner.js";
-import { isLegalTransition, ProcessStatus } from "../../process/process-status.js";
+import { isLegalTransition, ProcessStatus } from "../../contracts/process-status.js";
 import type { AuditLog } from "./simulated-audit-sink.js";
 import type { SimulationInvariant, SimulationView } from "./types.js";
 

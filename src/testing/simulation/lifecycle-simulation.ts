@@ -2,7 +2,7 @@ import { InvalidArgumentError } from "../../errors/errors.js";
 import { uuidv7 } from "../../message/ids.js";
 import type { JsonObject } from "../../message/json.js";
 import { AgentProcess } from "../../process/agent-process.js";
-import { ProcessStatus } from "../../process/process-status.js";
+import { ProcessStatus } from "../../contracts/process-status.js";
 import { Supervisor } from "../../supervision/supervisor.js";
 import { CRASH_MESSAGE_TYPE, instrument, LIFECYCLE_ID_KEY, SELF_SUSPEND_MESSAGE_TYPE } from "../instrument.js";
 import { formatCommand, LIFECYCLE_DEADLINE_MS, type ApproverKind, type LifecycleCommand, type MessageCommand } from "../lifecycle-command.js";

@@ -1,6 +1,6 @@
 import type { Mailbox } from "../../mailbox/mailbox.js";
 import type { ProcessRunner } from "../../process/process-runner.js";
-import type { WaitingPut } from "../../runtime/simulation-hooks.js";
+import type { WaitingPut } from "../../mailbox/mailbox-options.js";
 import type { WaitEdge } from "./wait-graph.js";
 
 /** An agent whose code waits for room in a full mailbox. */
@@ -32,7 +32,7 @@ export class PutWaits {
   ) {}
 
   /**
-   * The mailbox's watcher (see `putWaits` in simulation-hooks.ts): called when
+   * The mailboxes' hook (`putWait` of the simulation hooks): called when
    * `put` begins to wait in `mailbox`. The waiting agent is the message's
    * sender when that is an agent (its `send`, `ask`, or a result its loop
    * delivers): the code of an agent whose put got room runs on in the step

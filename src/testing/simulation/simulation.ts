@@ -5,7 +5,7 @@ import type { JsonObject } from "../../message/json.js";
 import { useIdSource } from "../../message/ids.js";
 import type { Message } from "../../message/message.js";
 import { Runtime } from "../../runtime/runtime.js";
-import { buildSimulated, putWaits } from "../../runtime/simulation-hooks.js";
+import { buildSimulated } from "../../runtime/simulation-hooks.js";
 import type { DenyOptions, ResumeOptions, SuspendOptions } from "../../runtime/runtime-control.js";
 import type { RuntimeAskOptions, RuntimeSendOptions } from "../../runtime/runtime-options.js";
 import { BuiltInInvariants, userProblem } from "./built-in-invariants.js";
@@ -160,7 +160,6 @@ export class SimulationEngine implements Simulation, GateBoard {
     if (active !== undefined) throw new SimulationBusyError();
     // eslint-disable-next-line @typescript-eslint/no-this-alias -- the one simulation of this process (see `active`)
     active = this;
-    putWaits.watcher = this.puts.watch;
     this.phase = "running";
     const ids = mulberry32(this.options.seed ^ 0x5bd1e995);
     useIdSource({ fill: (buffer) => fillFrom(ids, buffer), now: () => this.clock.now() });
@@ -177,7 +176,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     const epoch = this.epoch;
     const scheduler = new SimulatedScheduler(this, epoch, this.deliveries);
     this.scheduler = scheduler;
-    const hooks = { scheduler, settleReply: (reply: Message, settle: () => void) => this.add(replyGate(this.replies, reply, settle), epoch) };
+    const hooks = { scheduler, settleReply: (reply: Message, settle: () => void) => this.add(replyGate(this.replies, reply, settle), epoch), putWait: this.puts.watch };
     const runtime = buildSimulated(
       hooks,
       () =>
@@ -387,7 +386,6 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.clock.clear();
     if (active === this) {
       active = undefined;
-      putWaits.watcher = undefined;
       useIdSource(undefined);
     }
   }

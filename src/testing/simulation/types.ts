@@ -2,10 +2,10 @@ import type { AuditEvent } from "../../audit/audit-event.js";
 import type { JsonObject } from "../../message/json.js";
 import type { Message } from "../../message/message.js";
 import type { AgentProcess } from "../../process/agent-process.js";
-import type { ProcessStatus } from "../../process/process-status.js";
+import type { ProcessStatus } from "../../contracts/process-status.js";
 import type { ResumeOptions, DenyOptions, SuspendOptions } from "../../runtime/runtime-control.js";
 import type { RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions } from "../../runtime/runtime-options.js";
-import type { SupervisedChild } from "../../supervision/child.js";
+import type { SupervisedChild } from "../../contracts/child.js";
 
 /**
  * What a step of a simulation did, as its trace records it:

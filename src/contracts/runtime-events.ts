@@ -1,5 +1,5 @@
 import type { Message } from "../message/message.js";
-import type { ProcessStatus } from "../process/process-status.js";
+import type { ProcessStatus } from "./process-status.js";
 
 /**
  * Events a {@link Runtime} emits (it is an `EventEmitter`). Listeners must

@@ -1,6 +1,6 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
-import type { RuntimeServices } from "../runtime/services.js";
+import type { RuntimeServices } from "./runtime-services.js";
 
 /** How a child's incarnation ended, as its supervisor sees it. */
 export type ChildExit =

@@ -1,7 +1,7 @@
 import type { JsonObject } from "../message/json.js";
-import type { AgentProcessOptions } from "../process/agent-options.js";
-import type { AgentProcess, AnyAgentProcess } from "../process/agent-process.js";
-import type { StopOptions } from "./child.js";
+import type { AgentProcessOptions } from "./agent-options.js";
+import type { AgentProcess, AnyAgentProcess } from "./agent-process.js";
+import type { StopOptions } from "../contracts/child.js";
 
 /** Why a dynamically spawned agent is gone for good, as told to its spawner. */
 export type ChildTerminationReason = "despawned" | "restarts_exhausted" | "clean_exit";

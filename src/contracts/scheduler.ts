@@ -1,5 +1,3 @@
-import type { ProcessRunner } from "../process/process-runner.js";
-
 /**
  * Keeps a message storm from starving the event loop. Message dispatch runs
  * on microtasks, which Node drains before any timer or I/O callback; every
@@ -15,10 +13,10 @@ export class Scheduler {
   constructor(private readonly budget = 128) {}
 
   /**
-   * Counts one dispatch of `_runner` (a simulation's scheduler gates each
-   * agent by it); returns a promise to await when it is time to yield, else `undefined`.
+   * Counts one dispatch of `_runner`, the process runner about to dispatch (a
+   * simulation's scheduler gates each agent by it); returns a promise to await when it is time to yield, else `undefined`.
    */
-  tick(_runner: ProcessRunner): Promise<void> | undefined {
+  tick(_runner: object): Promise<void> | undefined {
     if (this.pending !== undefined) return this.pending;
     if (++this.dispatched < this.budget) return undefined;
     this.pending = new Promise((resolve) =>

@@ -1,22 +1,37 @@
 import type { EventEmitter } from "eventemitter3";
 import type { MessageBus } from "../bus/message-bus.js";
-import type { Registry } from "../bus/registry.js";
+import type { RegisteredAgent, Registry } from "../bus/registry.js";
 import type { Logger } from "../logging/logger.js";
+import type { Mailbox } from "../mailbox/mailbox.js";
+import type { WaitingPut } from "../mailbox/mailbox-options.js";
 import type { Message } from "../message/message.js";
-import type { SuspensionMarker } from "../process/suspension.js";
+import type { SuspensionMarker } from "../state/suspension-marker.js";
 import type { Telemetry } from "../observability/telemetry.js";
 import type { StateStore } from "../state/state-store.js";
 import type { Clock } from "../time/clock.js";
+import type { SupervisedChild } from "./child.js";
+import type { ProcessStatus } from "./process-status.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import type { Scheduler } from "./scheduler.js";
 
 /**
- * What a runtime lends to every agent and supervisor it holds.
+ * An agent as the process layer finds it in the registry: what the bus
+ * holds of it, and its status.
  * @internal
  */
-export interface RuntimeServices {
+export interface LocalAgent extends RegisteredAgent {
+  readonly status: ProcessStatus;
+}
+
+/**
+ * What a runtime lends to every agent and supervisor it holds. The runtime
+ * itself holds `RuntimeServices<AgentProcess>`, whose registry gives back
+ * its agents as they are; the layers below see them as {@link LocalAgent}.
+ * @internal
+ */
+export interface RuntimeServices<A extends LocalAgent = LocalAgent> {
   readonly bus: MessageBus;
-  readonly registry: Registry;
+  readonly registry: Registry<A, SupervisedChild>;
   readonly store: StateStore;
   readonly clock: Clock;
   readonly logger: Logger;
@@ -35,6 +50,8 @@ export interface RuntimeServices {
    * were sent before a pause began.
    */
   readonly controlSent: { count: number };
+  /** In a simulation: told of each put that begins to wait for room in a mailbox of this runtime (see simulation-hooks.ts). */
+  readonly putWait: ((mailbox: Mailbox, put: WaitingPut) => void) | undefined;
 }
 
 /** What an {@link AuthorizeResume} hook is asked to allow. */
