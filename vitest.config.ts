@@ -3,6 +3,25 @@ import { defineConfig } from "vitest/config";
 
 const src = (path: string): string => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
 
+/**
+ * The suites that need more than Node: the PostgreSQL server (127.0.0.1:5432),
+ * the NATS server with JetStream (127.0.0.1:4222) or nats-server on PATH, or
+ * the Python peer. `npm test` prepares those first (scripts/test-setup.ts) and
+ * runs everything; `npm run test:unit` runs the other project alone.
+ */
+const needsServers = [
+  // every NATS suite but the pure wire code (codec, msgpack reader)
+  "test/nats/**/!(codec.golden|codec.property|msgpack-reader).test.ts",
+  "test/postgres/**/*.test.ts",
+  "test/**/postgres-*.test.ts",
+  "test/audit/settle-once-restored.test.ts",
+  "test/audit/truncation-anchor.test.ts",
+  "test/runtime/list-suspended.test.ts",
+  "test/examples/cluster.test.ts",
+  "test/examples/examples.test.ts", // one example runs on PostgreSQL
+  "test/setup/**/*.test.ts",
+];
+
 export default defineConfig({
   resolve: {
     alias: [
@@ -11,9 +30,18 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ["test/**/*.test.ts"],
     testTimeout: 20_000,
     hookTimeout: 20_000,
     pool: "forks",
+    projects: [
+      {
+        extends: true,
+        test: { name: "unit", include: ["test/**/*.test.ts"], exclude: needsServers },
+      },
+      {
+        extends: true,
+        test: { name: "servers", include: needsServers },
+      },
+    ],
   },
 });

@@ -41,7 +41,7 @@ export { faultPoint } from "./runtime/fault-point.js";
 export { Mailbox } from "./mailbox/mailbox.js";
 export type { MailboxOptions, MailboxWaitOptions } from "./mailbox/mailbox-options.js";
 
-export { AgentProcess } from "./process/agent-process.js";
+export { AgentProcess, type AnyAgentProcess } from "./process/agent-process.js";
 export type { AskOptions, SendOptions } from "./process/send-options.js";
 export type { PauseOptions } from "./process/pause-deadline.js";
 export type { CancelCause } from "./process/pause-settlement.js";

@@ -5,6 +5,7 @@ import { isReply, type Message } from "../message/message.js";
 import type { Clock } from "../time/clock.js";
 import { TimeoutLists, type Expiring } from "../time/timeout-lists.js";
 import { PendingRequests } from "./pending-requests.js";
+import { FAILURE_REPLY_TYPE, failureReply, remoteFailure } from "./remote-failure.js";
 import type { Registry } from "./registry.js";
 import type { Transport } from "./transport.js";
 
@@ -192,14 +193,26 @@ export class MessageBus {
     this.timeouts.clear();
   }
 
-  /** Rejects the waiting request `correlationId` with `error` (an in-process refusal keeps its class and cause). */
-  reject(correlationId: string, error: Error): void {
-    this.fail(correlationId, error);
+  /**
+   * Refuses `request` with `error`: the ask waiting for it here rejects with
+   * `error` (keeping its class and cause); a request from another runtime gets the refusal back over the
+   * bus ({@link failureReply}), so its asker learns now, not at its timeout.
+   */
+  refuse(request: Message, error: Error): void {
+    const correlationId = request.correlationId;
+    if (correlationId === undefined) return;
+    const entry = this.detach(correlationId, this.pending) ?? this.detach(correlationId, this.controls);
+    if (entry !== undefined) entry.reject(error);
+    else if (request.replyTo !== undefined) this.transport?.forwardReply(failureReply(request, error));
   }
 
   /** Settles the ask `reply` answers; a reply no ask waits for is dropped and counted (a throwing "reply.late" listener throws here). */
   settleReply(reply: Message): void {
     const entry = this.detach(reply.correlationId as string, this.pending);
+    if (entry !== undefined && reply.type === FAILURE_REPLY_TYPE) {
+      entry.reject(remoteFailure(reply));
+      return;
+    }
     if (entry === undefined) {
       // The answer to a request from another runtime goes back over the bus.
       if (this.transport?.forwardReply(reply) === true) return;

@@ -18,3 +18,4 @@ export type { NatsTransportOptions, RemoteAgentStatus } from "../nats/nats-trans
 export { TransportUnavailableError } from "../errors/errors.js";
 export type { HostedAgent, Transport, TransportHost } from "../bus/transport.js";
 export { AgentUnreachableError, ControlTimeoutError, RemoteControlError } from "../errors/errors.js";
+export { RemoteFailureError } from "../bus/remote-failure.js";

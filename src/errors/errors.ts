@@ -311,8 +311,14 @@ export class TransportUnavailableError extends CivitasError {
 export class AgentUnreachableError extends CivitasError {
   /** The agent whose owner did not answer. */
   readonly agent: string;
-  constructor(agent: string, timeoutMs: number) {
-    super("AGENT_UNREACHABLE", `'${agent}' is announced on the bus but no runtime hosting it answered its control subject within ${timeoutMs} ms; nothing was done — check that its runtime is running, then retry`);
+  /**
+   * `knownFrom` says how this runtime knows the agent exists: announced on
+   * the bus (the default), or only as a record in the state store, its owner
+   * being gone from the bus.
+   */
+  constructor(agent: string, timeoutMs: number, knownFrom: "bus" | "store" = "bus") {
+    const known = knownFrom === "store" ? "is known to the state store (its state and any pause are kept there) but no runtime on the bus hosts it" : "is announced on the bus but no runtime hosting it answered its control subject";
+    super("AGENT_UNREACHABLE", `'${agent}' ${known} within ${timeoutMs} ms; nothing was done — check that its runtime is running (start it, and it restores the agent from the store), then retry`);
     this.agent = agent;
   }
 }

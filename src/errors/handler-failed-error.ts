@@ -20,17 +20,18 @@ export class HandlerFailedError extends CivitasError {
   readonly agent: string;
   /** The id of the request message it failed. */
   readonly messageId: string;
-  /** What `onError` answered (`SKIP`, `STOP`, `ESCALATE` or `RETRY`), as it answered it. */
+  /** What `onError` answered (`SKIP`, `STOP`, `ESCALATE` or `RETRY`), as it answered it; `REFUSED` for a request another runtime refused without running its handler. */
   readonly action: string;
   /** The 0-based attempt that failed last (`maxRetries` when retries ran out). */
   readonly attempt: number;
 
-  constructor(agent: string, messageId: string, action: string, attempt: number, error: unknown) {
+  /** `message` replaces the default text (a request refused in another runtime for another reason than its handler). */
+  constructor(agent: string, messageId: string, action: string, attempt: number, error: unknown, message?: string) {
     const what = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     const retries = attempt > 0 ? ` after ${attempt} ${attempt === 1 ? "retry" : "retries"}` : "";
     super(
       "HANDLER_FAILED",
-      `'${agent}' failed the request ${messageId}${retries} and onError answered ${action}, so no reply will come (${what}); the error is this error's cause — fix the handler, or have onError return RETRY to try again`,
+      message ?? `'${agent}' failed the request ${messageId}${retries} and onError answered ${action}, so no reply will come (${what}); the error is this error's cause — fix the handler, or have onError return RETRY to try again`,
       { cause: error },
     );
     this.agent = agent;

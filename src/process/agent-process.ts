@@ -40,6 +40,10 @@ export const clearSuspension: unique symbol = Symbol("civitas.clearSuspension");
  *   }
  * }
  * ```
+ * The state type may be an `interface` (checked like a payload, see
+ * {@link JsonPayload}): `interface Totals { count: number }` then
+ * `class Counter extends AgentProcess<Totals>`.
+ *
  * @example Typed messages: a handler names the payload it expects
  * ```ts
  * interface Payment { invoice: string; amountCents: number }
@@ -52,7 +56,15 @@ export const clearSuspension: unique symbol = Symbol("civitas.clearSuspension");
  * const receipt = await runtime.ask<Payment, Receipt>("payments", { invoice: "INV-1", amountCents: 4000 });
  * ```
  */
-export class AgentProcess<S extends JsonObject = JsonObject> implements SupervisedChild {
+/**
+ * Any agent, whatever its state type: what a factory (`spawn`) may build.
+ * (`AgentProcess` alone means `AgentProcess<JsonObject>`, which an agent with
+ * an `interface` state is not: its state has no index signature.)
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the state type is the subclass's own; `any` admits every JsonPayload
+export type AnyAgentProcess = AgentProcess<any>;
+
+export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements SupervisedChild {
   /** The agent's unique name within its runtime. */
   readonly name: string;
   /** A UUIDv7 that identifies this instance. */
@@ -74,7 +86,8 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     this.id = uuidv7();
     const resolved = resolveAgentOptions(options);
     this.capabilities = resolved.capabilities;
-    this.#runner = new ProcessRunner(this, resolved);
+    // The runner stores and restores the state as the JSON object it is; S only types the subclass's view of it.
+    this.#runner = new ProcessRunner(this as unknown as AgentProcess, resolved);
     this.state = {} as S;
   }
 
@@ -305,7 +318,7 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    * told through `onChildTerminated` when it is gone for good.
    * Rejects with `NO_DYNAMIC_SUPERVISOR` when this agent is not under one.
    */
-  async spawn<A extends AgentProcess>(factory: AgentFactory<A>, name: string, options?: JsonObject & AgentProcessOptions): Promise<A> {
+  async spawn<A extends AnyAgentProcess>(factory: AgentFactory<A>, name: string, options?: JsonObject & AgentProcessOptions): Promise<A> {
     return this.#runner.dynamicHost().spawn(factory, name, options, this.name);
   }
 

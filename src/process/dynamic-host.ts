@@ -1,6 +1,6 @@
 import type { JsonObject } from "../message/json.js";
 import type { AgentProcessOptions } from "./agent-options.js";
-import type { AgentProcess } from "./agent-process.js";
+import type { AgentProcess, AnyAgentProcess } from "./agent-process.js";
 import type { StopOptions } from "../contracts/child.js";
 
 /** Why a dynamically spawned agent is gone for good, as told to its spawner. */
@@ -13,7 +13,7 @@ export type SpawnOptions = JsonObject & AgentProcessOptions;
  * How to make a spawned agent: an `AgentProcess` subclass (called as
  * `new Class(name, options)`) or a factory function `(name, options) => agent`.
  */
-export type AgentFactory<A extends AgentProcess = AgentProcess> =
+export type AgentFactory<A extends AnyAgentProcess = AgentProcess> =
   | (new (name: string, options?: SpawnOptions) => A)
   | ((name: string, options?: SpawnOptions) => A);
 
@@ -22,7 +22,7 @@ export type AgentFactory<A extends AgentProcess = AgentProcess> =
  * @internal
  */
 export interface DynamicHost {
-  spawn<A extends AgentProcess>(factory: AgentFactory<A>, name: string, options?: SpawnOptions, spawner?: string): Promise<A>;
+  spawn<A extends AnyAgentProcess>(factory: AgentFactory<A>, name: string, options?: SpawnOptions, spawner?: string): Promise<A>;
   despawn(name: string): Promise<void>;
   stop(name: string, options?: StopOptions): Promise<void>;
 }

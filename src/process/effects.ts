@@ -27,7 +27,7 @@ export function answer(r: ProcessRunner, request: Message): Promise<unknown> | u
 
 /** Rejects a runtime control request with `error`. */
 export function refuse(r: ProcessRunner, request: Message, error: Error): void {
-  if (request.correlationId !== undefined) r.requireServices().bus.reject(request.correlationId, error);
+  r.requireServices().bus.refuse(request, error);
 }
 
 /** Hands a reply `handle` returned to the ask waiting for it, at once; a failure is logged, not a crash. */

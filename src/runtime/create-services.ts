@@ -23,7 +23,8 @@ function storeFence(store: StateStore): number | undefined {
 /**
  * The services of a new runtime, from its (checked) options: the defaults
  * filled in (system clock, stderr logger, an in-memory store, with a warning
- * that it is not durable), and the simulation's scheduler and reply gate when
+ * that it is not durable unless the runtime hosts no agents: an approver-only
+ * process has no checkpoints to lose), and the simulation's scheduler and reply gate when
  * the runtime is built inside one. `events` is the runtime; `stopping` is
  * aborted when it begins to stop.
  * @internal
@@ -33,7 +34,8 @@ export function createServices(options: RuntimeOptions, events: EventEmitter<Run
   const logger = options.logger ?? stderrLogger;
   const registry = new Registry<AgentProcess, SupervisedChild>();
   const store = options.store ?? new InMemoryStateStore();
-  if (!store.durable) {
+  const hostsAgents = !Array.isArray(options.root) || options.root.length > 0;
+  if (!store.durable && hostsAgents) {
     logger.warn("state store is not durable: checkpoints are lost when this process ends; use SqliteStateStore from civitas-ts/sqlite to keep them");
   }
   const simulation = joiningSimulation();

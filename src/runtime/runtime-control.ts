@@ -1,7 +1,9 @@
 import { notFound } from "../bus/message-bus.js";
 import type { Registry } from "../bus/registry.js";
 import { describeValue } from "../errors/civitas-error.js";
-import { InvalidArgumentError } from "../errors/errors.js";
+import { AgentUnreachableError, InvalidArgumentError } from "../errors/errors.js";
+import { sleep } from "../time/clock.js";
+import type { Transport } from "../bus/transport.js";
 import type { JsonObject } from "../message/json.js";
 import { composeControl, type EnvelopeContext } from "../process/envelope.js";
 import { checkExpiresInMs } from "../process/pause-deadline.js";
@@ -158,6 +160,8 @@ export function listSuspendedAgents(registry: Registry<AgentProcess>, store: Sta
 
 /** How long a suspend or resume of an agent in another process waits for its owner's answer when no `timeoutMs` is given. */
 const REMOTE_CONTROL_TIMEOUT_MS = 30_000;
+/** How often control of an agent known only to the store looks for its owner on the bus. */
+const OWNER_POLL_MS = 100;
 
 /**
  * What the control calls use of their runtime: its services, where its
@@ -186,15 +190,37 @@ function sendControl(path: ControlPath, name: string, type: "_agency.suspend" | 
   }
   if (services.registry.get(name) === undefined) {
     const transport = services.bus.transport;
-    if (transport?.hosts(name) !== true) throw notFound(name);
+    if (transport === undefined) throw notFound(name);
+    const operation = type === "_agency.suspend" ? "suspend" : "resume";
+    if (!transport.hosts(name)) return controlOwnerless(path, transport, name, operation, payload, options, call);
     path.assertStarted(`${call}('${name}')`);
     // The runtime that hosts the agent decides, receipts and answers (see docs/nats.md); a deny travels as a
     // resume with decision "deny", as it does in one process.
-    return transport.control(name, type === "_agency.suspend" ? "suspend" : "resume", payload, timeoutMs ?? REMOTE_CONTROL_TIMEOUT_MS, options.signal).then(() => undefined);
+    return transport.control(name, operation, payload, timeoutMs ?? REMOTE_CONTROL_TIMEOUT_MS, options.signal).then(() => undefined);
   }
   path.assertStarted(`${call}('${name}')`);
   payload.sent = ++services.controlSent.count;
   return services.bus.control(composeControl(path.outside, name, type, payload), timeoutMs, options.signal);
+}
+
+/**
+ * Control of an agent no runtime on the bus announces: `AGENT_NOT_FOUND`
+ * when the state store has no record of it either; else its owner is gone
+ * (or still starting), so this waits until the deadline for an owner to
+ * announce it and sends the request then, or rejects with
+ * `AGENT_UNREACHABLE`, saying that the store knows the agent but no owner answered.
+ */
+async function controlOwnerless(path: ControlPath, transport: Transport, name: string, operation: "suspend" | "resume", payload: JsonObject, options: ControlOptions, call: string): Promise<void> {
+  const { services } = path;
+  if ((await services.store.get(name)) === undefined) throw notFound(name);
+  path.assertStarted(`${call}('${name}')`);
+  const timeoutMs = options.timeoutMs ?? REMOTE_CONTROL_TIMEOUT_MS;
+  const deadline = services.clock.now() + timeoutMs;
+  while (!transport.hosts(name)) {
+    if (services.clock.now() >= deadline) throw new AgentUnreachableError(name, timeoutMs, "store");
+    await sleep(services.clock, OWNER_POLL_MS, options.signal);
+  }
+  await transport.control(name, operation, payload, Math.max(1, deadline - services.clock.now()), options.signal);
 }
 
 /**

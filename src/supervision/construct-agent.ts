@@ -1,6 +1,6 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
-import { AgentProcess } from "../process/agent-process.js";
+import { AgentProcess, type AnyAgentProcess } from "../process/agent-process.js";
 import type { AgentFactory, SpawnOptions } from "../process/dynamic-host.js";
 
 /**
@@ -10,7 +10,7 @@ import type { AgentFactory, SpawnOptions } from "../process/dynamic-host.js";
  * being called. What a factory returns is checked by the caller.
  * @internal
  */
-export function constructAgent<A extends AgentProcess>(factory: AgentFactory<A>, name: string, options: SpawnOptions | undefined): A {
+export function constructAgent<A extends AnyAgentProcess>(factory: AgentFactory<A>, name: string, options: SpawnOptions | undefined): A {
   const prototype: unknown = factory.prototype;
   const isAgentClass = prototype === AgentProcess.prototype || (typeof prototype === "object" && prototype instanceof AgentProcess);
   if (isAgentClass) return new (factory as new (name: string, options?: SpawnOptions) => A)(name, options);

@@ -8,7 +8,7 @@ import {
 } from "../errors/errors.js";
 import { notFound } from "../bus/message-bus.js";
 import { assertValidName } from "../bus/registry.js";
-import { AgentProcess, clearSuspension } from "../process/agent-process.js";
+import { AgentProcess, type AnyAgentProcess, clearSuspension } from "../process/agent-process.js";
 import type { CancelCause } from "../process/pause-settlement.js";
 import { ProcessStatus } from "../contracts/process-status.js";
 import type { RuntimeServices } from "../contracts/runtime-services.js";
@@ -96,7 +96,7 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
    * extend `AgentProcess`), `RUNTIME_NOT_STARTED` or `RUNTIME_STOPPED`; with
    * `START_FAILED` (and nothing left registered) when the agent's start fails.
    */
-  async spawn<A extends AgentProcess>(factory: AgentFactory<A>, name: string, options?: SpawnOptions, spawner?: string): Promise<A> {
+  async spawn<A extends AnyAgentProcess>(factory: AgentFactory<A>, name: string, options?: SpawnOptions, spawner?: string): Promise<A> {
     const services = this.requireRunning();
     assertValidName(name, "agent");
     if (typeof factory !== "function") {

@@ -5,9 +5,10 @@ import { NatsTransport } from "../../src/nats/nats-transport.js";
 import { startPeer, type PeerProcess } from "./support/peer-process.js";
 
 // Python Civitas on the same bus: a peer script built on nats-py that speaks
-// its subjects and envelope (test/nats/fixtures/python_peer.py). It needs
-// python3 with nats-py and msgpack (.ci/run installs them); without them the
-// peer fails to start and these tests fail, loudly.
+// its subjects and envelope (test/nats/fixtures/python_peer.py). It runs
+// with the project-local Python that `npm test` fills with nats-py and msgpack
+// (scripts/test-setup.ts); without them the peer fails to start and these
+// tests fail, loudly.
 const SERVERS = "127.0.0.1:4222";
 const PEER = "test/nats/fixtures/python_peer.py";
 

@@ -42,7 +42,7 @@ export async function ownNatsServer(): Promise<OwnNatsServer> {
     port,
     url: `127.0.0.1:${port}`,
     async start() {
-      child = spawn("/usr/sbin/nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: "ignore" });
+      child = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port)], { stdio: "ignore" });
       const deadline = Date.now() + 10_000;
       while (!(await answers(port))) {
         if (Date.now() > deadline) throw new Error(`nats-server did not start on port ${port}`);

@@ -2,6 +2,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
+import { peerPython } from "../../support/test-python.js";
+
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 
 /** A child process that prints one JSON object per stdout line. */
@@ -19,13 +21,13 @@ export interface PeerProcess {
 
 /**
  * Starts `command args` (a TypeScript file runs with tsx, a Python file with
- * python3) in the repository root and resolves once it printed an event
+ * the test environment's Python, see test/support/test-python.ts) in the repository root and resolves once it printed an event
  * `{ event: "ready" }`; rejects if it ends or stays silent for `timeoutMs` first.
  */
 export async function startPeer(script: string, args: readonly string[], timeoutMs = 20_000): Promise<PeerProcess> {
   const python = script.endsWith(".py");
   const child: ChildProcess = python
-    ? spawn("python3", ["-u", script, ...args], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] })
+    ? spawn(peerPython(), ["-u", script, ...args], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] })
     : spawn(process.execPath, ["--import", "tsx", script, ...args], { cwd: repoRoot, stdio: ["ignore", "pipe", "pipe"] });
   const events: Record<string, unknown>[] = [];
   const listeners = new Set<() => void>();
