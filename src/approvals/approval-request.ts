@@ -69,6 +69,8 @@ export type VoteOutcome = { readonly kind: "counted"; readonly record: ApprovalR
  */
 export function castVote(record: ApprovalRecord, approver: string, vote: "approve" | "deny", nowMs: number, reason?: string): VoteOutcome {
   if (record.status !== "pending") throw new StaleVoteError(record.approvalId, record.status);
+  // Fail closed: a vote after the deadline never counts, even before the expiry is applied.
+  if (record.expiresAt !== undefined && Date.parse(record.expiresAt) <= nowMs) throw new StaleVoteError(record.approvalId, "past its deadline");
   const accepted = acceptedApprovers(record);
   if (!accepted.includes(approver)) throw new ApproverNotAllowedError(record.approvalId, approver, record.stage, accepted);
   const stage = record.stage;

@@ -43,8 +43,10 @@ async function applyVote(gate: ApprovalGate, request: Message): Promise<void> {
   const services = r.requireServices();
   const { approvalId, approver, vote, reason } = request.payload as { approvalId: string; approver: string; vote: "approve" | "deny"; reason?: string };
   try {
-    const record = gate.records.get(approvalId);
-    if (record === undefined) throw new ApprovalNotFoundError(approvalId);
+    const found = gate.records.get(approvalId);
+    if (found === undefined) throw new ApprovalNotFoundError(approvalId);
+    // An escalation or expiry that is due (its tick not taken yet) comes first: a late vote never counts.
+    const record = await applyDueTo(gate, found);
     if (services.authorizeApproval !== undefined) await authorizeVote(gate, record, approver, vote);
     let outcome: ReturnType<typeof castVote>;
     try {
@@ -197,23 +199,27 @@ export async function admitReleased(gate: ApprovalGate, message: Message, approv
 
 /** Applies every escalation and expiry that is due (a tick of the deadline timer), then re-arms it. */
 async function applyDue(gate: ApprovalGate): Promise<void> {
-  const services = gate.runner.requireServices();
   gate.timer = undefined;
   gate.timerAt = undefined;
-  for (const record of [...gate.records.values()]) {
-    const now = services.clock.now();
-    const escalated = escalateIfDue(record, now);
-    const next = expireIfDue(escalated ?? record, now) ?? escalated;
-    if (next === undefined) continue;
-    try {
-      await store(gate, next);
-    } catch (error) {
-      services.logger.error(`'${gate.runner.agent.name}' could not store the ${next.status === "expired" ? "expiry" : "escalation"} of approval ${record.approvalId}; it is tried again`, { error });
-      continue;
-    }
-    await afterChange(gate, record, next);
-  }
+  for (const record of [...gate.records.values()]) await applyDueTo(gate, record);
   armDeadlines(gate);
+}
+
+/** Applies `record`'s escalation and expiry if due, and returns the record as it stands after. */
+async function applyDueTo(gate: ApprovalGate, record: ApprovalRecord): Promise<ApprovalRecord> {
+  const services = gate.runner.requireServices();
+  const now = services.clock.now();
+  const escalated = escalateIfDue(record, now);
+  const next = expireIfDue(escalated ?? record, now) ?? escalated;
+  if (next === undefined) return record;
+  try {
+    await store(gate, next);
+  } catch (error) {
+    services.logger.error(`'${gate.runner.agent.name}' could not store the ${next.status === "expired" ? "expiry" : "escalation"} of approval ${record.approvalId}; it is tried again`, { error });
+    return record;
+  }
+  await afterChange(gate, record, next);
+  return next;
 }
 
 /**
