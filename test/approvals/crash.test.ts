@@ -8,7 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { verifyAuditLog } from "../../src/entries/audit.js";
+import { verifyApproval, verifyAuditLog } from "../../src/entries/audit.js";
 import { runTsChild, type ChildRun } from "../support/child-process.js";
 
 const child = path.join(import.meta.dirname, "fixtures", "approvals-crash-child.ts");
@@ -64,6 +64,10 @@ describe("held actions across SIGKILL", () => {
     const again = await run("report", db, log);
     expect(line(again.lines, "report").paid).toEqual(report.paid);
     expect((await verifyAuditLog(log, { key: "approvals-crash-key" })).ok).toBe(true);
+    const verified = await verifyApproval(log, approvalId!, { key: "approvals-crash-key" });
+    expect(verified.failures).toEqual([]);
+    expect(verified).toMatchObject({ status: "verified", decision: "approved", decidedBy: "ben", handled: true });
+    expect(verified.votes.map((v) => v.approver)).toEqual(["ana", "ben"]);
   }, 240_000);
 
   it("killed during the handling: the approval is used up and the action is not handled a second time", async () => {
