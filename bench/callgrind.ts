@@ -9,6 +9,9 @@
  *   valgrind --tool=callgrind --callgrind-out-file=/dev/null node --predictable --import tsx bench/callgrind.ts 10
  *   valgrind --tool=callgrind --callgrind-out-file=/dev/null node --predictable --import tsx bench/callgrind.ts 40
  *
+ * With `CIVITAS_BENCH_POLICY=allow` the runtime has an approval policy that
+ * allows every message (one constant answer): the gate's cost on the path.
+ *
  * A short warm-up, or a small difference in rounds, measures the JIT and the
  * garbage collector's timing as much as the code: with 5 warm-up rounds the
  * same build gave 2,360 and 3,720 instructions per message over two ranges.
@@ -20,7 +23,8 @@ const MESSAGES = 40_000;
 const rounds = Number(process.argv[2] ?? "10");
 const WARMUP_ROUNDS = Number(process.argv[3] ?? "20");
 const { civitas } = await loadCivitas(false);
-const { runtime, round } = pingPongRig(civitas, MESSAGES);
+const ALLOW = Object.freeze({ decision: "allow" } as const);
+const { runtime, round } = pingPongRig(civitas, MESSAGES, process.env.CIVITAS_BENCH_POLICY === "allow" ? { approvalPolicy: () => ALLOW } : {});
 await runtime.start();
 for (let i = 0; i < WARMUP_ROUNDS + rounds; i++) await round();
 await runtime.stop();
