@@ -75,6 +75,8 @@ export function admit(gate: ApprovalGate, message: Message, span: Span | undefin
     const approvalId = gate.released.get(message);
     if (approvalId !== undefined) {
       gate.released.delete(message);
+      // The handle span of the release carries the id, as the span of the request did: the attribute links them.
+      gate.runner.services?.telemetry.setAttribute(span, "civitas.approval.id", approvalId);
       return admitReleased(gate, message, approvalId);
     }
   }
@@ -112,7 +114,7 @@ function decide(gate: ApprovalGate, message: Message, answer: unknown, span: Spa
   } catch (error) {
     return policyFailed(gate, message, "its rule is malformed", error);
   }
-  return holdMessage(gate, message, rule, reason).then(() => false);
+  return holdMessage(gate, message, rule, reason, span).then(() => false);
 }
 
 async function policyFailed(gate: ApprovalGate, message: Message, problem: string, cause?: unknown): Promise<boolean> {
@@ -144,7 +146,7 @@ export function digestOf(r: ProcessRunner, message: Message): string {
  * message is not handled.
  * @internal
  */
-export async function holdMessage(gate: ApprovalGate, message: Message, rule: ApprovalRule, reason: string): Promise<void> {
+export async function holdMessage(gate: ApprovalGate, message: Message, rule: ApprovalRule, reason: string, span?: Span): Promise<void> {
   const r = gate.runner;
   const services = r.requireServices();
   const now = services.clock.now();
@@ -161,6 +163,8 @@ export async function holdMessage(gate: ApprovalGate, message: Message, rule: Ap
     return;
   }
   services.approvals.add(record.approvalId, gate);
+  services.telemetry.setAttribute(span, "civitas.approval.id", record.approvalId);
+  services.telemetry.setAttribute(span, "civitas.policy.decision", "require_approval");
   const details: JsonObject = { approvalId: record.approvalId, digest, messageId: message.id, type: message.type, sender: message.sender, reason, rule: rule as unknown as JsonObject, requestedAt: record.requestedAt };
   if (record.expiresAt !== undefined) details.expiresAt = record.expiresAt;
   if (record.escalateAt !== undefined) details.escalateAt = record.escalateAt;

@@ -4,6 +4,7 @@ import { rejection } from "../support/outcome.js";
 import { runtimes } from "../support/runtimes.js";
 import { waitUntil } from "../support/agents.js";
 import { FINANCE, Payments, paymentsPolicy, SelfHeldPayments } from "./fixtures.js";
+import { testTracing } from "../support/tracing.js";
 
 const runtime = runtimes();
 
@@ -169,5 +170,24 @@ describe("who may decide", () => {
     const [request] = await pending(rt);
     expect((await rejection(rt.approvals.approve(request!.approvalId, "ben"))).code).toBe("RESUME_REFUSED");
     expect((await rt.approvals.get(request!.approvalId)).votes).toEqual([]);
+  });
+});
+
+describe("traces", () => {
+  it("the span of the held message and the span of its handling after approval carry the approval id and the same message id", async () => {
+    const tracing = testTracing();
+    const payments = new Payments("payments");
+    const rt = runtime(payments, { approvalPolicy: paymentsPolicy, tracerProvider: tracing.provider });
+    await rt.start();
+    const paying = rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 10_000 });
+    const [request] = await pending(rt);
+    await rt.approvals.approve(request!.approvalId, "ana");
+    await rt.approvals.approve(request!.approvalId, "ben");
+    await paying;
+    const spans = tracing.exporter.getFinishedSpans().filter((s) => s.name === "civitas.agent.handle" && s.attributes["civitas.approval.id"] === request!.approvalId);
+    expect(spans).toHaveLength(2);
+    expect(spans[0]!.attributes["civitas.policy.decision"]).toBe("require_approval");
+    expect(spans[0]!.attributes["civitas.message.id"]).toBe(spans[1]!.attributes["civitas.message.id"]);
+    expect(spans[0]!.spanContext().spanId).not.toBe(spans[1]!.spanContext().spanId);
   });
 });
