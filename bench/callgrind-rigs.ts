@@ -30,9 +30,20 @@ export interface RigPlan {
   readonly build: (civitas: CivitasModule) => Promise<CallgrindRig>;
 }
 
+const ALLOW = Object.freeze({ decision: "allow" } as const);
+
 async function pingpong(civitas: CivitasModule): Promise<CallgrindRig> {
+  return pingpongWith(civitas, {});
+}
+
+/** Ping-pong with an approval policy that allows every message: the gate's cost on the path (docs/approvals.md). */
+async function pingpongPolicy(civitas: CivitasModule): Promise<CallgrindRig> {
+  return pingpongWith(civitas, { approvalPolicy: () => ALLOW });
+}
+
+async function pingpongWith(civitas: CivitasModule, options: Parameters<typeof pingPongRig>[2]): Promise<CallgrindRig> {
   const batch = 20_000;
-  const { runtime, round } = pingPongRig(civitas, batch);
+  const { runtime, round } = pingPongRig(civitas, batch, options);
   await runtime.start();
   return { batch, run: async (units) => { for (let done = 0; done < units; done += batch) await round(); }, close: () => runtime.stop() };
 }
@@ -159,6 +170,7 @@ async function restore(civitas: CivitasModule): Promise<CallgrindRig> {
  */
 export const RIGS: readonly RigPlan[] = [
   { name: "pingpong", unit: "message", warmup: 160_000, counted: 100_000, build: pingpong },
+  { name: "policy", unit: "message (allow policy)", warmup: 160_000, counted: 100_000, build: pingpongPolicy },
   { name: "fanin", unit: "message", warmup: 80_000, counted: 60_000, build: fanin },
   { name: "ask", unit: "ask", warmup: 50_000, counted: 30_000, build: ask },
   { name: "suspend", unit: "suspend+resume pair", warmup: 15_000, counted: 6_000, build: suspend },

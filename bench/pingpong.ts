@@ -8,6 +8,7 @@
  * does — with no envelope, routing or lifecycle at all: the ceiling for any
  * runtime whose handlers are async functions.
  */
+import type * as Civitas from "../src/index.js";
 import type { Message } from "../src/index.js";
 import type { CivitasModule } from "./civitas.js";
 import { alternate, AsyncQueue, latch, median, ratioText, timed, YieldScheduler, type Benchmark, type Latch, type Row } from "./harness.js";
@@ -157,7 +158,7 @@ export interface PingPongRig {
 }
 
 /** Builds a {@link PingPongRig} from the code under test; start and stop its runtime yourself. */
-export function pingPongRig({ AgentProcess, InMemoryStateStore, Runtime, silentLogger }: CivitasModule, messages: number): PingPongRig {
+export function pingPongRig({ AgentProcess, InMemoryStateStore, Runtime, silentLogger }: CivitasModule, messages: number, options: { approvalPolicy?: Civitas.ApprovalPolicy } = {}): PingPongRig {
   class Player extends AgentProcess {
     peer = "";
     limit = 0;
@@ -176,7 +177,7 @@ export function pingPongRig({ AgentProcess, InMemoryStateStore, Runtime, silentL
   const pong = new Player("pong");
   ping.peer = "pong";
   pong.peer = "ping";
-  const runtime = new Runtime({ root: [ping, pong], logger: silentLogger, store: new InMemoryStateStore() });
+  const runtime = new Runtime({ root: [ping, pong], logger: silentLogger, store: new InMemoryStateStore(), ...options });
   const round = async (): Promise<number> => {
     const done = latch();
     for (const player of [ping, pong]) {

@@ -12,6 +12,7 @@ describe("civitas-ts/audit entry", () => {
       "AuditUnreadableError",
       "JsonlAuditSink",
       "repairAuditLog",
+      "verifyApproval",
       "verifyAuditLog",
       "verifySuspension",
     ]);

@@ -8,6 +8,8 @@ import { Runtime } from "../../runtime/runtime.js";
 import { faultPoints } from "../../runtime/fault-point.js";
 import { buildSimulated } from "../../runtime/simulation-hooks.js";
 import type { DenyOptions, ResumeOptions, SuspendOptions } from "../../runtime/runtime-control.js";
+import type { ApproveOptions, DenyApprovalOptions } from "../../runtime/runtime-approvals.js";
+import type { ApprovalView } from "../../approvals/approval-types.js";
 import type { RuntimeAskOptions, RuntimeSendOptions } from "../../runtime/runtime-options.js";
 import { BuiltInInvariants, userProblem } from "./built-in-invariants.js";
 import type { CheckedOptions } from "./check-options.js";
@@ -136,6 +138,16 @@ export class SimulationEngine implements Simulation, GateBoard {
 
   async deny(name: string, decider: string, options?: DenyOptions): Promise<void> {
     return this.operate(`deny:${name}`, name, "deny", decider).deny(name, decider, options);
+  }
+
+  /** `runtime.approvals.approve(approvalId, approver, options)` of the current runtime, recorded as an operation. */
+  async approve(approvalId: string, approver: string, options?: ApproveOptions): Promise<ApprovalView> {
+    return this.operate(`approve:${approvalId}`, approvalId, "approve", approver).approvals.approve(approvalId, approver, options);
+  }
+
+  /** `runtime.approvals.deny(approvalId, decider, options)` of the current runtime, recorded as an operation. */
+  async denyApproval(approvalId: string, decider: string, options: DenyApprovalOptions): Promise<ApprovalView> {
+    return this.operate(`deny-approval:${approvalId}`, approvalId, "deny-approval", decider).approvals.deny(approvalId, decider, options);
   }
 
   async run(): Promise<void> {

@@ -4,6 +4,8 @@ import type { Message } from "../../message/message.js";
 import type { AgentProcess } from "../../process/agent-process.js";
 import type { ProcessStatus } from "../../contracts/process-status.js";
 import type { ResumeOptions, DenyOptions, SuspendOptions } from "../../runtime/runtime-control.js";
+import type { ApproveOptions, DenyApprovalOptions } from "../../runtime/runtime-approvals.js";
+import type { ApprovalView } from "../../approvals/approval-types.js";
 import type { RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions } from "../../runtime/runtime-options.js";
 import type { SupervisedChild } from "../../contracts/child.js";
 import type { SimulationTimeOptions } from "./time-choices.js";
@@ -335,6 +337,10 @@ export interface Simulation {
   resume(name: string, approver: string, options?: ResumeOptions): Promise<void>;
   /** `runtime.deny`, recorded as an `op` step; settles as the simulation runs. */
   deny(name: string, decider: string, options?: DenyOptions): Promise<void>;
+  /** `runtime.approvals.approve`, recorded as an `op` step; settles as the simulation runs. */
+  approve(approvalId: string, approver: string, options?: ApproveOptions): Promise<ApprovalView>;
+  /** `runtime.approvals.deny`, recorded as an `op` step; settles as the simulation runs. */
+  denyApproval(approvalId: string, decider: string, options: DenyApprovalOptions): Promise<ApprovalView>;
   /** Runs chosen steps until nothing is ready and no timer is left, advancing virtual time as needed. Rejects with {@link SimulationFailure}. */
   run(): Promise<void>;
   /** Runs chosen steps until nothing is ready, without advancing virtual time. Rejects with {@link SimulationFailure}. */
