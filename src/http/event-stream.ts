@@ -1,0 +1,59 @@
+import type { ServerResponse } from "node:http";
+import type { ProcessStatus } from "../process/process-status.js";
+import type { Runtime } from "../runtime/runtime.js";
+import { EventStreamsFullError } from "./http-errors.js";
+import { writeHead } from "./respond.js";
+import { route, type Route } from "./route.js";
+
+/**
+ * The server-sent event streams of `GET /api/v1/events`: every change the
+ * runtime announces, as `event: <name>` with a JSON `data:` line —
+ * `agent.status` (`{ agent, from, to }`) and, with approvals, `approval.changed`
+ * (the approval's view). An idle stream gets a comment every `keepAliveMs`.
+ * @internal
+ */
+export class EventStreams {
+  private readonly open = new Set<ServerResponse>();
+
+  constructor(
+    private readonly runtime: Runtime,
+    private readonly maxStreams: number,
+    private readonly keepAliveMs: number,
+  ) {}
+
+  /** The route that opens a stream. */
+  route(): Route {
+    return route("GET", "/api/v1/events", async ({ req, res }) => {
+      if (this.open.size >= this.maxStreams) throw new EventStreamsFullError(this.maxStreams);
+      writeHead(res, 200, {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-store",
+        connection: "keep-alive",
+        "x-accel-buffering": "no",
+      });
+      res.write("retry: 2000\n: connected\n\n");
+      const send = (event: string, data: unknown): void => {
+        res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      };
+      const onStatus = (agent: string, from: ProcessStatus, to: ProcessStatus): void => send("agent.status", { agent, from, to });
+      this.runtime.on("agent.status", onStatus);
+      const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), this.keepAliveMs);
+      keepAlive.unref();
+      this.open.add(res);
+      const close = (): void => {
+        clearInterval(keepAlive);
+        this.runtime.off("agent.status", onStatus);
+        this.open.delete(res);
+      };
+      req.once("close", close);
+      res.once("close", close);
+      return undefined;
+    });
+  }
+
+  /** Ends every open stream (the server is closing). */
+  closeAll(): void {
+    for (const res of this.open) res.end();
+    this.open.clear();
+  }
+}

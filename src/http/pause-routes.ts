@@ -1,0 +1,69 @@
+import type { Runtime } from "../runtime/runtime.js";
+import type { SuspendedAgent } from "../runtime/runtime-control.js";
+import { CivitasError } from "../errors/civitas-error.js";
+import { InvalidRequestError } from "./http-errors.js";
+import { refuseUnknownFields, requiredText } from "./body-fields.js";
+import { limitParam, pageOf } from "./paging.js";
+import { route, type Route } from "./route.js";
+
+/** Where a list of pauses was read: this runtime's agents, or the whole cluster's shared store. */
+export type PauseScope = "local" | "cluster";
+
+/**
+ * The pauses `?scope=` asks for. Without it: the cluster's when the
+ * runtime's store can list them, else this runtime's own.
+ */
+async function suspendedIn(runtime: Runtime, query: URLSearchParams): Promise<{ scope: PauseScope; pauses: SuspendedAgent[] }> {
+  const asked = query.get("scope");
+  if (asked !== null && asked !== "local" && asked !== "cluster") throw new InvalidRequestError(`?scope= is "local" or "cluster", got ${JSON.stringify(asked)}`);
+  if (asked === "local") return { scope: "local", pauses: runtime.listSuspended() };
+  try {
+    return { scope: "cluster", pauses: await runtime.listSuspended({ scope: "cluster" }) };
+  } catch (error) {
+    if (asked === null && error instanceof CivitasError && error.code === "CLUSTER_SCOPE_UNSUPPORTED") return { scope: "local", pauses: runtime.listSuspended() };
+    throw error;
+  }
+}
+
+function matches(pause: SuspendedAgent, query: URLSearchParams): boolean {
+  const agent = query.get("agent");
+  if (agent !== null && pause.name !== agent) return false;
+  const text = query.get("q");
+  if (text !== null && !`${pause.name}\n${pause.reason}`.toLowerCase().includes(text.toLowerCase())) return false;
+  return true;
+}
+
+const pauseKey = (pause: SuspendedAgent): string => `${pause.since}\u0000${pause.name}`;
+
+/**
+ * The whole-agent pause routes: list the suspended agents, resume one, deny
+ * one. The approver is always the authenticated identity.
+ * @internal
+ */
+export function pauseRoutes(runtime: Runtime, decisionTimeoutMs: number): Route[] {
+  return [
+    route("GET", "/api/v1/agents/suspended", async ({ query }) => {
+      const limit = limitParam(query, 100);
+      const { scope, pauses } = await suspendedIn(runtime, query);
+      const sorted = pauses.filter((pause) => matches(pause, query)).sort((a, b) => (pauseKey(a) < pauseKey(b) ? -1 : 1));
+      return { status: 200, body: { scope, ...pageOf(sorted, pauseKey, query, limit) } };
+    }),
+    route("POST", "/api/v1/agents/:name/resume", async ({ params, identity, body }) => {
+      const call = `POST /api/v1/agents/${params.name ?? ""}/resume`;
+      refuseUnknownFields(body, ["suspensionId"], call);
+      const suspensionId = requiredText(body, "suspensionId", call, 200);
+      const agent = params.name ?? "";
+      await runtime.resume(agent, identity, { suspensionId, timeoutMs: decisionTimeoutMs });
+      return { status: 200, body: { agent, suspensionId, decision: "approved", decidedBy: identity } };
+    }),
+    route("POST", "/api/v1/agents/:name/deny", async ({ params, identity, body }) => {
+      const call = `POST /api/v1/agents/${params.name ?? ""}/deny`;
+      refuseUnknownFields(body, ["suspensionId", "reason"], call);
+      const suspensionId = requiredText(body, "suspensionId", call, 200);
+      const reason = requiredText(body, "reason", call);
+      const agent = params.name ?? "";
+      await runtime.deny(agent, identity, { suspensionId, reason, timeoutMs: decisionTimeoutMs });
+      return { status: 200, body: { agent, suspensionId, decision: "denied", decidedBy: identity, reason } };
+    }),
+  ];
+}
