@@ -14,6 +14,8 @@ const SETTLING = new Set(["agent.resume", "agent.deny", "agent.suspend.cancelled
 export interface PauseHistoryEntry extends SuspensionRecord {
   readonly kind: "pause";
   readonly agent: string;
+  /** The reason the decider gave (a denial's), when the settling receipt records one. */
+  readonly decisionReason?: string;
 }
 
 function configured(audit: InboxAuditOptions | undefined): InboxAuditOptions {
@@ -70,10 +72,13 @@ export function auditRoutes(audit: InboxAuditOptions | undefined): Route[] {
       const walk = walkAuditLog(bytes, keyResolver("(audit log)", options));
       const wanted = latestSettled(walk.rows, limit, onlyAgent);
       const entries: PauseHistoryEntry[] = [];
+      const reasons = decisionReasons(walk.rows);
       for (const agent of new Set(wanted.map((row) => row.agent))) {
         const verification = await verifySuspension(bytes, agent, verifyOptions(options));
         for (const record of verification.suspensions) {
-          if (record.settledAt !== undefined) entries.push({ kind: "pause", agent, ...record });
+          if (record.settledAt === undefined) continue;
+          const decisionReason = reasons.get(record.suspensionId);
+          entries.push(decisionReason === undefined ? { kind: "pause", agent, ...record } : { kind: "pause", agent, ...record, decisionReason });
         }
       }
       entries.sort((a, b) => ((b.settledAt ?? "") < (a.settledAt ?? "") ? -1 : (b.settledAt ?? "") > (a.settledAt ?? "") ? 1 : 0));
@@ -90,4 +95,18 @@ function latestSettled(rows: readonly AuditRow[], limit: number, agent: string |
     if (row !== undefined && SETTLING.has(row.event) && (agent === null || row.agent === agent)) found.push(row);
   }
   return found;
+}
+
+/** The reason each denial recorded, by suspension id (the first settling row of each). */
+function decisionReasons(rows: readonly AuditRow[]): Map<string, string> {
+  const reasons = new Map<string, string>();
+  const settled = new Set<string>();
+  for (const row of rows) {
+    const id = row.details.suspensionId;
+    if (!SETTLING.has(row.event) || typeof id !== "string" || settled.has(id)) continue;
+    settled.add(id);
+    const reason = row.details.reason;
+    if (row.event === "agent.deny" && typeof reason === "string" && reason !== "") reasons.set(id, reason);
+  }
+  return reasons;
 }

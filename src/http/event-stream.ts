@@ -13,7 +13,8 @@ import { route, type Route } from "./route.js";
  * @internal
  */
 export class EventStreams {
-  private readonly open = new Set<ServerResponse>();
+  /** Each open stream, with what ends its subscription. */
+  private readonly open = new Map<ServerResponse, () => void>();
 
   constructor(
     private readonly runtime: Runtime,
@@ -39,12 +40,12 @@ export class EventStreams {
       this.runtime.on("agent.status", onStatus);
       const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), this.keepAliveMs);
       keepAlive.unref();
-      this.open.add(res);
       const close = (): void => {
         clearInterval(keepAlive);
         this.runtime.off("agent.status", onStatus);
         this.open.delete(res);
       };
+      this.open.set(res, close);
       req.once("close", close);
       res.once("close", close);
       return undefined;
@@ -53,7 +54,9 @@ export class EventStreams {
 
   /** Ends every open stream (the server is closing). */
   closeAll(): void {
-    for (const res of this.open) res.end();
-    this.open.clear();
+    for (const [res, close] of [...this.open]) {
+      close();
+      res.end();
+    }
   }
 }
