@@ -8,7 +8,7 @@ import { route, type Route } from "./route.js";
  * The page's policy: its own script and style only, requests only to its
  * own origin, no frames, no forms posted anywhere, no inline code.
  */
-const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 interface Asset {
   readonly body: Buffer;

@@ -45,8 +45,10 @@ export function pauseRoutes(runtime: Runtime, decisionTimeoutMs: number): Route[
     route("GET", "/api/v1/agents/suspended", async ({ query }) => {
       const limit = limitParam(query, 100);
       const { scope, pauses } = await suspendedIn(runtime, query);
-      const sorted = pauses.filter((pause) => matches(pause, query)).sort((a, b) => (pauseKey(a) < pauseKey(b) ? -1 : 1));
-      return { status: 200, body: { scope, ...pageOf(sorted, pauseKey, query, limit) } };
+      const keyed = pauses.filter((pause) => matches(pause, query)).map((pause) => ({ pause, key: pauseKey(pause) }));
+      keyed.sort((a, b) => (a.key < b.key ? -1 : 1));
+      const page = pageOf(keyed, (entry) => entry.key, query, limit);
+      return { status: 200, body: { scope, ...page, items: page.items.map((entry) => entry.pause) } };
     }),
     route("POST", "/api/v1/agents/:name/resume", async ({ params, identity, body }) => {
       const call = `POST /api/v1/agents/${params.name ?? ""}/resume`;

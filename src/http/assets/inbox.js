@@ -61,16 +61,19 @@ function countdown(iso, label) {
   return el("time", { datetime: iso, "data-until": iso, "data-label": label, title: new Date(iso).toLocaleString() });
 }
 
+/** Sets the text of `node` only when it changed: a page of a thousand items is not laid out again every second. */
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
 function tick() {
   const now = Date.now();
   for (const node of document.querySelectorAll("time[data-until]")) {
     const left = Date.parse(node.dataset.until) - now;
-    node.textContent = left > 0 ? `${duration(left)} left` : `${node.dataset.label} ${duration(left)} ago`;
-    node.classList.toggle("late", left <= 0);
+    setText(node, left > 0 ? `${duration(left)} left` : `${node.dataset.label} ${duration(left)} ago`);
+    if (node.classList.contains("late") !== left <= 0) node.classList.toggle("late", left <= 0);
   }
-  for (const node of document.querySelectorAll("time[data-since]")) {
-    node.textContent = `${duration(now - Date.parse(node.dataset.since))} ago`;
-  }
+  for (const node of document.querySelectorAll("time[data-since]")) setText(node, `${duration(now - Date.parse(node.dataset.since))} ago`);
 }
 
 function since(iso) {
@@ -246,36 +249,56 @@ function pauseItem(pause) {
 
 // ---- lists -------------------------------------------------------------------
 
-function query(limit) {
-  const params = new URLSearchParams({ limit: String(Math.min(limit, 500)) });
+function filterParams() {
+  const params = new URLSearchParams();
   const text = $("filter-text").value.trim();
   if (text !== "") params.set("q", text);
-  return params.toString();
+  return params;
+}
+
+/** The first `want` items of a list route, page by page; with its total and whether more remain. */
+async function firstItems(path, params, want) {
+  const items = [];
+  let cursor;
+  let total = 0;
+  do {
+    const query = new URLSearchParams(params);
+    query.set("limit", String(Math.min(want - items.length, 500)));
+    if (cursor !== undefined) query.set("cursor", cursor);
+    const page = await api(`${path}?${query}`);
+    items.push(...page.items);
+    total = page.total;
+    cursor = page.nextCursor;
+  } while (cursor !== undefined && items.length < want);
+  return { items, total, more: cursor !== undefined };
 }
 
 /**
- * Replaces the items of `list` with `items` ([key, build] pairs), keeping the
- * element that holds the focus (and what was typed in it) when its item is
- * still there; when it went away, the focus moves to the main region.
+ * Replaces the items of `list` with `items` ([key, build] pairs). An item
+ * whose key is already on screen is kept as it is (with the focus and what
+ * was typed in it), so a refresh builds only what is new; when the focused
+ * item went away, the focus moves to the main region.
  */
 function replaceItems(list, items) {
   const focusedItem = document.activeElement?.closest?.("li.item");
-  const focusedKey = focusedItem && list.contains(focusedItem) ? focusedItem.dataset.key : undefined;
+  const hadFocus = focusedItem !== null && focusedItem !== undefined && list.contains(focusedItem);
+  const existing = new Map([...list.children].map((li) => [li.dataset.key, li]));
   const next = items.map(([key, build]) => {
-    const item = key === focusedKey ? focusedItem : build();
+    const item = existing.get(key) ?? build();
     item.dataset.key = key;
     return item;
   });
-  list.replaceChildren(...next);
-  if (focusedKey !== undefined && !items.some(([key]) => key === focusedKey)) $("main").focus();
+  const unchanged = next.length === list.children.length && next.every((item, i) => list.children[i] === item);
+  if (!unchanged) list.replaceChildren(...next);
+  if (hadFocus && !next.includes(focusedItem)) $("main").focus();
 }
 
 async function loadPauses() {
-  const page = await api(`api/v1/agents/suspended?${query(shown.pauses)}`);
-  replaceItems($("pauses"), page.items.map((p) => [`${p.name}\u0000${p.suspensionId}`, () => pauseItem(p)]));
+  const page = await firstItems("api/v1/agents/suspended", filterParams(), shown.pauses);
+  replaceItems($("pauses"), page.items.map((p) => [`${p.name}\u0000${p.suspensionId}\u0000${p.reason}\u0000${p.expiresAt ?? ""}`, () => pauseItem(p)]));
   $("pauses-count").textContent = `(${page.total})`;
   $("pauses-empty").hidden = page.total > 0;
-  $("pauses-more").hidden = page.nextCursor === undefined;
+  $("pauses-more").hidden = !page.more;
   return page.total;
 }
 
@@ -283,7 +306,9 @@ async function loadApprovals() {
   if (!approvalsServed) return 0;
   let page;
   try {
-    page = await api(`api/v1/approvals?status=pending&${query(shown.approvals)}`);
+    const params = filterParams();
+    params.set("status", "pending");
+    page = await firstItems("api/v1/approvals", params, shown.approvals);
   } catch (error) {
     if (error.code === "ROUTE_NOT_FOUND") {
       approvalsServed = false;
@@ -294,7 +319,7 @@ async function loadApprovals() {
   $("approvals-section").hidden = false;
   replaceItems($("approvals"), page.items.map((v) => [`${v.approvalId}\u0000${v.stage}\u0000${v.votes.length}\u0000${v.escalated}`, () => approvalItem(v)]));
   $("approvals-count").textContent = `(${page.total})`;
-  $("approvals-more").hidden = page.nextCursor === undefined;
+  $("approvals-more").hidden = !page.more;
   return page.total;
 }
 
