@@ -63,6 +63,25 @@ export { backoffDelay } from "./supervision/backoff.js";
 export type { BackoffPolicy } from "./supervision/backoff.js";
 
 export { Runtime } from "./runtime/runtime.js";
+export { RuntimeApprovals } from "./runtime/runtime-approvals.js";
+export type { ApproveOptions, DenyApprovalOptions } from "./runtime/runtime-approvals.js";
+export type {
+  ApprovalDecisionAsked,
+  ApprovalListFilter,
+  ApprovalPolicy,
+  ApprovalRule,
+  ApprovalStage,
+  ApprovalStatus,
+  ApprovalView,
+  ApprovalVote,
+  AuthorizeApproval,
+  HeldMessageView,
+  PolicyAction,
+  PolicyDecision,
+} from "./approvals/approval-types.js";
+export { ApprovalDeniedError, ApprovalDigestMismatchError, ApprovalNotFoundError, ApproverNotAllowedError, PolicyFailedError, StaleVoteError } from "./approvals/approval-errors.js";
+export { actionDigest, canonicalize } from "./approvals/canonical-json.js";
+export { APPROVALS_KEY } from "./approvals/stored-approvals.js";
 export type { ControlOptions, DenyOptions, ListSuspendedOptions, ResumeOptions, SuspendedAgent, SuspendOptions } from "./runtime/runtime-control.js";
 export type { FromTopologyOptions, RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions } from "./runtime/runtime-options.js";
 export type { AuthorizeResume, ResumeDecision } from "./runtime/services.js";

@@ -8,6 +8,7 @@ import { CivitasError } from "../errors/civitas-error.js";
 import { repairAuditLog } from "../audit/repair-audit-log.js";
 import { verifyAuditLog } from "../audit/verify-audit-log.js";
 import { verifySuspension, type SuspensionVerification } from "../audit/verify-suspension.js";
+import { verifyApproval } from "../audit/verify-approval.js";
 import { openStore, type StoreOptions } from "./state-commands.js";
 import { cell, ExitCode, table, type CommandResult } from "./output.js";
 
@@ -98,4 +99,26 @@ export async function auditRepair(file: string): Promise<CommandResult> {
       json: { file, repaired: false, removedBytes: 0, refused: true, error: { code: err.code, message: err.message } },
     };
   }
+}
+
+/**
+ * `civitas audit verify-approval <file> <approvalId>`: whether the held
+ * action of that request had every vote its rule required before it ran,
+ * and ran at most once. Exit 0 for `verified` or `pending`, 1 for `failed`.
+ */
+export async function auditVerifyApproval(file: string, approvalId: string, keys: AuditKeys): Promise<CommandResult> {
+  const v = await verifyApproval(file, approvalId, keys);
+  const lines: string[] = [];
+  if (v.votes.length > 0) lines.push(table(["APPROVER", "VOTE", "STAGE", "AT"], v.votes.map((x) => [x.approver, x.vote, String(x.stage), x.ts])), "");
+  lines.push(`agent: ${cell(v.agent)}  digest: ${cell(v.digest)}  decision: ${cell(v.decision)} by ${cell(v.decidedBy)}  handled: ${v.handled ? "yes" : "no"}`);
+  if (v.failures.length > 0) lines.push("", "failures:", ...v.failures.map((f) => `  - ${f}`));
+  lines.push(
+    "",
+    v.status === "verified"
+      ? `VERIFIED: approval ${approvalId} was decided once${v.handled ? ", its action ran once, after every required vote" : ""}`
+      : v.status === "pending"
+        ? `PENDING: approval ${approvalId} is not settled yet (not decided, or approved and not handled yet); this is not a failure`
+        : `FAILED: approval ${approvalId} does not verify (${v.failures.length} failure${v.failures.length === 1 ? "" : "s"})`,
+  );
+  return { exitCode: v.status === "failed" ? ExitCode.FAILED : ExitCode.OK, text: lines.join("\n"), json: { file, ...v } };
 }

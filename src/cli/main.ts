@@ -77,6 +77,13 @@ const COMMANDS: Record<string, Record<string, Command>> = {
       options: { ...KEY_OPTION, ...STORE_OPTIONS },
       run: async ([file, agent], v) => (await audit()).auditVerifySuspension(file!, agent!, auditKeys(v), storeOptions(v)),
     },
+    "verify-approval": {
+      usage: "<file> <approvalId> [--key K] [--key-for ID=K ...] [--json]",
+      summary: "show the votes of one approval request and whether its action ran once, only after every required vote (exit 0 verified or pending, 1 failed)",
+      positionals: ["file", "approvalId"],
+      options: KEY_OPTION,
+      run: async ([file, approvalId], v) => (await audit()).auditVerifyApproval(file!, approvalId!, auditKeys(v)),
+    },
     export: {
       usage: "--store postgres://… [--table T] [--out file] [--json]",
       summary: "write the chain of a PostgresAuditSink as a JSONL log that 'audit verify' reads (to --out, else stdout; exit 0, 3 unreadable)",

@@ -20,6 +20,8 @@ export type { AuditLogVerification, VerifyOptions } from "../audit/verify-audit-
 export { verifySuspension } from "../audit/verify-suspension.js";
 export type { SuspensionDecision, SuspensionRecord, SuspensionStatus, SuspensionVerification, VerifySuspensionOptions } from "../audit/verify-suspension.js";
 export type { AuditLogSource } from "../audit/audit-source.js";
+export { verifyApproval } from "../audit/verify-approval.js";
+export type { ApprovalVerification, ApprovalVerificationStatus } from "../audit/verify-approval.js";
 export { AUDIT_ANCHOR_KEY } from "../audit/audit-anchor.js";
 export type { AuditAnchor } from "../audit/audit-anchor.js";
 export { repairAuditLog } from "../audit/repair-audit-log.js";

@@ -1,5 +1,6 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
+import type { ApprovalPolicy } from "../approvals/approval-types.js";
 
 /** Options every agent accepts as the second constructor argument. */
 export interface AgentProcessOptions {
@@ -13,6 +14,12 @@ export interface AgentProcessOptions {
   shutdownTimeoutMs?: number;
   /** Capability tags other agents can address with `sendCapable`. @defaultValue [] */
   capabilities?: readonly string[];
+  /**
+   * This agent's approval policy, in place of the runtime's
+   * (`RuntimeOptions.approvalPolicy`); `null`: none for this agent.
+   * @defaultValue the runtime's
+   */
+  approvalPolicy?: ApprovalPolicy | null;
 }
 
 /** {@link AgentProcessOptions} with defaults applied and checked. @internal */
@@ -22,6 +29,8 @@ export interface ResolvedAgentOptions {
   readonly maxRetries: number;
   readonly shutdownTimeoutMs: number;
   readonly capabilities: readonly string[];
+  /** `undefined`: the runtime's policy; `null`: none. */
+  readonly approvalPolicy: ApprovalPolicy | null | undefined;
 }
 
 /**
@@ -47,6 +56,7 @@ function resolve(options: AgentProcessOptions): ResolvedAgentOptions {
     maxRetries: nonNegativeInteger("maxRetries", options.maxRetries ?? 3),
     shutdownTimeoutMs: nonNegativeInteger("shutdownTimeoutMs", options.shutdownTimeoutMs ?? 30_000),
     capabilities: options.capabilities === undefined ? NO_CAPABILITIES : Object.freeze(capabilityList(options.capabilities)),
+    approvalPolicy: approvalPolicyOption(options.approvalPolicy),
   });
 }
 
@@ -80,4 +90,11 @@ export function durationMs(name: string, value: number): number {
     throw new InvalidArgumentError(name, `${name} must be a non-negative number of milliseconds, got ${describeValue(value)}`);
   }
   return value;
+}
+
+function approvalPolicyOption(policy: unknown): ApprovalPolicy | null | undefined {
+  if (policy !== undefined && policy !== null && typeof policy !== "function") {
+    throw new InvalidArgumentError("approvalPolicy", `approvalPolicy must be a function deciding each message (or null for none), got ${describeValue(policy)}`);
+  }
+  return policy as ApprovalPolicy | null | undefined;
 }

@@ -19,6 +19,9 @@ import { ProcessRunner } from "./process-runner.js";
 import { broadcastRecipients, capableRecipient } from "./recipients.js";
 import type { AskOptions, SendOptions } from "./send-options.js";
 import { sendToSelf, removeFromHost } from "./effects.js";
+import type { ApprovalRule, ApprovalView } from "../approvals/approval-types.js";
+import { checkApprovalRule } from "../approvals/approval-rule.js";
+import { currentApproval, gateOf } from "./approval-gate.js";
 
 /** Key of an agent's "forget your suspension" hook, used by a `DynamicSupervisor` removing it. @internal */
 export const clearSuspension: unique symbol = Symbol("civitas.clearSuspension");
@@ -160,6 +163,14 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
    */
   async onDeny(_decider: string, _marker: SuspensionMarker, _reason: string): Promise<void> {}
 
+  /**
+   * Runs when a message this agent held for approval was denied, or its
+   * request expired or was cancelled: nothing was handled (and an asker
+   * still waiting was rejected with `APPROVAL_DENIED`). `approval` says who
+   * decided and why.
+   */
+  async onApprovalDenied(_approval: ApprovalView): Promise<void> {}
+
   /** Handles a `civitas.eval.correction` message (instead of `handle`); an override may type the message as `handle` does. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- open payload type, as for handle
   async onCorrection(_message: Message<any>): Promise<void> {}
@@ -295,6 +306,36 @@ export class AgentProcess<S extends JsonObject = JsonObject> implements Supervis
     }
     const expiresInMs = checkExpiresInMs(`'${this.name}'.suspend()`, options.expiresInMs);
     this.#runner.suspension.requestSuspend(reason, undefined, expiresInMs);
+  }
+
+  /**
+   * Holds the message being handled for approval instead of handling it now:
+   * once `handle` returns, the message is stored with a request under `rule`
+   * (one atomic write), and the agent goes on with its other messages. When
+   * the rule is satisfied the same message comes back to `handle`, once,
+   * with {@link AgentProcess.approval} set; on a deny or expiry it never
+   * does. What `handle` returns now is dropped (an asker gets its reply then).
+   * @throws {@link InvalidArgumentError} outside `handle`, or for a malformed rule or reason
+   * @example
+   * ```ts
+   * if (this.approval === undefined && payload.amountCents > 100_000) {
+   *   this.requireApproval({ reason: "large payment", rule: { stages: [{ approvers: ["ana", "ben"], min: 2 }] } });
+   *   return;
+   * }
+   * ```
+   */
+  requireApproval(options: { rule: ApprovalRule; reason: string }): void {
+    if (this.#runner.current === undefined) {
+      throw new InvalidArgumentError("requireApproval", `'${this.name}' called requireApproval() outside handle(); it holds the message being handled`);
+    }
+    const rule = checkApprovalRule(`'${this.name}'.requireApproval()`, options?.rule);
+    assertReason(`'${this.name}'.requireApproval()`, options.reason);
+    gateOf(this.#runner).holding = { rule, reason: options.reason };
+  }
+
+  /** The approval of the message being handled, when it is a held message released by its approval; else `undefined`. */
+  get approval(): ApprovalView | undefined {
+    return currentApproval(this.#runner.gate, this.#runner.current);
   }
 
   // ---- dynamic children --------------------------------------------------

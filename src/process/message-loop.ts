@@ -15,6 +15,8 @@ import type { ProcessRunner } from "./process-runner.js";
 import { crash, beginSelfStop, stopPlanOf } from "./stop-sequence.js";
 import { receiptRecorded, runHook } from "./hooks.js";
 import { refuse, routeResult, deliverQuietly, reportForgedControl } from "./effects.js";
+import { admit, afterHandle } from "./approval-gate.js";
+import { approvalControl, APPROVAL_CONTROL } from "./approval-release.js";
 
 /** Awaited once per wake-up: one settled promise, shared. */
 const WAKE: Promise<void> = Promise.resolve();
@@ -130,6 +132,15 @@ async function loop(r: ProcessRunner, generation: number): Promise<void> {
             message,
           )
         : undefined;
+      const gate = r.gate;
+      if (gate !== undefined && type !== "civitas.eval.correction") {
+        // The policy gate: a held or denied message is not handled (approval-gate.ts).
+        const admitted = admit(gate, message, span);
+        if (admitted !== true && !(await admitted)) {
+          if (span !== undefined) telemetry.endSpan(span);
+          continue;
+        }
+      }
       r.current = message;
       r.span = span;
       let result: unknown;
@@ -147,6 +158,13 @@ async function loop(r: ProcessRunner, generation: number): Promise<void> {
       }
       r.current = undefined;
       r.span = undefined;
+      if (r.gate !== undefined) {
+        const holding = afterHandle(r.gate, message, failure !== undefined, result);
+        if (holding !== undefined) {
+          await holding;
+          continue;
+        }
+      }
       if (failure !== undefined) await onFailure(r, failure.error, message, span);
       else if (result !== undefined && result !== null) {
         const routing = routeResult(r, result);
@@ -199,6 +217,8 @@ export function control(r: ProcessRunner, message: Message, type: string): Promi
       return undefined;
     case "_agency.resume":
       return resumeFrom(r.suspension, message);
+    case APPROVAL_CONTROL:
+      return approvalControl(r, message);
     default:
       return undefined;
   }

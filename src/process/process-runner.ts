@@ -20,6 +20,8 @@ import { start } from "./start-sequence.js";
 import { requestStop } from "./stop-sequence.js";
 import { run } from "./message-loop.js";
 import { refuse } from "./effects.js";
+import { ApprovalGate } from "./approval-gate.js";
+import { APPROVALS_KEY, approvalsJson } from "../approvals/stored-approvals.js";
 
 /**
  * The machinery behind one {@link AgentProcess}: its lifecycle, message loop,
@@ -69,6 +71,9 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   /** Set when a persist was refused with `STATE_FENCED`: another process owns the agent now; see `afterFailedPersist`. */
   fencedOut: StateFencedError | undefined;
 
+  /** The approval gate and held actions; `undefined` for an agent with no policy that never held a message. */
+  gate: ApprovalGate | undefined;
+
   /** The agent's pause: its marker, a pending request to suspend, resume. */
   readonly suspension: SuspensionControl;
 
@@ -96,6 +101,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     this.services = services;
     this.clock = services.clock;
     this.box = this.newMailbox();
+    const policy = this.options.approvalPolicy === undefined ? services.approvalPolicy : this.options.approvalPolicy;
+    if (policy !== undefined && policy !== null) this.gate = new ApprovalGate(this, policy);
   }
 
   newMailbox(): Mailbox {
@@ -236,6 +243,9 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       // A pause asked for and not entered yet, or entered and not announced yet, is stored flagged as not announced (see SuspensionMarker.announced).
       const pause = marker ?? this.suspension.request?.marker;
       const state = persistableState(this.agent.state, pause, this.agent.name, marker !== undefined && !this.suspension.announcementOwed);
+      // The held actions are the runtime's, as the marker is: what user code put under their key is never written.
+      if (this.gate !== undefined && this.gate.records.size > 0) state[APPROVALS_KEY] = approvalsJson(this.gate.records.values());
+      else if (APPROVALS_KEY in state) delete state[APPROVALS_KEY];
       const services = this.requireServices();
       // A pause, and every write after the agent's first pause or settlement, records where the audit chain stood.
       const anchor = pause !== undefined || this.suspension.lastSettled !== undefined ? services.telemetry.anchorFor(this.agent.name) : undefined;

@@ -8,6 +8,7 @@ import { ProcessStatus } from "./process-status.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { UP, type StartAttempt, type Starting, type Stopping } from "./lifecycle.js";
 import { receiptRecorded, runHook, errorText, overrides } from "./hooks.js";
+import { restoreApprovals } from "./approval-release.js";
 
 /**
  * One start of the agent, straight through its `starting` phase: restore
@@ -47,6 +48,7 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     settledInStore = storedMarker !== undefined && storedMarker.suspensionId === r.suspension.lastSettled;
     r.suspension.marker ??= settledInStore ? undefined : storedMarker;
     r.agent.state = (stored ?? JSON.parse(r.initialState)) as JsonObject;
+    restoreApprovals(r, stored);
     const kept = r.suspension.marker !== undefined && r.suspension.marker === storedMarker ? stored?.[SUSPENSION_KEY] : undefined;
     r.suspension.setMarker(r.suspension.marker, isMarkerJson(kept) ? (kept as JsonObject) : undefined);
     r.suspension.restoredPause = r.suspension.marker?.suspensionId;

@@ -18,7 +18,7 @@ export function checkRuntimeOptions(options: RuntimeOptions): void {
   if (typeof options !== "object" || (options as unknown) === null) {
     throw new InvalidArgumentError("options", `new Runtime() needs an options object with a root, got ${describeValue(options)}`);
   }
-  const { store, clock, logger, auditSink, tracerProvider, signerId, keepAlive, authorizeResume, transport } = options;
+  const { store, clock, logger, auditSink, tracerProvider, signerId, keepAlive, authorizeResume, transport, approvalPolicy, authorizeApproval } = options;
   if (store !== undefined) {
     const what = "a StateStore (durable: boolean; get, set, delete, list, close): InMemoryStateStore, SqliteStateStore from civitas-ts/sqlite, or your own implementation";
     requireMethods("store", store, STORE_METHODS, what);
@@ -39,6 +39,12 @@ export function checkRuntimeOptions(options: RuntimeOptions): void {
   }
   if (authorizeResume !== undefined && typeof authorizeResume !== "function") {
     throw new InvalidArgumentError("authorizeResume", `Runtime option authorizeResume must be a function deciding each resume, got ${describeValue(authorizeResume)}`);
+  }
+  if (approvalPolicy !== undefined && typeof approvalPolicy !== "function") {
+    throw new InvalidArgumentError("approvalPolicy", `Runtime option approvalPolicy must be a function deciding each message, got ${describeValue(approvalPolicy)}`);
+  }
+  if (authorizeApproval !== undefined && typeof authorizeApproval !== "function") {
+    throw new InvalidArgumentError("authorizeApproval", `Runtime option authorizeApproval must be a function deciding each vote, got ${describeValue(authorizeApproval)}`);
   }
 }
 

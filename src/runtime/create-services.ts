@@ -1,4 +1,5 @@
 import type { EventEmitter } from "eventemitter3";
+import { ApprovalBoard } from "../approvals/approval-board.js";
 import { MessageBus } from "../bus/message-bus.js";
 import { Registry } from "../bus/registry.js";
 import { stderrLogger } from "../logging/logger.js";
@@ -38,6 +39,15 @@ export function createServices(options: RuntimeOptions, events: EventEmitter<Run
     scheduler: simulation?.scheduler ?? new Scheduler(),
     events,
     authorizeResume: options.authorizeResume,
+    approvalPolicy: options.approvalPolicy,
+    authorizeApproval: options.authorizeApproval,
+    approvals: new ApprovalBoard((view) => {
+      try {
+        events.emit("approval.changed", view);
+      } catch (error) {
+        logger.error(`an 'approval.changed' listener threw for approval ${view.approvalId}`, { error });
+      }
+    }),
     expired: (message) => {
       // Reported from inside an agent loop's dequeue: a listener's bug must not crash the agent.
       try {

@@ -1,3 +1,4 @@
+import type { ApprovalView } from "../approvals/approval-types.js";
 import type { Message } from "../message/message.js";
 import type { ProcessStatus } from "../process/process-status.js";
 
@@ -17,6 +18,8 @@ export interface RuntimeEvents {
   "control.forged": (agent: string, message: Message) => void;
   /** An agent changed status. */
   "agent.status": (agent: string, from: ProcessStatus, to: ProcessStatus) => void;
+  /** An approval request was made, voted on, escalated, decided or consumed: its view after the change. */
+  "approval.changed": (view: ApprovalView) => void;
   /** The root supervisor exceeded its restart intensity: the tree has been stopped. */
   escalated: (error: Error) => void;
 }

@@ -1,4 +1,5 @@
 import type { TracerProvider } from "@opentelemetry/api";
+import type { ApprovalPolicy, AuthorizeApproval } from "../approvals/approval-types.js";
 import type { AuditSink } from "../audit/audit-event.js";
 import type { Transport } from "../bus/transport.js";
 import type { Logger } from "../logging/logger.js";
@@ -32,6 +33,15 @@ export interface RuntimeOptions {
   keepAlive?: boolean;
   /** Lets a governance layer refuse a resume (`RESUME_REFUSED`); called only while the agent is SUSPENDED. */
   authorizeResume?: AuthorizeResume;
+  /**
+   * The policy gate, consulted before each business message reaches an
+   * agent's `handle`: allow, deny, or hold the message for approval (see
+   * docs/approvals.md). An agent's own `approvalPolicy` option replaces it.
+   * @defaultValue none: every message is handled
+   */
+  approvalPolicy?: ApprovalPolicy;
+  /** Lets a governance layer refuse a vote on an approval request (`RESUME_REFUSED`). */
+  authorizeApproval?: AuthorizeApproval;
   /**
    * Connects this runtime to runtimes in other processes (`NatsTransport`
    * from `civitas-ts/nats`): agents are then addressed by name wherever

@@ -22,6 +22,7 @@ import { checkTree, rootOf, startTree } from "./runtime-tree.js";
 import type { RuntimeServices } from "./services.js";
 import { topologyRuntimeOptions } from "./topology.js";
 import { attachTransport } from "./transport-host.js";
+import { RuntimeApprovals } from "./runtime-approvals.js";
 
 const OUTSIDE_SENDER = "_runtime";
 
@@ -60,6 +61,8 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   private readonly transportHost: TransportHost | undefined;
   /** What `suspend`, `resume` and `deny` send their requests through. */
   private readonly controlPath: ControlPath;
+  /** The approval requests of held actions: list, get, approve, deny (docs/approvals.md). */
+  readonly approvals: RuntimeApprovals;
 
   /**
    * Builds the runtime and registers every name in the tree. The whole tree
@@ -79,6 +82,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     this.services = createServices(options, this, this.stopSignal.signal);
     this.outside = { sender: OUTSIDE_SENDER, clock: this.services.clock, current: undefined, span: undefined };
     this.controlPath = { services: this.services, outside: this.outside, assertStarted: (call) => this.assertStarted(call) };
+    this.approvals = new RuntimeApprovals(this.controlPath);
     this.transportHost = options.transport === undefined ? undefined : attachTransport(options.transport, this.services, this);
     this.root[attachChild](this, this.services);
   }

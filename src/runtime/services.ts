@@ -1,4 +1,6 @@
 import type { EventEmitter } from "eventemitter3";
+import type { ApprovalBoard } from "../approvals/approval-board.js";
+import type { ApprovalPolicy, AuthorizeApproval } from "../approvals/approval-types.js";
 import type { MessageBus } from "../bus/message-bus.js";
 import type { Registry } from "../bus/registry.js";
 import type { Logger } from "../logging/logger.js";
@@ -25,6 +27,12 @@ export interface RuntimeServices {
   readonly events: EventEmitter<RuntimeEvents>;
   /** The governance hook that may refuse a resume. */
   readonly authorizeResume: AuthorizeResume | undefined;
+  /** The runtime's approval policy (an agent's own option may replace it). */
+  readonly approvalPolicy: ApprovalPolicy | undefined;
+  /** The governance hook that may refuse a vote on an approval request. */
+  readonly authorizeApproval: AuthorizeApproval | undefined;
+  /** Which agent holds each approval request. */
+  readonly approvals: ApprovalBoard;
   /** Reports a message that expired in a mailbox (shared by every mailbox of the runtime); never throws. */
   readonly expired: (message: Message) => void;
   /** Aborted when the runtime begins to stop: a start still in `onStart` then gets `shutdownTimeoutMs` more, no longer. */

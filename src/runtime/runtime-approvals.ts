@@ -1,0 +1,123 @@
+import { ApprovalNotFoundError } from "../approvals/approval-errors.js";
+import type { ApprovalListFilter, ApprovalStatus, ApprovalView } from "../approvals/approval-types.js";
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidArgumentError } from "../errors/errors.js";
+import { viewOf } from "../approvals/approval-request.js";
+import { readStoredApprovals } from "../approvals/stored-approvals.js";
+import type { JsonObject } from "../message/json.js";
+import { APPROVAL_CONTROL } from "../process/approval-release.js";
+import { composeControl } from "../process/envelope.js";
+import { assertApprover, assertReason } from "../process/suspension.js";
+import type { ControlPath } from "./runtime-control.js";
+
+const STATUSES: ReadonlySet<unknown> = new Set<ApprovalStatus>(["pending", "approved", "denied", "expired", "cancelled"]);
+
+/** Options of {@link RuntimeApprovals.approve}. */
+export interface ApproveOptions {
+  /** Why: recorded with the vote. */
+  reason?: string;
+}
+
+/** Options of {@link RuntimeApprovals.deny}. */
+export interface DenyApprovalOptions {
+  /** Why: recorded with the vote and the decision, and given to the asker in `APPROVAL_DENIED`. */
+  reason: string;
+}
+
+/**
+ * `runtime.approvals`: the approval requests of held actions (see
+ * docs/approvals.md). A vote is decided by the agent holding the request,
+ * between two of its messages, with the same identity checks as a resume.
+ * @example
+ * ```ts
+ * for (const request of await runtime.approvals.list({ status: "pending" })) {
+ *   await runtime.approvals.approve(request.approvalId, "ana@finance", { reason: "invoice checked" });
+ * }
+ * ```
+ */
+export class RuntimeApprovals {
+  /** @internal */
+  constructor(private readonly path: ControlPath) {}
+
+  /**
+   * The requests this runtime's agents hold (and decided lately), oldest
+   * first. With `scope: "cluster"`, those of every agent in the runtime's
+   * store, wherever it runs (read from the stored states: with a shared
+   * `PostgresStateStore`, the whole cluster's; this runtime's own agents are
+   * shown as they are in memory). Rejects with `INVALID_ARGUMENT` for a bad
+   * filter, and with the store's error for a cluster listing.
+   */
+  async list(filter: ApprovalListFilter = {}): Promise<ApprovalView[]> {
+    if (typeof filter !== "object" || (filter as unknown) === null) throw new InvalidArgumentError("filter", `approvals.list(filter): filter must be an object, got ${describeValue(filter)}`);
+    if (filter.status !== undefined && !STATUSES.has(filter.status)) throw new InvalidArgumentError("status", `approvals.list({ status }): status must be one of ${[...STATUSES].join(", ")}, got ${describeValue(filter.status)}`);
+    if (filter.agent !== undefined && typeof filter.agent !== "string") throw new InvalidArgumentError("agent", `approvals.list({ agent }): agent must be an agent's name, got ${describeValue(filter.agent)}`);
+    const scope: unknown = filter.scope ?? "local";
+    if (scope === "cluster") return this.listStored(filter);
+    if (scope !== "local") throw new InvalidArgumentError("scope", `approvals.list({ scope }): scope must be "local" or "cluster", got ${describeValue(scope)}`);
+    return this.path.services.approvals.list(filter);
+  }
+
+  private async listStored(filter: ApprovalListFilter): Promise<ApprovalView[]> {
+    const { store, registry, approvals, logger } = this.path.services;
+    const views = approvals.list(filter);
+    const names = filter.agent === undefined ? await store.list() : [filter.agent];
+    for (const name of names) {
+      if (registry.get(name) !== undefined) continue; // shown from memory above
+      const state = await store.get(name);
+      if (state === undefined) continue;
+      try {
+        for (const record of readStoredApprovals(name, state)) if (filter.status === undefined || record.status === filter.status) views.push(viewOf(record));
+      } catch (error) {
+        logger.warn(`approvals.list({ scope: "cluster" }): the stored approval requests of '${name}' cannot be read; they are left out`, { error });
+      }
+    }
+    return views.sort((a, b) => (a.approvalId < b.approvalId ? -1 : a.approvalId > b.approvalId ? 1 : 0));
+  }
+
+  /** The request `approvalId`. Rejects with `APPROVAL_NOT_FOUND` when this runtime knows no such id (exactly). */
+  async get(approvalId: string): Promise<ApprovalView> {
+    const view = typeof approvalId === "string" ? this.path.services.approvals.get(approvalId) : undefined;
+    if (view === undefined) throw new ApprovalNotFoundError(String(approvalId));
+    return view;
+  }
+
+  /**
+   * Votes to approve `approvalId` as `approver`. Resolves with the request
+   * after the vote: once its last stage is satisfied it is `approved` and the
+   * held message is queued for its handler (handled once). The same approver
+   * voting twice in a stage counts once. Rejects, before anything is sent,
+   * with `INVALID_APPROVER`, `APPROVAL_NOT_FOUND`; then with
+   * `APPROVER_NOT_ALLOWED` (not accepted by the current stage; the refusal is
+   * recorded), `STALE_APPROVAL` (no longer pending), `RESUME_REFUSED`
+   * (`authorizeApproval` said no), `APPROVAL_DIGEST_MISMATCH` (the held
+   * message changed: the request is cancelled).
+   */
+  approve(approvalId: string, approver: string, options: ApproveOptions = {}): Promise<ApprovalView> {
+    return this.vote("approve", approvalId, approver, options.reason);
+  }
+
+  /**
+   * Denies `approvalId` as `decider` (an approver the current stage accepts):
+   * the request ends `denied`, nothing is handled, an asker still waiting is
+   * rejected with `APPROVAL_DENIED` (reason and decider), and the agent's
+   * `onApprovalDenied` runs. Rejects as {@link RuntimeApprovals.approve} does.
+   */
+  deny(approvalId: string, decider: string, options: DenyApprovalOptions): Promise<ApprovalView> {
+    return this.vote("deny", approvalId, decider, options?.reason, true);
+  }
+
+  private async vote(vote: "approve" | "deny", approvalId: string, approver: string, reason: string | undefined, reasonRequired = false): Promise<ApprovalView> {
+    const call = `approvals.${vote}(${describeValue(approvalId)})`;
+    if (typeof approvalId !== "string" || approvalId.length === 0) throw new InvalidArgumentError("approvalId", `${call}: pass the approvalId of a request (runtime.approvals.list())`);
+    const holder = this.path.services.approvals.holderOf(approvalId);
+    assertApprover(holder?.agentName ?? approvalId, approver, vote === "deny" ? "deny" : "resume");
+    if (reason !== undefined || reasonRequired) assertReason(call, reason);
+    if (holder === undefined) throw new ApprovalNotFoundError(approvalId);
+    const payload: JsonObject = { approvalId, approver, vote };
+    if (reason !== undefined && reason !== "") payload.reason = reason;
+    this.path.assertStarted(call);
+    const services = this.path.services;
+    await services.bus.control(composeControl(this.path.outside, holder.agentName, APPROVAL_CONTROL, payload), undefined);
+    return this.get(approvalId);
+  }
+}

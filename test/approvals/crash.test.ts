@@ -1,0 +1,86 @@
+/**
+ * Held actions survive SIGKILL (issue 24 §2): real child processes on one
+ * SQLite file, killed after the request's write (before anything else saw
+ * it), between the last vote and the handling, and during the handling. No
+ * held action is lost or created twice; a released one is handled at most once.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { verifyApproval, verifyAuditLog } from "../../src/entries/audit.js";
+import { runTsChild, type ChildRun } from "../support/child-process.js";
+
+const child = path.join(import.meta.dirname, "fixtures", "approvals-crash-child.ts");
+let dir: string | undefined;
+afterEach(() => {
+  if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+interface Line {
+  ev: string;
+  [key: string]: unknown;
+}
+
+/** Runs the child in `mode`; SIGKILLs it at the first line of kind `killAt`. */
+async function run(mode: string, db: string, log: string, killAt?: string): Promise<{ run: ChildRun; lines: Line[] }> {
+  const result = await runTsChild(child, [mode, db, log], {
+    timeoutMs: 60_000,
+    onLine: (line, kill) => {
+      if (killAt !== undefined && (JSON.parse(line) as Line).ev === killAt) kill();
+    },
+  });
+  const lines = result.lines.map((l) => JSON.parse(l) as Line);
+  if (killAt !== undefined) expect(result.signal, result.stderr).toBe("SIGKILL");
+  else expect(result.code, result.stderr).toBe(0);
+  return { run: result, lines };
+}
+
+function line(lines: Line[], ev: string): Line {
+  const found = lines.find((l) => l.ev === ev);
+  expect(found, `no '${ev}' line in ${JSON.stringify(lines)}`).toBeDefined();
+  return found!;
+}
+
+describe("held actions across SIGKILL", () => {
+  it("killed after the request's write, before the receipt: the restart restores it once; killed between the last vote and the handling: the restart handles it once; then never again", async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-approvals-crash-"));
+    const db = path.join(dir, "state.db");
+    const log = path.join(dir, "audit.jsonl");
+    const requested = await run("request", db, log, "written");
+    const [approvalId] = line(requested.lines, "written").approvals as string[];
+    expect(approvalId).toBeDefined();
+
+    const voted = await run("last-vote", db, log, "approved-written");
+    expect(line(voted.lines, "start").pending).toEqual([approvalId]);
+
+    const first = await run("report", db, log);
+    expect(line(first.lines, "start").pending).toEqual([]);
+    const report = line(first.lines, "report");
+    expect(report.records).toEqual([{ approvalId, status: "approved", consumed: true, votes: 2 }]);
+    expect(report.paid).toHaveLength(1);
+
+    const again = await run("report", db, log);
+    expect(line(again.lines, "report").paid).toEqual(report.paid);
+    expect((await verifyAuditLog(log, { key: "approvals-crash-key" })).ok).toBe(true);
+    const verified = await verifyApproval(log, approvalId!, { key: "approvals-crash-key" });
+    expect(verified.failures).toEqual([]);
+    expect(verified).toMatchObject({ status: "verified", decision: "approved", decidedBy: "ben", handled: true });
+    expect(verified.votes.map((v) => v.approver)).toEqual(["ana", "ben"]);
+  }, 240_000);
+
+  it("killed during the handling: the approval is used up and the action is not handled a second time", async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-approvals-crash-"));
+    const db = path.join(dir, "state.db");
+    const log = path.join(dir, "audit.jsonl");
+    const requested = await run("request", db, log, "written");
+    const [approvalId] = line(requested.lines, "written").approvals as string[];
+    const handling = await run("handle-stall", db, log, "handling");
+    expect(line(handling.lines, "handling").approvalId).toBe(approvalId);
+    const after = await run("report", db, log);
+    const report = line(after.lines, "report");
+    expect(report.records).toEqual([{ approvalId, status: "approved", consumed: true, votes: 2 }]);
+    expect(report.paid).toEqual([]); // at most once: the run killed mid-handler was the only one
+  }, 240_000);
+});
