@@ -20,8 +20,9 @@ export { serveInbox } from "../http/serve-inbox.js";
 export type { InboxServer, ServeInboxOptions } from "../http/serve-inbox.js";
 export type { Authenticate, InboxAuditOptions, InboxOptions } from "../http/inbox-options.js";
 export type { Page } from "../http/paging.js";
-export type { PauseHistoryEntry } from "../http/audit-routes.js";
-export type { PauseScope } from "../http/pause-routes.js";
+export type { ApprovalHistoryEntry, PauseHistoryEntry } from "../http/audit-routes.js";
+export type { ListScope } from "../http/scope.js";
+export type { ApprovalItem } from "../http/approval-routes.js";
 export { CSRF_HEADER } from "../http/csrf.js";
 export {
   AuditRecordNotFoundError,

@@ -1,6 +1,7 @@
 import { auditLogBytes } from "../audit/audit-source.js";
 import type { AuditRow } from "../audit/audit-row.js";
 import { keyResolver, summarize, walkAuditLog } from "../audit/verify-audit-log.js";
+import { verifyApproval, type ApprovalVerificationStatus } from "../audit/verify-approval.js";
 import { verifySuspension, type SuspensionRecord } from "../audit/verify-suspension.js";
 import { AuditRecordNotFoundError } from "./http-errors.js";
 import type { InboxAuditOptions } from "./inbox-options.js";
@@ -16,6 +17,21 @@ export interface PauseHistoryEntry extends SuspensionRecord {
   readonly agent: string;
   /** The reason the decider gave (a denial's), when the settling receipt records one. */
   readonly decisionReason?: string;
+}
+
+/** One decided approval request in the history, with its offline verification (`verifyApproval`). */
+export interface ApprovalHistoryEntry {
+  readonly kind: "approval";
+  readonly agent: string;
+  readonly approvalId: string;
+  /** The held message's type. */
+  readonly type?: string;
+  readonly decision: string;
+  readonly decidedBy: string;
+  readonly decisionReason?: string;
+  /** When it was decided (the `approval.decided` row's `ts`). */
+  readonly settledAt: string;
+  readonly status: ApprovalVerificationStatus;
 }
 
 function configured(audit: InboxAuditOptions | undefined): InboxAuditOptions {
@@ -64,6 +80,16 @@ export function auditRoutes(audit: InboxAuditOptions | undefined): Route[] {
         },
       };
     }),
+    route("GET", "/api/v1/approvals/:id/audit", async ({ params }) => {
+      const options = configured(audit);
+      const approvalId = params.id ?? "";
+      const bytes = await logBytes(options);
+      const walk = walkAuditLog(bytes, keyResolver("(audit log)", options));
+      const rows = walk.rows.filter((row) => row.details.approvalId === approvalId);
+      if (rows.length === 0) throw new AuditRecordNotFoundError(`the audit log records no approval request '${approvalId}'`);
+      const verification = await verifyApproval(bytes, approvalId, verifyOptions(options));
+      return { status: 200, body: { approvalId, verification, chain: summarize(walk), rows } };
+    }),
     route("GET", "/api/v1/history", async ({ query }) => {
       const options = configured(audit);
       const limit = limitParam(query, 50);
@@ -81,8 +107,9 @@ export function auditRoutes(audit: InboxAuditOptions | undefined): Route[] {
           entries.push(decisionReason === undefined ? { kind: "pause", agent, ...record } : { kind: "pause", agent, ...record, decisionReason });
         }
       }
-      entries.sort((a, b) => ((b.settledAt ?? "") < (a.settledAt ?? "") ? -1 : (b.settledAt ?? "") > (a.settledAt ?? "") ? 1 : 0));
-      return { status: 200, body: { chain: summarize(walk), items: entries.slice(0, limit) } };
+      const all: (PauseHistoryEntry | ApprovalHistoryEntry)[] = [...entries, ...(await approvalHistory(bytes, walk.rows, limit, onlyAgent, options))];
+      all.sort((a, b) => ((b.settledAt ?? "") < (a.settledAt ?? "") ? -1 : (b.settledAt ?? "") > (a.settledAt ?? "") ? 1 : 0));
+      return { status: 200, body: { chain: summarize(walk), items: all.slice(0, limit) } };
     }),
   ];
 }
@@ -109,4 +136,35 @@ function decisionReasons(rows: readonly AuditRow[]): Map<string, string> {
     if (row.event === "agent.deny" && typeof reason === "string" && reason !== "") reasons.set(id, reason);
   }
   return reasons;
+}
+
+/** The last `limit` decided approval requests (of `agent` only, when given), each verified offline. */
+async function approvalHistory(bytes: Buffer, rows: readonly AuditRow[], limit: number, agent: string | null, options: InboxAuditOptions): Promise<ApprovalHistoryEntry[]> {
+  const types = new Map<string, string>();
+  for (const row of rows) {
+    const id = row.details.approvalId;
+    const type = row.details.type;
+    if (row.event === "approval.requested" && typeof id === "string" && typeof type === "string") types.set(id, type);
+  }
+  const entries: ApprovalHistoryEntry[] = [];
+  for (let i = rows.length - 1; i >= 0 && entries.length < limit; i--) {
+    const row = rows[i];
+    if (row === undefined || row.event !== "approval.decided" || (agent !== null && row.agent !== agent)) continue;
+    const { approvalId, decision, decidedBy, reason } = row.details;
+    if (typeof approvalId !== "string") continue;
+    const { status } = await verifyApproval(bytes, approvalId, verifyOptions(options));
+    const type = types.get(approvalId);
+    entries.push({
+      kind: "approval",
+      agent: row.agent,
+      approvalId,
+      ...(type === undefined ? {} : { type }),
+      decision: typeof decision === "string" ? decision : "",
+      decidedBy: typeof decidedBy === "string" ? decidedBy : "",
+      ...(typeof reason === "string" && reason !== "" ? { decisionReason: reason } : {}),
+      settledAt: row.ts,
+      status,
+    });
+  }
+  return entries;
 }

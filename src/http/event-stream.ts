@@ -1,5 +1,7 @@
 import type { ServerResponse } from "node:http";
+import type { ApprovalView } from "../approvals/approval-types.js";
 import type { ProcessStatus } from "../process/process-status.js";
+import { approvalItem } from "./approval-routes.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { EventStreamsFullError } from "./http-errors.js";
 import { writeHead } from "./respond.js";
@@ -37,12 +39,15 @@ export class EventStreams {
         res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
       };
       const onStatus = (agent: string, from: ProcessStatus, to: ProcessStatus): void => send("agent.status", { agent, from, to });
+      const onApproval = (view: ApprovalView): void => send("approval.changed", approvalItem(view));
       this.runtime.on("agent.status", onStatus);
+      this.runtime.on("approval.changed", onApproval);
       const keepAlive = setInterval(() => res.write(": keep-alive\n\n"), this.keepAliveMs);
       keepAlive.unref();
       const close = (): void => {
         clearInterval(keepAlive);
         this.runtime.off("agent.status", onStatus);
+        this.runtime.off("approval.changed", onApproval);
         this.open.delete(res);
       };
       this.open.set(res, close);

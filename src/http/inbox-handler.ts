@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { stderrLogger, type Logger } from "../logging/logger.js";
+import { approvalRoutes } from "./approval-routes.js";
 import { assetRoutes } from "./assets.js";
 import { auditRoutes } from "./audit-routes.js";
 import { CsrfGuard } from "./csrf.js";
@@ -10,6 +11,7 @@ import { pauseRoutes } from "./pause-routes.js";
 import { readJsonObject } from "./request-body.js";
 import { sendError, sendJson, writeHead } from "./respond.js";
 import { matchRoute, pathSegments, type Route } from "./route.js";
+import { ScopeResolver } from "./scope.js";
 import { sessionRoute } from "./session-route.js";
 
 /**
@@ -47,10 +49,12 @@ export function createInboxHandler(options: InboxOptions): InboxHandler {
   const logger = resolved.logger ?? stderrLogger;
   const csrf = new CsrfGuard(resolved.csrfSecret, resolved.allowedOrigins);
   const streams = new EventStreams(resolved.runtime, resolved.maxEventStreams, resolved.keepAliveMs);
+  const scopes = new ScopeResolver(resolved.runtime);
   const routes: Route[] = [
     ...assetRoutes(),
     sessionRoute(csrf),
-    ...pauseRoutes(resolved.runtime, resolved.decisionTimeoutMs),
+    ...pauseRoutes(resolved.runtime, scopes, resolved.decisionTimeoutMs),
+    ...approvalRoutes(resolved.runtime, scopes),
     ...auditRoutes(resolved.audit),
     streams.route(),
   ];

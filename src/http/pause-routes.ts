@@ -1,29 +1,9 @@
 import type { Runtime } from "../runtime/runtime.js";
 import type { SuspendedAgent } from "../runtime/runtime-control.js";
-import { CivitasError } from "../errors/civitas-error.js";
-import { InvalidRequestError } from "./http-errors.js";
 import { refuseUnknownFields, requiredText } from "./body-fields.js";
 import { limitParam, pageOf } from "./paging.js";
 import { route, type Route } from "./route.js";
-
-/** Where a list of pauses was read: this runtime's agents, or the whole cluster's shared store. */
-export type PauseScope = "local" | "cluster";
-
-/**
- * The pauses `?scope=` asks for. Without it: the cluster's when the
- * runtime's store can list them, else this runtime's own.
- */
-async function suspendedIn(runtime: Runtime, query: URLSearchParams): Promise<{ scope: PauseScope; pauses: SuspendedAgent[] }> {
-  const asked = query.get("scope");
-  if (asked !== null && asked !== "local" && asked !== "cluster") throw new InvalidRequestError(`?scope= is "local" or "cluster", got ${JSON.stringify(asked)}`);
-  if (asked === "local") return { scope: "local", pauses: runtime.listSuspended() };
-  try {
-    return { scope: "cluster", pauses: await runtime.listSuspended({ scope: "cluster" }) };
-  } catch (error) {
-    if (asked === null && error instanceof CivitasError && error.code === "CLUSTER_SCOPE_UNSUPPORTED") return { scope: "local", pauses: runtime.listSuspended() };
-    throw error;
-  }
-}
+import type { ScopeResolver } from "./scope.js";
 
 function matches(pause: SuspendedAgent, query: URLSearchParams): boolean {
   const agent = query.get("agent");
@@ -40,11 +20,12 @@ const pauseKey = (pause: SuspendedAgent): string => `${pause.since}\u0000${pause
  * one. The approver is always the authenticated identity.
  * @internal
  */
-export function pauseRoutes(runtime: Runtime, decisionTimeoutMs: number): Route[] {
+export function pauseRoutes(runtime: Runtime, scopes: ScopeResolver, decisionTimeoutMs: number): Route[] {
   return [
     route("GET", "/api/v1/agents/suspended", async ({ query }) => {
       const limit = limitParam(query, 100);
-      const { scope, pauses } = await suspendedIn(runtime, query);
+      const scope = await scopes.resolve(query);
+      const pauses = scope === "cluster" ? await runtime.listSuspended({ scope: "cluster" }) : runtime.listSuspended();
       const keyed = pauses.filter((pause) => matches(pause, query)).map((pause) => ({ pause, key: pauseKey(pause) }));
       keyed.sort((a, b) => (a.key < b.key ? -1 : 1));
       const page = pageOf(keyed, (entry) => entry.key, query, limit);
