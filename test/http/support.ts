@@ -6,7 +6,7 @@
  */
 import { request as httpRequest } from "node:http";
 import { afterEach } from "vitest";
-import { AgentProcess, type Message, type SuspensionMarker } from "../../src/index.js";
+import { AgentProcess, type ApprovalPolicy, type Message, type SuspensionMarker } from "../../src/index.js";
 import { serveInbox, type InboxServer, type ServeInboxOptions } from "../../src/entries/http.js";
 
 export type Payment = { invoice: string; cents: number };
@@ -145,4 +145,36 @@ export async function signIn(base: string, identity: string): Promise<Approver> 
     post: (path, body, extraHeaders = {}) =>
       call(base, "POST", path, { [USER_HEADER]: identity, "content-type": "application/json", "x-civitas-csrf": csrfToken, ...extraHeaders }, JSON.stringify(body)),
   };
+}
+
+/** Two stages: one of the finance approvers, then the CFO. */
+export const TWO_STAGES = Object.freeze({
+  stages: [
+    { name: "finance", approvers: ["ana", "ben"], min: 1 },
+    { name: "cfo", approvers: ["carol"], min: 1 },
+  ],
+});
+
+const ALLOW = Object.freeze({ decision: "allow" } as const);
+
+/** Holds every `pay` message of 1,000.00 or more for {@link TWO_STAGES}. */
+export const treasuryPolicy: ApprovalPolicy = ({ message }) =>
+  message.type === "pay" && Number(message.payload.amountCents) >= 100_000 ? { decision: "require_approval", reason: "large payment", rule: TWO_STAGES } : ALLOW;
+
+/** Pays what reaches its handler, and counts how often each message was handled (must never exceed 1). */
+export class Treasury extends AgentProcess {
+  readonly handled = new Map<string, number>();
+  override async handle(message: Message): Promise<Message | void> {
+    this.handled.set(message.id, (this.handled.get(message.id) ?? 0) + 1);
+    return this.reply({ paid: message.payload.amountCents ?? null, approvedBy: this.approval?.decidedBy ?? null });
+  }
+}
+
+/** Polls the async `predicate` every 5 ms until it holds; rejects after `timeoutMs`. */
+export async function eventually(predicate: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }
