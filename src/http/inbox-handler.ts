@@ -77,7 +77,10 @@ export function createInboxHandler(options: InboxOptions): InboxHandler {
   }
 
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
-    answer(req, res).catch((error: unknown) => sendError(res, error, logger));
+    answer(req, res).catch((error: unknown) => {
+      if (resolved.challenge !== undefined && error instanceof UnauthenticatedError && !res.headersSent) res.setHeader("www-authenticate", resolved.challenge);
+      sendError(res, error, logger);
+    });
   };
   return Object.assign(handler, { close: () => streams.closeAll() });
 }

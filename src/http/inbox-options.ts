@@ -62,6 +62,11 @@ export interface InboxOptions {
    * `app.use("/inbox", handler)`, which strips the prefix itself. @defaultValue ""
    */
   basePath?: string;
+  /**
+   * Sent as `WWW-Authenticate` with every 401, e.g. `Basic realm="inbox"` so
+   * that a browser asks for a user name and password. @defaultValue none
+   */
+  challenge?: string;
   /** Where failures nobody else sees go (a throwing `authenticate`, a 500). @defaultValue warnings and errors to stderr */
   logger?: Logger;
 }
