@@ -1,4 +1,5 @@
-import { settles, type AuditEvent, type AuditSink } from "./audit-event.js";
+import type { AuditEvent, AuditSink } from "./audit-event.js";
+import { effectiveSettlement } from "./owner-fence.js";
 
 /**
  * Keeps audit events in memory, in emit order. For tests and for
@@ -27,7 +28,7 @@ export class MemoryAuditSink implements AuditSink {
 
   /** The decision recorded for the pause `suspensionId` of `agent`, if any (see {@link AuditSink.recordedSettlement}). */
   recordedSettlement(agent: string, suspensionId: string): Promise<AuditEvent | undefined> {
-    return Promise.resolve(this.recorded.find((e) => settles(e, agent, suspensionId)));
+    return Promise.resolve(effectiveSettlement(this.recorded, agent, suspensionId));
   }
 
   /** Events of one kind, optionally for one agent. */

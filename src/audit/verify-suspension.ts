@@ -1,6 +1,7 @@
 import type { StateStore } from "../state/state-store.js";
 import { crossCheckAnchor } from "./anchor-check.js";
 import type { AuditRow } from "./audit-row.js";
+import { OwnerFences, writerFence } from "./owner-fence.js";
 import { auditLogBytes, sourceLabel, type AuditLogSource } from "./audit-source.js";
 import { keyResolver, walkAuditLog, type VerifyOptions } from "./verify-audit-log.js";
 
@@ -61,8 +62,14 @@ export interface VerifySuspensionOptions extends VerifyOptions {
 export interface SuspensionVerification {
   /** Why the verification failed as a whole when the log disagrees with the store: `truncated` or `anchor-mismatch`. */
   reason?: "truncated" | "anchor-mismatch";
-  /** `failed` if any suspension failed or the chain is broken, else `pending` if any is unsettled, else `verified`. */
-  status: SuspensionStatus;
+  /**
+   * `failed` if any suspension failed or the chain is broken, else `pending`
+   * if any is unsettled, else `verified` — or `not-found` when no verified
+   * row of the log is of `agent` at all (a misspelt name, or another
+   * agent's log): nothing was verified. `civitas audit verify-suspension`
+   * exits 4 (not found) for it.
+   */
+  status: SuspensionStatus | "not-found";
   /** Every suspension of the agent, oldest first. */
   suspensions: SuspensionRecord[];
   /** One sentence per break found. */
@@ -86,7 +93,9 @@ function text(value: unknown): string | undefined {
  * resume, a cancellation after an expiry …), or when a settlement of another
  * agent names it; the verification also fails for a settlement of `agent`
  * naming a suspension the log does not hold (before it) or one of another
- * agent, for suspend or settling rows without a `suspensionId`, and for a broken
+ * agent, for suspend or settling rows without a `suspensionId`, for a settlement
+ * written by a fenced-out owner (its `details.fence` older than a fence the log
+ * showed for `agent` before it: see docs/postgres.md), and for a broken
  * chain (see `verifyAuditLog`; rows after the break are not read). A torn final
  * line is ignored.
  *
@@ -110,9 +119,10 @@ export async function verifySuspension(path: AuditLogSource, agent: string, opti
   if (walk.brokenAt !== undefined) failures.push(`the audit chain is broken at row ${walk.brokenAt}: ${walk.reason ?? "unknown"}`);
   const anchor = options.store === undefined ? undefined : await crossCheckAnchor(walk.rows, agent, options.store);
   if (anchor !== undefined) failures.push(anchor.failure);
-  let status: SuspensionStatus = "verified";
+  let status: SuspensionVerification["status"] = "verified";
   if (failures.length > 0 || suspensions.some((s) => s.status === "failed")) status = "failed";
   else if (suspensions.some((s) => s.status === "pending")) status = "pending";
+  else if (!walk.rows.some((row) => row.agent === agent)) status = "not-found";
   return anchor === undefined ? { status, suspensions, failures } : { status, suspensions, failures, reason: anchor.reason };
 }
 
@@ -120,7 +130,10 @@ function settle(rows: readonly AuditRow[], agent: string, failures: string[]): S
   const mine = new Map<string, SuspensionRecord>();
   /** suspensionId → owning agent, for every suspension seen so far. */
   const owners = new Map<string, string>();
+  const fences = new OwnerFences();
   for (const row of rows) {
+    const newerOwner = fences.fencedOut(row);
+    fences.see(row);
     if (row.event === "agent.suspend") {
       const id = text(row.details.suspensionId);
       if (row.agent !== agent) {
@@ -164,6 +177,14 @@ function settle(rows: readonly AuditRow[], agent: string, failures: string[]): S
         continue;
       }
       const record = mine.get(id);
+      if (newerOwner !== undefined) {
+        // Written by an owner fenced out by then: it never took effect, and is not the pause's decision.
+        if (record !== undefined) record.status = "failed";
+        failures.push(
+          `row ${row.seq}: ${what(row.event)} of suspension '${id}' of '${agent}' was written at fence ${writerFence(row) ?? "?"} after fence ${newerOwner} took '${agent}' over; a fenced-out owner's receipt is not a decision`,
+        );
+        continue;
+      }
       if (record === undefined) {
         const owner = owners.get(id);
         failures.push(

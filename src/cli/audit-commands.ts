@@ -40,7 +40,7 @@ export async function auditVerify(file: string, keys: AuditKeys): Promise<Comman
  * (approved, denied, expired, cancelled), by whom and when; with a store,
  * also whether the log reaches the audit anchor stored with the agent's
  * state (a cut log is `failed`, reason `truncated`). Exit 0 for
- * `verified` or `pending`, 1 for `failed`.
+ * `verified` or `pending`, 1 for `failed`, 4 for `not-found` (no row of the agent).
  */
 export async function auditVerifySuspension(file: string, agent: string, keys: AuditKeys, storeOptions?: StoreOptions): Promise<CommandResult> {
   const reader = storeOptions?.store === undefined ? undefined : await openStore(storeOptions);
@@ -67,12 +67,14 @@ export async function auditVerifySuspension(file: string, agent: string, keys: A
     "",
     v.status === "verified"
       ? `VERIFIED: every suspension of '${agent}' was settled by exactly one decision`
-      : v.status === "pending"
+      : v.status === "not-found"
+        ? `NOT FOUND: ${file} holds no row of '${agent}' (check the agent's name, and that this is its log)`
+        : v.status === "pending"
         ? `PENDING: ${live} suspension${live === 1 ? " of '" + agent + "' is" : "s of '" + agent + "' are"} still live (not decided yet); this is not a failure`
         : `FAILED: the audit trail of '${agent}' does not verify (${v.failures.length} failure${v.failures.length === 1 ? "" : "s"})`,
   );
   return {
-    exitCode: v.status === "failed" ? ExitCode.FAILED : ExitCode.OK,
+    exitCode: v.status === "failed" ? ExitCode.FAILED : v.status === "not-found" ? ExitCode.NOT_FOUND : ExitCode.OK,
     text: lines.join("\n"),
     json: { file, agent, ...v },
   };

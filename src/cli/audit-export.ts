@@ -6,10 +6,10 @@
  * @module
  */
 import { open } from "node:fs/promises";
-import { auditTables, readAuditLines } from "../audit/postgres-audit-sink.js";
+import { auditTables, readAuditLines } from "../postgres/postgres-audit-sink.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import { redact, unavailable } from "../postgres/pg-connection.js";
-import { cliPool } from "./postgres-reader.js";
+import { cliPool } from "./open-postgres.js";
 import { CliError, ExitCode, usageError, type CommandResult } from "./output.js";
 
 /** What `civitas audit export` was told. */

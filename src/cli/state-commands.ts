@@ -9,7 +9,7 @@
 import type BetterSqlite3 from "better-sqlite3";
 import { CivitasError } from "../errors/civitas-error.js";
 import type { JsonObject } from "../message/json.js";
-import { readMarker, SUSPENSION_KEY } from "../process/suspension.js";
+import { readMarker, SUSPENSION_KEY } from "../state/suspension-marker.js";
 import { decodeState, STATE_RECORD_VERSION } from "../state/state-record.js";
 import { CliError, ExitCode, table, usageError, type CommandResult } from "./output.js";
 
@@ -51,7 +51,7 @@ export async function openStore(options: StoreOptions): Promise<StoreReader> {
   if (uri === undefined || uri === "") {
     throw usageError(`--store is required; supported: ${SCHEMES.join(", ")}`);
   }
-  if (isPostgres(uri)) return (await import("./postgres-reader.js")).openPostgresReader(uri, options.table);
+  if (isPostgres(uri)) return (await import("./open-postgres.js")).openPostgresStore(uri, options.table);
   if (!uri.startsWith("sqlite:")) {
     const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(uri)?.[1];
     throw usageError(
@@ -200,7 +200,7 @@ export async function stateMigrate(options: StoreOptions): Promise<CommandResult
   if (uri === undefined || uri === "") throw usageError(`--store is required; supported: ${SCHEMES.join(", ")}`);
   const table = options.table ?? DEFAULT_TABLE;
   if (isPostgres(uri)) {
-    const { PostgresStateStore } = await import("../state/postgres-state-store.js");
+    const { PostgresStateStore } = await import("../postgres/postgres-state-store.js");
     const store = new PostgresStateStore({ connectionString: uri }, { table });
     try {
       await store.migrate();
@@ -208,7 +208,7 @@ export async function stateMigrate(options: StoreOptions): Promise<CommandResult
       await store.close();
     }
   } else if (uri.startsWith("sqlite:") && uri.length > "sqlite:".length) {
-    const { SqliteStateStore } = await import("../state/sqlite-state-store.js");
+    const { SqliteStateStore } = await import("../sqlite/sqlite-state-store.js");
     await new SqliteStateStore(uri.slice("sqlite:".length), { table }).close();
   } else {
     throw usageError(`--store must be one of: ${SCHEMES.join(", ")}; got '${uri}'`);

@@ -11,10 +11,10 @@
  * ```
  * @packageDocumentation
  */
-export { PostgresStateStore } from "../state/postgres-state-store.js";
-export type { PostgresStateStoreOptions, StoredSuspension } from "../state/postgres-state-store.js";
+export { PostgresStateStore } from "../postgres/postgres-state-store.js";
+export type { PostgresStateStoreOptions, StoredSuspension } from "../postgres/postgres-state-store.js";
 export type { PostgresConnection, PostgresPoolOptions } from "../postgres/pg-connection.js";
 export { PostgresLeases } from "../postgres/postgres-leases.js";
 export type { PostgresLeasesOptions } from "../postgres/postgres-leases.js";
-export { PostgresAuditSink } from "../audit/postgres-audit-sink.js";
-export type { PostgresAuditSinkOptions } from "../audit/postgres-audit-sink.js";
+export { PostgresAuditSink } from "../postgres/postgres-audit-sink.js";
+export type { PostgresAuditSinkOptions } from "../postgres/postgres-audit-sink.js";

@@ -9,5 +9,5 @@
  * ```
  * @packageDocumentation
  */
-export { SqliteStateStore } from "../state/sqlite-state-store.js";
-export type { SqliteStateStoreOptions } from "../state/sqlite-state-store.js";
+export { SqliteStateStore } from "../sqlite/sqlite-state-store.js";
+export type { SqliteStateStoreOptions } from "../sqlite/sqlite-state-store.js";

@@ -205,7 +205,8 @@ function snapshotMessage(value: unknown): Record<MessageField, unknown> {
  * a `schema_version` other than 1 (checked first), any of the fourteen keys
  * missing or mistyped, a payload that is not a plain JSON object nested at
  * most `MAX_JSON_DEPTH` (1000) levels, bad `ttl_ms`/`trace_flags` extras, and
- * any object whose fields cannot be read (a revoked proxy, a throwing getter).
+ * any object whose fields cannot be read (a revoked proxy, a throwing getter),
+ * and JSON text or bytes over {@link MAX_WIRE_BYTES} (8 MiB).
  *
  * @throws {@link InvalidWireMessageError} (`INVALID_WIRE_MESSAGE`) for all of the above.
  * @example
@@ -216,6 +217,7 @@ function snapshotMessage(value: unknown): Record<MessageField, unknown> {
 export function fromWire(input: unknown): Message {
   let wire: unknown = input;
   if (typeof input === "string" || isBytes(input)) {
+    checkWireSize(typeof input === "string" ? (input.length * 3 <= MAX_WIRE_BYTES ? input.length : Buffer.byteLength(input, "utf8")) : input.byteLength);
     const text = typeof input === "string" ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength).toString("utf8");
     try {
       wire = JSON.parse(text);
@@ -224,6 +226,25 @@ export function fromWire(input: unknown): Message {
     }
   }
   return fromFields(snapshot(wire, WIRE_KEYS, "wire message", "send the Python Civitas envelope (Message.to_dict()) as a JSON object"));
+}
+
+/**
+ * The largest encoded message (its bytes on the wire: JSON text or
+ * MessagePack) that `fromWire` and the transports accept: 8 MiB. A larger
+ * one is refused with `INVALID_WIRE_MESSAGE` before it is parsed or sent;
+ * keep large data elsewhere and send a reference to it.
+ */
+export const MAX_WIRE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Refuses an encoded message of `bytes` bytes over {@link MAX_WIRE_BYTES}.
+ * @throws {@link InvalidWireMessageError} (`INVALID_WIRE_MESSAGE`)
+ * @internal
+ */
+export function checkWireSize(bytes: number): void {
+  if (bytes > MAX_WIRE_BYTES) {
+    throw new InvalidWireMessageError(`wire message is ${bytes} bytes, over the limit of ${MAX_WIRE_BYTES} bytes (MAX_WIRE_BYTES, 8 MiB); keep large data outside the message and send a reference to it`);
+  }
 }
 
 /** Builds the message from fields each read once, checking every one. */

@@ -1,6 +1,7 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { TransportUnavailableError } from "../errors/errors.js";
 import type { Logger } from "../logging/logger.js";
+import { checkWireSize } from "../message/wire.js";
 
 /** How long a stop waits for the server to confirm a drain or flush. */
 const DRAIN_DEADLINE_MS = 5000;
@@ -150,7 +151,8 @@ export class BusLink {
    * `sendTimeoutMs` (or until `signal` aborts), then rejects with
    * `TRANSPORT_UNAVAILABLE`; nothing is dropped unseen. A message the
    * connection would refuse (closed or draining, a subject with whitespace,
-   * over the server's `max_payload`) rejects here, before it is queued.
+   * over the server's `max_payload`) rejects here with `TRANSPORT_UNAVAILABLE`, and one over
+   * `MAX_WIRE_BYTES` with `INVALID_WIRE_MESSAGE`, before it is queued.
    */
   publish(subject: string, data: Uint8Array, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
@@ -203,6 +205,7 @@ export class BusLink {
     else {
       const max = this.nc.info?.max_payload;
       if (max !== undefined && data.length > max) problem = `the message is ${data.length} bytes, over the server's max_payload of ${max}`;
+      else checkWireSize(data.length);
     }
     if (problem !== undefined) throw new TransportUnavailableError(`could not publish to '${subject}': ${problem}`);
     this.lastSubject = subject;

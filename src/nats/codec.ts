@@ -1,7 +1,7 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, InvalidWireMessageError } from "../errors/errors.js";
 import type { Message } from "../message/message.js";
-import { fromWire, readMessage, toWire, type WireMessage } from "../message/wire.js";
+import { checkWireSize, fromWire, readMessage, toWire, type WireMessage } from "../message/wire.js";
 import { decodeMsgpack, encodeMsgpackEnvelope, encodeMsgpackMessage, encodeMsgpackShared, utf8Bytes } from "./msgpack-envelope.js";
 import { readRegularEnvelope } from "./msgpack-reader.js";
 import { pythonJsonText } from "./python-json.js";
@@ -108,9 +108,10 @@ export function encodeForBus(message: Message, serializer: WireSerializer): Uint
 /**
  * Decodes and checks a message from the bus, in either encoding:
  * `fromWire(decodeWire(bytes))`.
- * @throws {@link InvalidWireMessageError} for anything that is not a valid envelope.
+ * @throws {@link InvalidWireMessageError} for anything that is not a valid envelope, or over `MAX_WIRE_BYTES`.
  */
 export function decodeMessage(bytes: Uint8Array): Message {
+  checkWireSize(bytes.length);
   // A regular MessagePack envelope is read straight into the message; anything else takes the general path.
   return (bytes instanceof Uint8Array ? readRegularEnvelope(bytes) : undefined) ?? fromWire(decodeWire(bytes));
 }

@@ -12,6 +12,7 @@ import {
 import { anchorOf, type AuditAnchor } from "../audit/audit-anchor.js";
 import type { AuditEvent, AuditSink } from "../audit/audit-event.js";
 import { describeValue } from "../errors/civitas-error.js";
+import { StateFencedError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
 import type { Logger } from "../logging/logger.js";
 import { isoTime, type Clock } from "../time/clock.js";
@@ -46,6 +47,8 @@ export class Telemetry {
     private readonly signerId: string,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    /** The fence of the runtime's store (`PostgresStateStore.fenced`), stamped on every receipt as `details.fence`; `undefined` for an unfenced store. */
+    private readonly ownerFence?: number,
   ) {
     let tracer: Tracer | undefined;
     try {
@@ -187,12 +190,23 @@ export class Telemetry {
     return this.auditSink === undefined ? NOTHING_TO_RECORD : this.record(this.auditSink, event, agent, details);
   }
 
-  private async record(sink: AuditSink, event: string, agent: string, details: JsonObject): Promise<boolean> {
+  /**
+   * A decision's receipt ({@link Telemetry.audit}), except that a sink that
+   * refused it because the agent's owner of record is another process
+   * (`STATE_FENCED`, see `PostgresAuditSink`'s `stateTable`) rejects with that error.
+   */
+  auditDecision(event: string, agent: string, details: JsonObject): Promise<boolean> {
+    return this.auditSink === undefined ? NOTHING_TO_RECORD : this.record(this.auditSink, event, agent, details, true);
+  }
+
+  private async record(sink: AuditSink, event: string, agent: string, details: JsonObject, fencedRejects = false): Promise<boolean> {
+    const stamped = this.ownerFence === undefined || "fence" in details ? details : { ...details, fence: this.ownerFence };
     try {
-      const anchor = anchorOf(await sink.emit({ event, ts: isoTime(this.clock.now()), agent, signerId: this.signerId, details }));
+      const anchor = anchorOf(await sink.emit({ event, ts: isoTime(this.clock.now()), agent, signerId: this.signerId, details: stamped }));
       if (anchor !== undefined && (this.anchors.get(agent)?.seq ?? -1) < anchor.seq) this.anchors.set(agent, anchor);
       return true;
     } catch (err) {
+      if (fencedRejects && err instanceof StateFencedError) throw err;
       this.logger.error("audit: the sink failed to record an event", { event, agent, error: err });
       return false;
     }

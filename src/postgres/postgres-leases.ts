@@ -4,7 +4,7 @@ import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import { stderrLogger, type Logger } from "../logging/logger.js";
 import { StoreClosedError } from "../state/store-closed-error.js";
-import { createSequenceSql } from "../state/postgres-state-schema.js";
+import { createSequenceSql } from "./postgres-state-schema.js";
 import { int8, openPool, tableName, unavailable, type PostgresConnection, type PostgresPoolOptions, type TableName } from "./pg-connection.js";
 import { ensureTable } from "./table-shape.js";
 

@@ -12,7 +12,8 @@ import { durationMs, resolveAgentOptions, type AgentProcessOptions } from "./age
 import { checkSend, composeOutgoing, composeReply } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
 import { ProcessStatus } from "./process-status.js";
-import { assertReason, frozenMarker, type SuspensionMarker } from "./suspension.js";
+import { frozenMarker, type SuspensionMarker } from "../state/suspension-marker.js";
+import { assertReason } from "./decision-text.js";
 import { checkExpiresInMs, type PauseOptions } from "./pause-deadline.js";
 import type { CancelCause } from "./pause-settlement.js";
 import { ProcessRunner } from "./process-runner.js";

@@ -13,7 +13,8 @@ import { beginSelfStop } from "./stop-sequence.js";
  * is left to the caller, as a failed persist always was.
  *
  * Called from the runner's `persist`, the one path every write of the
- * agent's state takes; rethrows `error` so the caller sees it.
+ * agent's state takes, and for a decision's receipt that the audit sink
+ * refused as fenced out (pause-settlement.ts); rethrows `error` so the caller sees it.
  * @internal
  */
 export function afterFailedPersist(runner: ProcessRunner, error: unknown): never {

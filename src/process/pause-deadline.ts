@@ -1,7 +1,7 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import type { Clock, TimerHandle } from "../time/clock.js";
-import type { SuspensionMarker } from "./suspension.js";
+import type { SuspensionMarker } from "../state/suspension-marker.js";
 
 /** Options of a pause an agent asks for itself, `this.suspend(reason, options)` (`runtime.suspend` takes `SuspendOptions`). */
 export interface PauseOptions {

@@ -1,7 +1,7 @@
 import { IdentityChangedError, ResumeRefusedError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
 import { settlesWithin } from "../time/deadline.js";
-import { describeIdentity, sameIdentity, type AgentIdentity, type SuspensionMarker } from "./suspension.js";
+import { describeIdentity, sameIdentity, type AgentIdentity, type SuspensionMarker } from "../state/suspension-marker.js";
 import type { ProcessRunner } from "./process-runner.js";
 
 // What is checked before a pause is decided: the agent's identity against the pause's, and `authorizeResume`.

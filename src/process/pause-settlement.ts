@@ -5,8 +5,9 @@ import type { RuntimeServices } from "../runtime/services.js";
 import { ProcessStatus } from "./process-status.js";
 import { completeRecorded, decisionOnRecord } from "./recorded-decision.js";
 import type { SuspensionControl } from "./suspension-control.js";
-import type { SuspensionMarker } from "./suspension.js";
+import type { SuspensionMarker } from "../state/suspension-marker.js";
 import { runHook } from "./hooks.js";
+import { afterFailedPersist } from "./fencing.js";
 
 /**
  * Why a pause was cancelled rather than decided: the agent was halted
@@ -32,7 +33,38 @@ async function receiptFirst(control: SuspensionControl, marker: SuspensionMarker
   const announced =
     !(control.announcementOwed || marker.announced === false) ||
     (await telemetry.audit("agent.suspend", name, { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, recordedAtDecision: true }));
-  return announced && (await telemetry.audit(event, name, details));
+  return announced && (await decisionReceipt(control, event, details));
+}
+
+/**
+ * Records the receipt `event` of a decision. A sink that refuses it because
+ * another process owns the agent now (`STATE_FENCED`) is lost ownership, as
+ * a refused write is: the agent stops (see fencing.ts) and the error is
+ * rethrown, for the decision's caller. `false` when it could not be recorded.
+ * @internal
+ */
+export async function decisionReceipt(control: SuspensionControl, event: string, details: JsonObject): Promise<boolean> {
+  const runner = control.runner;
+  try {
+    return await runner.requireServices().telemetry.auditDecision(event, runner.agent.name, details);
+  } catch (error) {
+    return afterFailedPersist(runner, error);
+  }
+}
+
+/**
+ * Throws the `STATE_FENCED` of a decision whose cleared marker was refused
+ * because another process took the agent over meanwhile: the decision did
+ * not take effect here, and its caller must not be told it did (the new
+ * owner decides the pause; a receipt of this fenced-out owner is not a
+ * decision, docs/postgres.md).
+ * @internal
+ */
+export function throwIfFenced(control: SuspensionControl, span: Span | undefined): void {
+  const fenced = control.runner.fencedOut;
+  if (fenced === undefined) return;
+  control.runner.requireServices().telemetry.endSpan(span, fenced);
+  throw fenced;
 }
 
 /**
@@ -84,6 +116,7 @@ export async function takeEffect(
   const runner = control.runner;
   control.settle(marker);
   await control.persistMarker(change, span);
+  throwIfFenced(control, span);
   if (runner.currentStatus === ProcessStatus.SUSPENDED) {
     runner.transition(ProcessStatus.RUNNING);
     await runHook(runner, hook, call, runner.options.shutdownTimeoutMs);
@@ -132,7 +165,9 @@ export async function cancelPause(control: SuspensionControl, cause: CancelCause
     control.settle(marker);
     return true;
   }
-  if (recorded === null || !(await receiptFirst(control, marker, "agent.suspend.cancelled", { suspensionId: marker.suspensionId, cause, by }))) {
+  // A receipt refused as fenced out stops the agent (fencing.ts): the pause stays the new owner's.
+  const receipted = recorded === null ? false : await receiptFirst(control, marker, "agent.suspend.cancelled", { suspensionId: marker.suspensionId, cause, by }).catch(() => false);
+  if (!receipted) {
     runner
       .requireServices()
       .logger.error(

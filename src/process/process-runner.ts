@@ -9,7 +9,7 @@ import { isDynamicHost } from "../supervision/dynamic-host.js";
 import { systemClock, type Clock } from "../time/clock.js";
 import { type ResolvedAgentOptions } from "./agent-options.js";
 import { type EnvelopeContext } from "./envelope.js";
-import { persistableState } from "./suspension.js";
+import { persistableState } from "../state/suspension-marker.js";
 import { anchoredState } from "../audit/audit-anchor.js";
 import { afterFailedPersist } from "./fencing.js";
 import { isLegalTransition, ProcessStatus } from "./process-status.js";
@@ -241,7 +241,9 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     try {
       const marker = this.suspension.marker;
       // A pause asked for and not entered yet, or entered and not announced yet, is stored flagged as not announced (see SuspensionMarker.announced).
-      const pause = marker ?? this.suspension.request?.marker;
+      // A decided pause is never written back, whatever failed before its decision (issue 21).
+      const asked = marker ?? this.suspension.request?.marker;
+      const pause = asked?.suspensionId === this.suspension.lastSettled ? undefined : asked;
       const state = persistableState(this.agent.state, pause, this.agent.name, marker !== undefined && !this.suspension.announcementOwed);
       // The held actions are the runtime's, as the marker is: what user code put under their key is never written.
       if (this.gate !== undefined && this.gate.records.size > 0) state[APPROVALS_KEY] = approvalsJson(this.gate.records.values());

@@ -1,8 +1,9 @@
 import type { AuditEvent } from "../audit/audit-event.js";
 import { AuditUnavailableError } from "../errors/errors.js";
 import { ProcessStatus } from "./process-status.js";
-import type { SuspensionMarker } from "./suspension.js";
+import type { SuspensionMarker } from "../state/suspension-marker.js";
 import { runHook } from "./hooks.js";
+import { throwIfFenced } from "./pause-settlement.js";
 import type { SuspensionControl } from "./suspension-control.js";
 
 // A pause decided once: when the process ended after a decision's receipt and before its marker
@@ -42,11 +43,35 @@ export async function completeRecorded(control: SuspensionControl, marker: Suspe
     );
   control.settle(marker);
   await control.persistMarker(recorded.event === "agent.deny" ? "deny" : "resume", undefined);
+  throwIfFenced(control, undefined);
   if (runner.currentStatus !== ProcessStatus.SUSPENDED) return;
   runner.transition(ProcessStatus.RUNNING);
   if (recorded.event === "agent.resume") {
     await runHook(runner, "onResume", () => runner.agent.onResume(text(details.approver), { ...marker }), runner.options.shutdownTimeoutMs);
   } else if (recorded.event === "agent.deny") {
     await runHook(runner, "onDeny", () => runner.agent.onDeny(text(details.decider), { ...marker }, text(details.reason)), runner.options.shutdownTimeoutMs);
+  }
+}
+
+/**
+ * Completes, during a start, the decision on record for the pause this
+ * incarnation restored (see {@link completeRecorded}): an approval resumes
+ * the agent and runs `onResume` with the recorded approver, a denial or an
+ * expiry runs `onDeny`, a cancellation clears the pause; the pause leaves
+ * `listSuspended`. Only a decision of the pause's owner of record counts (a
+ * fenced-out owner's receipt is ignored, owner-fence.ts). When the sink
+ * cannot be read, the pause stays and is decided as before (the lookup is
+ * repeated when the next decision arrives); that is logged. Never rejects.
+ * @internal
+ */
+export async function rollForward(control: SuspensionControl): Promise<void> {
+  const marker = control.marker;
+  const runner = control.runner;
+  if (marker === undefined || runner.currentStatus !== ProcessStatus.SUSPENDED || !runner.requireServices().telemetry.auditing) return;
+  try {
+    const recorded = await decisionOnRecord(control, marker, "resume");
+    if (recorded !== undefined && control.marker === marker) await completeRecorded(control, marker, recorded);
+  } catch (error) {
+    runner.requireServices().logger.warn(`'${runner.agent.name}' came back SUSPENDED under ${marker.suspensionId}, and whether that pause is decided already could not be read from the audit sink; it stays SUSPENDED until decided`, { error });
   }
 }

@@ -4,11 +4,12 @@ import type { JsonObject } from "../message/json.js";
 import { forceMessage } from "../mailbox/mailbox-internals.js";
 import type { Message } from "../message/message.js";
 import { ProcessStatus } from "./process-status.js";
-import { assertApprover, type SuspensionMarker } from "./suspension.js";
+import type { SuspensionMarker } from "../state/suspension-marker.js";
+import { assertApprover } from "./decision-text.js";
 import type { SuspensionControl } from "./suspension-control.js";
 import { answer, refuse } from "./effects.js";
 import { authorize, identityChange } from "./pause-decision.js";
-import { denyPause, takeEffect } from "./pause-settlement.js";
+import { decisionReceipt, denyPause, takeEffect } from "./pause-settlement.js";
 import { completeRecorded, decisionOnRecord } from "./recorded-decision.js";
 
 // A `_agency.resume` request (`runtime.resume`, or `runtime.deny`, which travels as a resume with
@@ -128,7 +129,7 @@ async function leaveSuspended(control: SuspensionControl, approver: string, mark
     !control.announcementOwed ||
     !services.telemetry.auditing ||
     (await services.telemetry.audit("agent.suspend", runner.agent.name, { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, recordedAtResume: true }));
-  if (services.telemetry.auditing && !(announced && (await services.telemetry.audit("agent.resume", runner.agent.name, receipt)))) {
+  if (services.telemetry.auditing && !(announced && (await decisionReceipt(control, "agent.resume", receipt)))) {
     // No approved action without its receipt: the pause stays, nothing has changed yet.
     const error = new AuditUnavailableError(runner.agent.name);
     services.telemetry.endSpan(span, error);

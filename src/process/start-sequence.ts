@@ -3,12 +3,13 @@ import { assertJsonObject, type JsonObject } from "../message/json.js";
 import { AbandonableWait, settlesWithin } from "../time/deadline.js";
 import { whenAborted } from "../time/when-aborted.js";
 import { checkStoredState } from "../state/state-record.js";
-import { isMarkerJson, readMarker, SUSPENSION_KEY } from "./suspension.js";
+import { isMarkerJson, readMarker, SUSPENSION_KEY } from "../state/suspension-marker.js";
 import { ProcessStatus } from "./process-status.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { UP, type StartAttempt, type Starting, type Stopping } from "./lifecycle.js";
 import { receiptRecorded, runHook, errorText, overrides } from "./hooks.js";
 import { restoreApprovals } from "./approval-release.js";
+import { rollForward } from "./recorded-decision.js";
 
 /**
  * One start of the agent, straight through its `starting` phase: restore
@@ -103,6 +104,9 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     incarnation: r.starts,
     ...(r.suspension.marker === undefined ? {} : { suspensionId: r.suspension.marker.suspensionId }),
   });
+  // A restored pause whose decision is on record (the process ended between its receipt and its cleared marker) is completed now,
+  // before anything (its announcement included) could write its marker again.
+  await rollForward(r.suspension);
   // A pause stored before it was announced (a crash or stop came first) gets its receipt and onSuspend now, before any message.
   if (r.suspension.marker?.announced === false) await r.suspension.announceRestored(startedAfter);
   // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.

@@ -9,7 +9,7 @@ import { settlesWithin } from "../time/deadline.js";
 import { PauseDeadline } from "./pause-deadline.js";
 import { cancelPause, expirePause, type CancelCause } from "./pause-settlement.js";
 import { ProcessStatus } from "./process-status.js";
-import { announcedMarker, frozenMarker, markerJson, persistableState, SUSPENSION_KEY, type SuspensionMarker } from "./suspension.js";
+import { announcedMarker, frozenMarker, markerJson, persistableState, SUSPENSION_KEY, type SuspensionMarker } from "../state/suspension-marker.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { runHookWithDeadline, overrides } from "./hooks.js";
 import { answer } from "./effects.js";
@@ -336,6 +336,12 @@ export class SuspensionControl {
     this.setMarker(undefined);
     this.lastSettled = marker.suspensionId;
     this.pauseAfter = undefined;
+    // A suspend request still pending for this very pause (asked for before a crash, restored from the store) is spent.
+    const request = this.request;
+    if (request?.marker?.suspensionId === marker.suspensionId) {
+      this.request = undefined;
+      for (const waiting of request.waiting) void answer(this.runner, waiting);
+    }
   }
 
   /**

@@ -1,5 +1,5 @@
 import { ClusterScopeUnsupportedError } from "../errors/errors.js";
-import type { SuspensionMarker } from "../process/suspension.js";
+import type { SuspensionMarker } from "../state/suspension-marker.js";
 import type { StateStore } from "../state/state-store.js";
 import type { SuspendedAgent } from "./runtime-control.js";
 

@@ -5,12 +5,19 @@ import { Registry } from "../bus/registry.js";
 import { stderrLogger } from "../logging/logger.js";
 import { Telemetry } from "../observability/telemetry.js";
 import { InMemoryStateStore } from "../state/in-memory-state-store.js";
+import type { StateStore } from "../state/state-store.js";
 import { systemClock } from "../time/clock.js";
 import type { RuntimeEvents } from "./runtime-events.js";
 import type { RuntimeOptions } from "./runtime-options.js";
 import { Scheduler } from "./scheduler.js";
 import type { RuntimeServices } from "./services.js";
 import { joiningSimulation } from "./simulation-hooks.js";
+
+/** The fence `store` writes with (a fenced view), stamped on the runtime's receipts; `undefined` when it has none. */
+function storeFence(store: StateStore): number | undefined {
+  const fence = store.fence;
+  return typeof fence === "number" && Number.isSafeInteger(fence) && fence > 0 ? fence : undefined;
+}
 
 /**
  * The services of a new runtime, from its (checked) options: the defaults
@@ -35,7 +42,7 @@ export function createServices(options: RuntimeOptions, events: EventEmitter<Run
     store,
     clock,
     logger,
-    telemetry: new Telemetry(options.tracerProvider, options.auditSink, options.signerId ?? "civitas-runtime", clock, logger),
+    telemetry: new Telemetry(options.tracerProvider, options.auditSink, options.signerId ?? "civitas-runtime", clock, logger, storeFence(store)),
     scheduler: simulation?.scheduler ?? new Scheduler(),
     events,
     authorizeResume: options.authorizeResume,

@@ -7,7 +7,7 @@ import { readStoredApprovals } from "../approvals/stored-approvals.js";
 import type { JsonObject } from "../message/json.js";
 import { APPROVAL_CONTROL } from "../process/approval-release.js";
 import { composeControl } from "../process/envelope.js";
-import { assertApprover, assertReason } from "../process/suspension.js";
+import { assertApprover, assertReason } from "../process/decision-text.js";
 import type { ControlPath } from "./runtime-control.js";
 
 const STATUSES: ReadonlySet<unknown> = new Set<ApprovalStatus>(["pending", "approved", "denied", "expired", "cancelled"]);

@@ -6,7 +6,7 @@ import type { JsonObject } from "../message/json.js";
 import { composeControl, type EnvelopeContext } from "../process/envelope.js";
 import { checkExpiresInMs } from "../process/pause-deadline.js";
 import { ProcessStatus } from "../process/process-status.js";
-import { assertApprover, assertReason } from "../process/suspension.js";
+import { assertApprover, assertReason } from "../process/decision-text.js";
 import type { StateStore } from "../state/state-store.js";
 import { listClusterSuspended, suspendedAgent } from "./cluster-suspensions.js";
 import type { RuntimeServices } from "./services.js";

@@ -5,7 +5,7 @@ import type { MessageBus } from "../bus/message-bus.js";
 import type { Registry } from "../bus/registry.js";
 import type { Logger } from "../logging/logger.js";
 import type { Message } from "../message/message.js";
-import type { SuspensionMarker } from "../process/suspension.js";
+import type { SuspensionMarker } from "../state/suspension-marker.js";
 import type { Telemetry } from "../observability/telemetry.js";
 import type { StateStore } from "../state/state-store.js";
 import type { Clock } from "../time/clock.js";

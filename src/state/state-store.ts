@@ -11,6 +11,13 @@ export interface StateStore {
   /** Whether a `set` that resolved survives a crash of this process (and of the machine, for an fsync'ed store). */
   readonly durable: boolean;
   /**
+   * The fence this handle writes with, for a store that fences its writers
+   * (`PostgresStateStore.fenced(fence)`); absent or 0 otherwise. A runtime
+   * on a fenced store stamps it on its audit receipts (`details.fence`), so
+   * a receipt written after a takeover is not taken as a decision.
+   */
+  readonly fence?: number;
+  /**
    * The state last set for `name`, or `undefined`.
    * Rejects with `STATE_SCHEMA` when the stored record is of an unknown version or malformed.
    */

@@ -3,7 +3,7 @@ import type { Logger } from "../logging/logger.js";
 import type { JsonObject } from "../message/json.js";
 import { AgentProcess } from "../process/agent-process.js";
 import { ProcessStatus } from "../process/process-status.js";
-import { SUSPENSION_KEY } from "../process/suspension.js";
+import { SUSPENSION_KEY } from "../state/suspension-marker.js";
 import { Runtime } from "../runtime/runtime.js";
 import { InMemoryStateStore } from "../state/in-memory-state-store.js";
 import type { StateStore } from "../state/state-store.js";

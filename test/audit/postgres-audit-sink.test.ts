@@ -3,7 +3,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PostgresAuditSink } from "../../src/audit/postgres-audit-sink.js";
+import { PostgresAuditSink } from "../../src/postgres/postgres-audit-sink.js";
 import { encodeRow } from "../../src/audit/audit-row.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";

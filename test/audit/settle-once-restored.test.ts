@@ -2,8 +2,10 @@
  * A kill between a decision's receipt and the write clearing the pause's
  * marker brings the pause back under the same id (the receipt is written
  * before the effect). With a sink that reads back what it recorded (the JSONL
- * and PostgreSQL sinks), the next decision completes the one on record and
- * writes no second receipt: verifySuspension stays `verified`.
+ * and PostgreSQL sinks), the next start completes the decision on record
+ * (issue 21: before, it waited for the next decision) and writes no second
+ * receipt: a later decision of that pause is STALE_APPROVAL, and
+ * verifySuspension stays `verified`.
  *
  * The kill is reproduced by writing the stored record back as it was before
  * the resume's marker-clearing write, then starting a new runtime (new sink,
@@ -13,12 +15,12 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuditLogSource } from "../../src/audit/audit-source.js";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
-import { PostgresAuditSink } from "../../src/audit/postgres-audit-sink.js";
+import { PostgresAuditSink } from "../../src/postgres/postgres-audit-sink.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
 import { AgentProcess, ProcessStatus, Runtime, silentLogger, type AuditSink, type StateStore } from "../../src/index.js";
-import type { SuspensionMarker } from "../../src/process/suspension.js";
-import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
-import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
+import type { SuspensionMarker } from "../../src/state/suspension-marker.js";
+import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
+import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { createTestSchema, type TestSchema } from "../support/postgres.js";
 import { KEY, tempDir } from "./fixtures/log.js";
 
@@ -110,7 +112,7 @@ async function decidedThenKilled(b: Backend, decide: (runtime: Runtime, suspensi
 
 for (const [label, make] of backends) {
   describe(`a pause whose decision is on record comes back after a kill: ${label}`, () => {
-    it("a second approval completes the recorded one (its approver, onResume once) without a second agent.resume", async () => {
+    it("the next start completes the recorded approval (its approver, onResume once) without a second agent.resume; a later approval is STALE_APPROVAL", async () => {
       const b = make();
       const id = await decidedThenKilled(b, (runtime, suspensionId) => runtime.resume("payer", "alice", { suspensionId }));
       const agent = new Payer("payer");
@@ -118,13 +120,13 @@ for (const [label, make] of backends) {
       const runtime = new Runtime({ root: [agent], store: b.store, auditSink: sink, logger: silentLogger, keepAlive: false });
       try {
         await runtime.start();
-        expect(agent.status).toBe(ProcessStatus.SUSPENDED);
-        expect(agent.suspension?.suspensionId).toBe(id);
-        await runtime.resume("payer", "bob", { suspensionId: id });
         expect(agent.status).toBe(ProcessStatus.RUNNING);
         expect(agent.resumes).toEqual(["alice"]);
+        expect(runtime.listSuspended()).toEqual([]);
+        if (b.store instanceof PostgresStateStore) expect(await runtime.listSuspended({ scope: "cluster" })).toEqual([]);
         expect((await b.store.get("payer"))?.["_civitas.suspended"]).toBeUndefined();
-        await expect(runtime.resume("payer", "carol", { suspensionId: id })).rejects.toMatchObject({ code: "STALE_APPROVAL" });
+        await expect(runtime.resume("payer", "bob", { suspensionId: id })).rejects.toMatchObject({ code: "STALE_APPROVAL" });
+        expect(agent.resumes).toEqual(["alice"]);
         const verified = await verifySuspension(await b.log(sink), "payer", { key: KEY });
         expect(verified.failures).toEqual([]);
         expect(verified.status).toBe("verified");
@@ -136,7 +138,7 @@ for (const [label, make] of backends) {
       }
     });
 
-    it("an approval of a pause whose denial is on record completes the denial (onDeny) and is refused STALE_APPROVAL", async () => {
+    it("the next start completes the recorded denial (onDeny once); a later approval is STALE_APPROVAL", async () => {
       const b = make();
       const id = await decidedThenKilled(b, (runtime, suspensionId) => runtime.deny("payer", "dora", { suspensionId, reason: "over budget" }));
       const agent = new Payer("payer");
@@ -144,9 +146,11 @@ for (const [label, make] of backends) {
       const runtime = new Runtime({ root: [agent], store: b.store, auditSink: sink, logger: silentLogger, keepAlive: false });
       try {
         await runtime.start();
-        expect(agent.status).toBe(ProcessStatus.SUSPENDED);
-        await expect(runtime.resume("payer", "bob", { suspensionId: id })).rejects.toMatchObject({ code: "STALE_APPROVAL" });
         expect(agent.status).toBe(ProcessStatus.RUNNING);
+        expect(agent.denials).toEqual(["dora:over budget"]);
+        expect(runtime.listSuspended()).toEqual([]);
+        if (b.store instanceof PostgresStateStore) expect(await runtime.listSuspended({ scope: "cluster" })).toEqual([]);
+        await expect(runtime.resume("payer", "bob", { suspensionId: id })).rejects.toMatchObject({ code: "STALE_APPROVAL" });
         expect(agent.resumes).toEqual([]);
         expect(agent.denials).toEqual(["dora:over budget"]);
         const verified = await verifySuspension(await b.log(sink), "payer", { key: KEY });

@@ -4,11 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AUDIT_ANCHOR_KEY } from "../../src/audit/audit-anchor.js";
 import type { AuditLogSource } from "../../src/audit/audit-source.js";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
-import { PostgresAuditSink } from "../../src/audit/postgres-audit-sink.js";
+import { PostgresAuditSink } from "../../src/postgres/postgres-audit-sink.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
 import { AgentProcess, Runtime, silentLogger, type AuditSink, type StateStore } from "../../src/index.js";
-import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
-import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
+import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
+import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { createTestSchema, type TestSchema } from "../support/postgres.js";
 import { KEY, tempDir } from "./fixtures/log.js";
 

@@ -32,6 +32,11 @@ describe("verifySuspension", () => {
     expect(await verifySuspension(log.file, "payer", { key: KEY })).toEqual({ status: "verified", suspensions: [], failures: [] });
   });
 
+  it("not-found when no row of the log is of the agent (a misspelt name): nothing was verified", async () => {
+    await writeLog(log.file, [suspend("payer", "p-1"), resume("payer", "p-1", "alice")]);
+    expect(await verifySuspension(log.file, "payr", { key: KEY })).toEqual({ status: "not-found", suspensions: [], failures: [] });
+  });
+
   it("counts a pause announced again before its resume once (a restart re-announced it after a kill)", async () => {
     await writeLog(log.file, [suspend("payer", "s-1", "big payment"), event("agent.start", "payer"), suspend("payer", "s-1", "big payment"), resume("payer", "s-1", "alice")]);
     const result = await verifySuspension(log.file, "payer", { key: KEY });

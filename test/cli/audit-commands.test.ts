@@ -160,6 +160,17 @@ describe("civitas audit", { timeout: 60_000 }, () => {
       });
     });
 
+    it("says NOT FOUND and exits 4 for an agent the log holds no row of (a misspelt name)", async () => {
+      const [run, { code, json }] = await Promise.all([
+        civitas(["audit", "verify-suspension", log, "fetchr", "--key", KEY]),
+        civitasJson(["audit", "verify-suspension", log, "fetchr", "--key", KEY]),
+      ]);
+      expect(run.code).toBe(4);
+      expect(run.stdout).toContain("NOT FOUND");
+      expect(code).toBe(4);
+      expect(json).toMatchObject({ ok: false, agent: "fetchr", status: "not-found", suspensions: [] });
+    });
+
     it("shows how each suspension was decided: approved, denied, expired, cancelled (table and --json)", async () => {
       const [run, { code, json }] = await Promise.all([
         civitas(["audit", "verify-suspension", decidedLog, "payer", "--key", KEY]),

@@ -1,10 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PostgresAuditSink } from "../../src/audit/postgres-audit-sink.js";
+import { PostgresAuditSink } from "../../src/postgres/postgres-audit-sink.js";
 import { AUDIT_ANCHOR_KEY } from "../../src/audit/audit-anchor.js";
-import { SUSPENSION_KEY } from "../../src/process/suspension.js";
-import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
+import { SUSPENSION_KEY } from "../../src/state/suspension-marker.js";
+import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { createTestSchema, PG_URL, UNREACHABLE_URL, type TestSchema } from "../support/postgres.js";
 import { civitas, civitasJson, tempDir } from "./fixtures/run-cli.js";
 

@@ -2,8 +2,8 @@ import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SUSPENSION_KEY } from "../../src/process/suspension.js";
-import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
+import { SUSPENSION_KEY } from "../../src/state/suspension-marker.js";
+import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { civitas, civitasJson, tempDir } from "./fixtures/run-cli.js";
 
 const marker = { reason: "budget exceeded", since: "2030-01-02T03:04:05.678Z", approver: null, suspensionId: "susp-1" };

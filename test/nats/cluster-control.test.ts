@@ -13,7 +13,7 @@ import { AgentProcess, CivitasError, Runtime, silentLogger, type JsonObject, typ
 import { uuidv7 } from "../../src/message/ids.js";
 import { decodeMessage } from "../../src/nats/codec.js";
 import { NatsTransport } from "../../src/nats/nats-transport.js";
-import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
+import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import { startPeer, type PeerProcess } from "./support/peer-process.js";

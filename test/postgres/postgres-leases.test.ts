@@ -2,7 +2,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidArgumentError } from "../../src/errors/errors.js";
 import { PostgresLeases } from "../../src/postgres/postgres-leases.js";
-import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
+import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { StoreUnavailableError } from "../../src/state/store-unavailable-error.js";
 import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
 

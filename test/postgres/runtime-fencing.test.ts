@@ -10,7 +10,7 @@ import {
   type JsonObject,
   type Message,
 } from "../../src/index.js";
-import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
+import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { recordTransitions, transitionProblems } from "../../src/testing/transitions.js";
 import { eventually } from "../runtime/fixtures.js";
 import { createTestSchema, type TestSchema } from "../support/postgres.js";
@@ -118,7 +118,8 @@ describe("the runtime's reaction to STATE_FENCED (lost ownership)", () => {
       expect(stored?.[SUSPENSION_KEY]).toBeDefined();
       await base.claim(["payer"], await base.nextFence());
       seen.mark();
-      await runtime.resume("payer", "alice").catch(() => undefined);
+      // The decision did not take effect here: its caller is told so (it was told success before issue 21).
+      await expect(runtime.resume("payer", "alice")).rejects.toMatchObject({ code: "STATE_FENCED" });
       await eventually(() => worker.status === ProcessStatus.STOPPED, "the fenced agent stopped");
       expect(worker.resumes).toBe(0);
       expect(seen.after().map((t) => t.to)).toEqual([ProcessStatus.STOPPING, ProcessStatus.STOPPED]);

@@ -9,8 +9,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, ClusterScopeUnsupportedError, InMemoryStateStore, Runtime, silentLogger, type Message, type StateStore } from "../../src/index.js";
-import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
-import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
+import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
+import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { UNREACHABLE_URL } from "../support/postgres.js";
 
 class Idle extends AgentProcess {

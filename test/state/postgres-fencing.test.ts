@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StateFencedError } from "../../src/errors/errors.js";
-import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
+import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { runTsChild } from "../support/child-process.js";
 import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
 import { blobFor } from "./fixtures/crash-blob.js";
@@ -198,17 +198,19 @@ describe("PostgresStateStore fencing under SIGKILL", () => {
         },
       });
       expect(run.signal, run.stderr).toBe("SIGKILL");
+      // A takeover: a newer fence claims the row. The killed writer's last statement may still commit on the
+      // server until the claim holds the row, so the row is read after the claim, and never changes after it.
+      const next = await store.nextFence();
+      await store.claim(["counter"], next);
       const row = (await store.get("counter")) as { n: number; blob: string; fence: number };
       expect([last, (last ?? 0) + 1]).toContain(row.n);
       expect(row.blob === blobFor(row.n)).toBe(true);
       expect(row.fence).toBe(fence);
-      // A takeover: a newer fence claims the row; the killed writer's fence is refused, in this process and in a new one.
-      const next = await store.nextFence();
-      await store.claim(["counter"], next);
+      // The killed writer's fence is refused, in this process and in a new one.
       await fencedError(store.fenced(fence).set("counter", { n: -1 }));
       const again = await runTsChild(path.join(here, "fixtures", "postgres-crash-writer.ts"), [PG_URL, table, String(fence)], { timeoutMs: 20_000 });
       expect(again.lines).toEqual(["start", "fenced STATE_FENCED"]);
-      expect(((await store.get("counter")) as { n: number }).n).toBe(row.n);
+      expect(await store.get("counter")).toEqual(row);
     }
     await store.close();
   }, 90_000);

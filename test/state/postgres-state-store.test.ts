@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidArgumentError, StateSchemaError } from "../../src/errors/errors.js";
-import { PostgresStateStore } from "../../src/state/postgres-state-store.js";
+import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { STATE_RECORD_VERSION } from "../../src/state/state-record.js";
 import { StoreUnavailableError } from "../../src/state/store-unavailable-error.js";
 import { runTsChild } from "../support/child-process.js";

@@ -4,7 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
+import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { runTsChild } from "../support/child-process.js";
 import { blobFor } from "./fixtures/crash-blob.js";
 

@@ -13,7 +13,7 @@ import { ProcessStatus } from "../../src/process/process-status.js";
 import { silentLogger } from "../../src/logging/logger.js";
 import { Runtime } from "../../src/runtime/runtime.js";
 import { readAhead } from "../../src/state/read-ahead.js";
-import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
+import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { STATE_RECORD_VERSION } from "../../src/state/state-record.js";
 import { Supervisor } from "../../src/supervision/supervisor.js";
 

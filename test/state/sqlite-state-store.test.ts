@@ -4,7 +4,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { InvalidArgumentError, StateSchemaError } from "../../src/errors/errors.js";
-import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
+import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { STATE_RECORD_VERSION } from "../../src/state/state-record.js";
 import type { Clock } from "../../src/time/clock.js";
 import { fileURLToPath } from "node:url";

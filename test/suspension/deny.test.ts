@@ -23,7 +23,7 @@ import {
   type ResumeDecision,
   type SuspensionMarker,
 } from "../../src/index.js";
-import { SqliteStateStore } from "../../src/state/sqlite-state-store.js";
+import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { Pausable, rig, suspendedRig, teardown, TimelineAudit } from "./helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { rejectsWithCode } from "../support/outcome.js";

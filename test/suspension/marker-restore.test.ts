@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus, SUSPENSION_KEY, type JsonObject } from "../../src/index.js";
-import { readMarker } from "../../src/process/suspension.js";
+import { readMarker } from "../../src/state/suspension-marker.js";
 import { Pausable, RecordingStore, rig, teardown } from "./helpers.js";
 
 afterEach(teardown);

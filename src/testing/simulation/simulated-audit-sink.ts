@@ -1,4 +1,5 @@
-import { settles, type AuditEvent, type AuditSink } from "../../audit/audit-event.js";
+import type { AuditEvent, AuditSink } from "../../audit/audit-event.js";
+import { effectiveSettlement } from "../../audit/owner-fence.js";
 import type { Gate, GateBoard, GateOutcome } from "./gate.js";
 import type { SimulationChoice, SimulationFaultKind, SimulationStepKind } from "./types.js";
 
@@ -46,6 +47,6 @@ export class SimulatedAuditSink implements AuditSink {
 
   /** The decision the log acknowledged for the pause `suspensionId` of `agent` (acknowledged appends survive a kill). */
   recordedSettlement(agent: string, suspensionId: string): Promise<AuditEvent | undefined> {
-    return Promise.resolve(this.log.acknowledged.find((e) => settles(e, agent, suspensionId)));
+    return Promise.resolve(effectiveSettlement(this.log.acknowledged, agent, suspensionId));
   }
 }

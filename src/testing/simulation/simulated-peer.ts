@@ -5,7 +5,7 @@ import { describeValue } from "../../errors/civitas-error.js";
 import { InvalidArgumentError } from "../../errors/errors.js";
 import type { JsonObject } from "../../message/json.js";
 import { checkExpiresInMs } from "../../process/pause-deadline.js";
-import { assertApprover, assertReason } from "../../process/suspension.js";
+import { assertApprover, assertReason } from "../../process/decision-text.js";
 import type { DenyOptions, ResumeOptions, SuspendOptions } from "../../runtime/runtime-control.js";
 import type { Clock } from "../../time/clock.js";
 import type { SimulatedNetwork } from "./simulated-network.js";

@@ -4,12 +4,12 @@ import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, StateFencedError } from "../errors/errors.js";
 import { stderrLogger, type Logger } from "../logging/logger.js";
 import type { JsonObject } from "../message/json.js";
-import { readMarker, SUSPENSION_KEY, type SuspensionMarker } from "../process/suspension.js";
-import { int8, openPool, tableName, unavailable, type PostgresConnection, type PostgresPoolOptions, type TableName } from "../postgres/pg-connection.js";
+import { readMarker, SUSPENSION_KEY, type SuspensionMarker } from "../state/suspension-marker.js";
+import { int8, openPool, tableName, unavailable, type PostgresConnection, type PostgresPoolOptions, type TableName } from "./pg-connection.js";
 import { ensureSchema } from "./postgres-state-schema.js";
-import { assertStateName, decodeState, encodeState, STATE_RECORD_VERSION } from "./state-record.js";
-import type { StateStore } from "./state-store.js";
-import { StoreClosedError } from "./store-closed-error.js";
+import { assertStateName, decodeState, encodeState, STATE_RECORD_VERSION } from "../state/state-record.js";
+import type { StateStore } from "../state/state-store.js";
+import { StoreClosedError } from "../state/store-closed-error.js";
 
 /** Options of {@link PostgresStateStore}. */
 export interface PostgresStateStoreOptions extends PostgresPoolOptions {

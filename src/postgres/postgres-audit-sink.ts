@@ -1,15 +1,16 @@
 import type pg from "pg";
 import { describeValue } from "../errors/civitas-error.js";
-import { InvalidArgumentError } from "../errors/errors.js";
+import { InvalidArgumentError, StateFencedError } from "../errors/errors.js";
 import { stderrLogger, type Logger } from "../logging/logger.js";
-import { int8, openPool, tableName, unavailable, withClient, type PostgresConnection, type PostgresPoolOptions, type TableName } from "../postgres/pg-connection.js";
-import { ensureTable } from "../postgres/table-shape.js";
-import type { AuditAnchor } from "./audit-anchor.js";
-import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError } from "./audit-errors.js";
-import type { AuditEvent, AuditSink } from "./audit-event.js";
-import { auditEventProblem } from "./audit-event-check.js";
-import { settlementAmong } from "./recorded-settlement.js";
-import { encodeRow, GENESIS_PREV, isParseFailure, keyBytes, macEquals, macOf, parseRowLine, signRow, type AuditRow } from "./audit-row.js";
+import { int8, openPool, tableName, unavailable, withClient, type PostgresConnection, type PostgresPoolOptions, type TableName } from "./pg-connection.js";
+import { ensureTable } from "./table-shape.js";
+import type { AuditAnchor } from "../audit/audit-anchor.js";
+import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError } from "../audit/audit-errors.js";
+import { SETTLEMENT_EVENTS, type AuditEvent, type AuditSink } from "../audit/audit-event.js";
+import { writerFence } from "../audit/owner-fence.js";
+import { auditEventProblem } from "../audit/audit-event-check.js";
+import { settlementAmong } from "../audit/recorded-settlement.js";
+import { encodeRow, GENESIS_PREV, isParseFailure, keyBytes, macEquals, macOf, parseRowLine, signRow, type AuditRow } from "../audit/audit-row.js";
 
 /** Options of {@link PostgresAuditSink}: where (`pool` or `connectionString`), and how rows are signed. */
 export type PostgresAuditSinkOptions = PostgresConnection &
@@ -36,6 +37,17 @@ export type PostgresAuditSinkOptions = PostgresConnection &
      * @defaultValue `"civitas_audit"`
      */
     table?: string;
+    /**
+     * The table of the `PostgresStateStore` whose fences decide who owns each
+     * agent (same database). With it, a decision's receipt (`agent.resume`,
+     * `agent.deny`, `agent.suspend.cancelled`) is appended only when its
+     * writer's fence (`details.fence`, 0 when absent) is not older than the
+     * agent's row there, checked in the append's transaction (the row is
+     * locked `FOR SHARE`, so a claim waits or wins): a former owner's decision
+     * after a takeover is refused with `STATE_FENCED` and never enters the chain.
+     * @defaultValue no check (readers still ignore a fenced-out owner's receipts, docs/postgres.md)
+     */
+    stateTable?: string;
     /**
      * Where connection errors the pool reports on its own go (a pool the sink makes).
      * @defaultValue warnings to stderr
@@ -91,6 +103,7 @@ export class PostgresAuditSink implements AuditSink {
   readonly #where: string;
   readonly #label: string;
   readonly #tables: { rows: TableName; head: TableName };
+  readonly #stateTable: TableName | undefined;
   readonly #key: Uint8Array;
   readonly #keyId: string;
   readonly #signerId: string | undefined;
@@ -104,6 +117,7 @@ export class PostgresAuditSink implements AuditSink {
     }
     this.#tables = auditTables(options.table, "PostgresAuditSink");
     this.table = this.#tables.rows.text;
+    this.#stateTable = options.stateTable === undefined ? undefined : tableName("stateTable", options.stateTable, "PostgresAuditSink");
     this.#label = `PostgresAuditSink(${this.table})`;
     const key = keyBytes(options.key) ?? (options.key === undefined ? keyBytes(process.env.CIVITAS_AUDIT_KEY) : undefined);
     if (key === undefined) throw new AuditKeyMissingError(this.#label);
@@ -128,6 +142,7 @@ export class PostgresAuditSink implements AuditSink {
    * Appends `event` as the next row of the chain, in one transaction, and
    * resolves with its anchor once committed.
    * @throws (rejects) `AUDIT_SINK_CLOSED` after `close()`; `INVALID_ARGUMENT` when `details` is not plain JSON;
+   *   `STATE_FENCED` for a decision of a fenced-out owner (with `stateTable`: nothing appended);
    *   `STORE_UNAVAILABLE` when the database fails (the row is then not in the chain, and the chain is intact);
    *   `AUDIT_CORRUPT` when the chain's last row was signed under this keyId with another key.
    */
@@ -193,6 +208,7 @@ export class PostgresAuditSink implements AuditSink {
           const results = (await client.query(`BEGIN; SELECT seq::text AS seq, hash FROM ${head.sql} WHERE chain FOR UPDATE`)) as unknown as pg.QueryResult<{ seq: string; hash: string }>[];
           const top = results[1]?.rows[0];
           if (top === undefined) throw new AuditCorruptError(this.#label, `${this.#label}: the head table ${head.text} has no row; the chain cannot be continued safely, verify an export of it`);
+          await this.#checkOwner(client, event);
           const row = signRow(
             {
               seq: int8(top.seq) + 1,
@@ -217,6 +233,22 @@ export class PostgresAuditSink implements AuditSink {
       });
     } catch (error) {
       throw unavailable(this.#label, this.#where, "appending an audit row", error);
+    }
+  }
+
+  /** Refuses (`STATE_FENCED`) a decision whose writer's fence is older than its agent's row in the state table; in the append's transaction. */
+  async #checkOwner(client: pg.PoolClient, event: AuditEvent): Promise<void> {
+    if (this.#stateTable === undefined || !SETTLEMENT_EVENTS.has(event.event)) return;
+    const fence = writerFence(event) ?? 0;
+    const found = await client.query<{ fence: string }>(`SELECT fence::text AS fence FROM ${this.#stateTable.sql} WHERE name = $1 FOR SHARE`, [Buffer.from(event.agent, "utf8")]);
+    const current = found.rows[0] === undefined ? 0 : int8(found.rows[0].fence);
+    if (current > fence) {
+      throw new StateFencedError(
+        event.agent,
+        fence,
+        current,
+        `${this.#label}: the ${event.event} of '${event.agent}' was refused: it was written at fence ${fence}, and fence ${current} owns '${event.agent}' now (another process took it over); nothing was appended. The new owner decides the pause`,
+      );
     }
   }
 
@@ -246,23 +278,27 @@ export class PostgresAuditSink implements AuditSink {
   }
 }
 
+/** How many rows one query of {@link readAuditLines} reads. */
+const AUDIT_PAGE_ROWS = 1000;
+
 /**
- * The stored lines of a chain, in `seq` order, read in batches.
+ * The stored lines of a chain, in numeric `seq` order, read in pages keyed by `seq`.
  * @throws (rejects) `STORE_UNAVAILABLE` when the table cannot be read.
  * @internal
  */
 export async function* readAuditLines(pool: pg.Pool, table: TableName, label: string, where: string): AsyncGenerator<string> {
   let after = -1;
   for (;;) {
-    let batch: pg.QueryResult<{ seq: string; line: string }>;
+    let batch: pg.QueryResult<{ position: string; line: string }>;
     try {
-      batch = await pool.query<{ seq: string; line: string }>(`SELECT seq::text AS seq, line FROM ${table.sql} WHERE seq > $1 ORDER BY seq LIMIT 1000`, [after]);
+      // The text of seq gets its own name: `ORDER BY seq` on an output column `seq::text AS seq` would sort as text (0, 1, 10, 100 …).
+      batch = await pool.query<{ position: string; line: string }>(`SELECT seq::text AS position, line FROM ${table.sql} WHERE seq > $1 ORDER BY ${table.sql}.seq LIMIT ${AUDIT_PAGE_ROWS}`, [after]);
     } catch (error) {
       throw unavailable(label, where, "reading the audit chain", error);
     }
     for (const row of batch.rows) yield row.line;
     const last = batch.rows[batch.rows.length - 1];
-    if (last === undefined || batch.rows.length < 1000) return;
-    after = int8(last.seq);
+    if (last === undefined || batch.rows.length < AUDIT_PAGE_ROWS) return;
+    after = int8(last.position);
   }
 }

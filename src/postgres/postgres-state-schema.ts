@@ -1,7 +1,7 @@
 import type pg from "pg";
-import { StoreUnavailableError } from "./store-unavailable-error.js";
-import { sibling, withClient, type TableName } from "../postgres/pg-connection.js";
-import { shapeProblems, type ColumnShape } from "../postgres/table-shape.js";
+import { StoreUnavailableError } from "../state/store-unavailable-error.js";
+import { sibling, withClient, type TableName } from "./pg-connection.js";
+import { shapeProblems, type ColumnShape } from "./table-shape.js";
 
 /**
  * The records table of `PostgresStateStore`, and how it is created and

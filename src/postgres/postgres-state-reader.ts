@@ -5,11 +5,9 @@
  * @module
  */
 import type pg from "pg";
-import { InvalidArgumentError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
-import { loadPg, redact, tableName, unavailable } from "../postgres/pg-connection.js";
 import { decodeState } from "../state/state-record.js";
-import { CliError, ExitCode, usageError } from "./output.js";
+import { loadPg, redact, unavailable, type TableName } from "./pg-connection.js";
 
 /** A stored marker column, as read: the agent and the marker's JSON text. */
 export interface MarkerRow {
@@ -26,17 +24,12 @@ export interface PostgresReader {
   close(): Promise<void>;
 }
 
-/** Opens a pool on `uri` (5 s connection timeout) and checks that `table` exists, read-only. */
-export async function openPostgresReader(uri: string, table: string | undefined): Promise<PostgresReader> {
-  let t;
-  try {
-    t = tableName("table", table ?? "civitas_state", "--table");
-  } catch (err) {
-    if (err instanceof InvalidArgumentError) throw usageError(`--table must be a plain SQL identifier, optionally schema-qualified (schema.table), got '${String(table)}'`);
-    throw err;
-  }
+/**
+ * Reads the state table `t` through `pool` (opened on `uri`), read-only;
+ * `undefined`, with the pool ended, when the table does not exist.
+ */
+export async function openPostgresReader(pool: pg.Pool, uri: string, t: TableName): Promise<PostgresReader | undefined> {
   const label = `PostgreSQL store ${redact(uri)}`;
-  const pool = cliPool(uri, 30_000);
   pool.on("error", () => undefined); // an idle connection dropped: the next query fails (and says so) or reconnects
   const query = async <R extends pg.QueryResultRow>(doing: string, text: string, values: unknown[] = []): Promise<R[]> => {
     try {
@@ -48,7 +41,8 @@ export async function openPostgresReader(uri: string, table: string | undefined)
   try {
     const found = await query<{ oid: string | null }>("opening the store", "SELECT to_regclass($1)::text AS oid", [t.sql]);
     if ((found[0]?.oid ?? null) === null) {
-      throw new CliError(ExitCode.CORRUPT, "UNREADABLE", `${label} has no table ${t.text}: it holds no civitas state (or pass --table <name>; 'civitas state migrate' creates it)`);
+      await pool.end();
+      return undefined;
     }
   } catch (err) {
     await pool.end();
@@ -71,17 +65,11 @@ export async function openPostgresReader(uri: string, table: string | undefined)
 
 /**
  * One connection for a CLI command on `uri`, with finite connect and query
- * timeouts, that lets the process exit when idle; a usage error naming the
- * install command when pg is missing. Its idle errors are left to the
- * queries, which report them.
- * @internal
+ * timeouts, that lets the process exit when idle. Its idle errors are left
+ * to the queries, which report them.
+ * @throws {@link StoreUnavailableError} when pg cannot be loaded
  */
-export function cliPool(uri: string, queryTimeoutMs: number): pg.Pool {
-  let Pool: typeof pg.Pool;
-  try {
-    Pool = loadPg("civitas").Pool;
-  } catch (err) {
-    throw new CliError(ExitCode.USAGE, "USAGE", "the postgres:// store needs the optional dependency pg; install it with: npm install pg@8", { cause: err });
-  }
+export function readOnlyPool(uri: string, queryTimeoutMs: number): pg.Pool {
+  const { Pool } = loadPg("civitas");
   return new Pool({ connectionString: uri, connectionTimeoutMillis: 5000, query_timeout: queryTimeoutMs, max: 1, allowExitOnIdle: true });
 }

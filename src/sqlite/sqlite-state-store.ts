@@ -4,11 +4,11 @@ import { CivitasError, describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
 import { checkClock, isoTime, systemClock, type Clock } from "../time/clock.js";
-import { readAhead, RowsAhead, type ReadsAhead } from "./read-ahead.js";
-import { assertStateName, decodeState, encodeState, STATE_RECORD_VERSION } from "./state-record.js";
-import type { StateStore } from "./state-store.js";
-import { StoreClosedError } from "./store-closed-error.js";
-import { StoreUnavailableError } from "./store-unavailable-error.js";
+import { readAhead, RowsAhead, type ReadsAhead } from "../state/read-ahead.js";
+import { assertStateName, decodeState, encodeState, STATE_RECORD_VERSION } from "../state/state-record.js";
+import type { StateStore } from "../state/state-store.js";
+import { StoreClosedError } from "../state/store-closed-error.js";
+import { StoreUnavailableError } from "../state/store-unavailable-error.js";
 
 /** Options of {@link SqliteStateStore}. */
 export interface SqliteStateStoreOptions {

@@ -1,0 +1,64 @@
+/**
+ * Issue 21, item 2, for every sink: a settlement stamped with a fence older than one the log
+ * already showed for its agent was written by an owner fenced out by then. Readers (the sinks'
+ * recordedSettlement) ignore it; verifySuspension reports it as a failure, not as the decision.
+ */
+import { describe, expect, it } from "vitest";
+import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
+import { MemoryAuditSink } from "../../src/audit/memory-audit-sink.js";
+import { verifySuspension } from "../../src/audit/verify-suspension.js";
+import type { AuditEvent } from "../../src/audit/audit-event.js";
+import { event, KEY, tempLogPerTest } from "./fixtures/log.js";
+
+const log = tempLogPerTest();
+
+/** Owner at fence 3 pauses; fence 5 takes over (its start on record); the fence-3 owner approves after that; fence 5 denies. */
+function takeover(successorFirst: "agent.start" | "agent.fenced"): AuditEvent[] {
+  return [
+    event("agent.start", "payer", { incarnation: 1, fence: 3 }),
+    event("agent.suspend", "payer", { reason: "approve", suspensionId: "s-1", since: "2030-01-01T00:00:00.000Z", durable: true, fence: 3 }),
+    successorFirst === "agent.start" ? event("agent.start", "payer", { incarnation: 1, suspensionId: "s-1", fence: 5 }) : event("agent.fenced", "payer", { fence: 3, currentFence: 5, status: "SUSPENDED" }),
+    event("agent.resume", "payer", { approver: "mallory", suspensionId: "s-1", reason: "approve", fence: 3 }),
+    event("agent.deny", "payer", { decider: "bob", suspensionId: "s-1", reason: "no", expired: false, fence: 5 }),
+  ];
+}
+
+describe("a fenced-out owner's settlement", () => {
+  it.each(["agent.start", "agent.fenced"] as const)("is not the decision (newer fence shown by %s): sinks skip it, verifySuspension fails naming it", async (shown) => {
+    const events = takeover(shown);
+    const sink = new JsonlAuditSink(log.file, { key: KEY });
+    for (const e of events) await sink.emit(e);
+    expect(await sink.recordedSettlement("payer", "s-1")).toMatchObject({ event: "agent.deny", details: { decider: "bob" } });
+    await sink.close();
+    const memory = new MemoryAuditSink();
+    for (const e of events) memory.emit(e);
+    expect(await memory.recordedSettlement("payer", "s-1")).toMatchObject({ event: "agent.deny" });
+
+    const verified = await verifySuspension(log.file, "payer", { key: KEY });
+    expect(verified.status).toBe("failed");
+    expect(verified.failures).toEqual([
+      "row 3: a resume of suspension 's-1' of 'payer' was written at fence 3 after fence 5 took 'payer' over; a fenced-out owner's receipt is not a decision",
+    ]);
+    expect(verified.suspensions).toEqual([expect.objectContaining({ suspensionId: "s-1", decision: "denied", decidedBy: "bob", status: "failed" })]);
+  });
+
+  it("a decision recorded before the takeover is the decision, and the successor's stamps do not void it", async () => {
+    const events = [...takeover("agent.start")];
+    // The fence-3 approval comes before anything of fence 5: the owner of record decided, then its process ended.
+    const [start, suspend, successor, approval] = events as [AuditEvent, AuditEvent, AuditEvent, AuditEvent];
+    const sink = new JsonlAuditSink(log.file, { key: KEY });
+    for (const e of [start, suspend, approval, successor]) await sink.emit(e);
+    expect(await sink.recordedSettlement("payer", "s-1")).toMatchObject({ event: "agent.resume", details: { approver: "mallory" } });
+    await sink.close();
+    expect(await verifySuspension(log.file, "payer", { key: KEY })).toMatchObject({ status: "verified", failures: [], suspensions: [expect.objectContaining({ decision: "approved" })] });
+  });
+
+  it("rows without fences (unfenced stores) are read as before", async () => {
+    const sink = new JsonlAuditSink(log.file, { key: KEY });
+    await sink.emit(event("agent.suspend", "payer", { reason: "r", suspensionId: "s-2", since: "2030-01-01T00:00:00.000Z", durable: true }));
+    await sink.emit(event("agent.resume", "payer", { approver: "alice", suspensionId: "s-2", reason: "r" }));
+    expect(await sink.recordedSettlement("payer", "s-2")).toMatchObject({ event: "agent.resume" });
+    await sink.close();
+    expect((await verifySuspension(log.file, "payer", { key: KEY })).status).toBe("verified");
+  });
+});
