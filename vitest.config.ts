@@ -6,7 +6,7 @@ const src = (path: string): string => fileURLToPath(new URL(`./src/${path}`, imp
 /**
  * The suites that need more than Node: the PostgreSQL server (127.0.0.1:5432),
  * the NATS server with JetStream (127.0.0.1:4222) or nats-server on PATH, or
- * the Python peer. `npm test` prepares those first (scripts/test-setup.ts) and
+ * the Python peer, or Chromium (the inbox page's browser tests). `npm test` prepares those first (scripts/test-setup.ts) and
  * runs everything; `npm run test:unit` runs the other project alone.
  */
 const needsServers = [
@@ -20,6 +20,7 @@ const needsServers = [
   "test/examples/cluster.test.ts",
   "test/examples/examples.test.ts", // one example runs on PostgreSQL
   "test/setup/**/*.test.ts",
+  "test/http/browser/**/*.test.ts", // Debian's chromium
 ];
 
 export default defineConfig({

@@ -72,10 +72,16 @@ describe("npm pack", { timeout: 60_000 }, () => {
     expect(files.some((file) => file.startsWith("test/") || file.startsWith("examples/") || file.startsWith("bench/"))).toBe(false);
   });
 
+  it("ships the inbox page's files once, beside the built HTTP entry that serves them", () => {
+    for (const file of ["dist/http/assets/index.html", "dist/http/assets/inbox.js", "dist/http/assets/inbox.css", "dist/entries/http.js"]) expect(packed, file).toContain(file);
+    expect(files.filter((file) => file.startsWith("src/http/assets/"))).toEqual([]);
+  });
+
   it("ships every source map with the sources it points at, and every built file with its map", () => {
     const maps = files.filter((file) => file.endsWith(".map"));
     expect(maps.length).toBeGreaterThan(0);
-    for (const file of files.filter((f) => f.startsWith("dist/") && (f.endsWith(".js") || f.endsWith(".d.ts")))) {
+    // the inbox page's script is shipped as written, not built from TypeScript
+    for (const file of files.filter((f) => f.startsWith("dist/") && !f.startsWith("dist/http/assets/") && (f.endsWith(".js") || f.endsWith(".d.ts")))) {
       const text = readFileSync(path.join(root, file), "utf8");
       const url = /\/\/# sourceMappingURL=(\S+)\s*$/.exec(text)?.[1];
       expect(url, `${file} names its source map`).toBeDefined();
