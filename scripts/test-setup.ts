@@ -2,11 +2,12 @@
  * Makes the machine ready for `npm test`, before any suite runs: PostgreSQL
  * and NATS (with JetStream) answer on the ports the tests use, started here
  * when the machine has them but they are down, and the Python peer's packages
- * (nats-py, msgpack) sit in a project-local virtual environment. When
+ * (nats-py, msgpack) sit in a project-local virtual environment, and a
+ * Chromium for the inbox page's browser tests is there. When
  * something cannot be provided it stops at once with one line naming what is
  * missing and the command that provides it.
  *
- * Usage: `tsx scripts/test-setup.ts [--only postgres|nats|python]...
+ * Usage: `tsx scripts/test-setup.ts [--only postgres|nats|python|chromium]...
  * [--nats-port N] [--state-dir DIR]` (the options exist for this script's
  * own test: the defaults are what the suites use).
  */
@@ -192,6 +193,18 @@ function ensurePython(stateDir: string): void {
   }
 }
 
+/** Chromium for the browser tests: `CHROMIUM_PATH`, else Debian's `chromium` on PATH (the tests look in the same places). */
+function ensureChromium(): void {
+  const fromEnv = process.env.CHROMIUM_PATH;
+  if (fromEnv !== undefined && fromEnv !== "") {
+    if (!existsSync(fromEnv)) throw new Missing(`CHROMIUM_PATH=${fromEnv} does not exist: point it at a Chromium executable, or unset it and run apt-get install -y chromium`);
+    return;
+  }
+  if (onPath("chromium") === undefined && onPath("chromium-browser") === undefined) {
+    throw new Missing("no Chromium for the inbox page's browser tests: apt-get install -y chromium (Debian), or set CHROMIUM_PATH to a Chromium executable");
+  }
+}
+
 function lastLine(text: string | null): string {
   return (text ?? "").trim().split("\n").pop() ?? "";
 }
@@ -205,6 +218,7 @@ async function main(): Promise<void> {
     if (wants("nats")) await ensureNats(stateDir, Number(option("--nats-port") ?? 4222));
     if (wants("postgres")) await ensurePostgres();
     if (wants("python")) ensurePython(stateDir);
+    if (wants("chromium")) ensureChromium();
   } catch (error) {
     if (!(error instanceof Missing)) throw error;
     console.error(`npm test cannot run: ${error.message}`);

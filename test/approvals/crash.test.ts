@@ -44,7 +44,7 @@ function line(lines: Line[], ev: string): Line {
 }
 
 describe("held actions across SIGKILL", () => {
-  it("killed after the request's write, before the receipt: the restart restores it once; killed between the last vote and the handling: the restart handles it once; then never again", async () => {
+  it("killed after the request's write and receipt: the restart restores it once; killed after the last vote's write and receipts, before the release is stored as used: the restart handles it once; then never again", async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-approvals-crash-"));
     const db = path.join(dir, "state.db");
     const log = path.join(dir, "audit.jsonl");

@@ -123,6 +123,16 @@ describe("npm test's set-up (scripts/test-setup.ts)", () => {
     expect(failureLines(run)).toEqual([expect.stringMatching(/^npm test cannot run: python3 is not on PATH: install Python 3/)]);
   });
 
+  it("without Chromium fails at once with one line naming it and how to install it; finds it on PATH or through CHROMIUM_PATH", async () => {
+    const run = await runSetup(["--only", "chromium", "--state-dir", stateDir()], { PATH: NODE_ONLY_PATH, CHROMIUM_PATH: "" });
+    expect(run.code).toBe(1);
+    expect(failureLines(run)).toEqual([expect.stringMatching(/^npm test cannot run: no Chromium for the inbox page's browser tests: apt-get install -y chromium/)]);
+    const missing = await runSetup(["--only", "chromium", "--state-dir", stateDir()], { CHROMIUM_PATH: path.join(stateDir(), "no-such-chromium") });
+    expect(failureLines(missing)).toEqual([expect.stringMatching(/^npm test cannot run: CHROMIUM_PATH=.* does not exist/)]);
+    const found = await runSetup(["--only", "chromium", "--state-dir", stateDir()], { CHROMIUM_PATH: process.execPath });
+    expect(found.code, found.stderr).toBe(0);
+  });
+
   it("creates the tests' database when the server answers but the database does not exist yet", async () => {
     const url = new URL(PG_URL);
     const database = `civitas_setup_${process.pid}_${Date.now()}`;
