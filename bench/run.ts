@@ -18,12 +18,13 @@ import { mailbox } from "./mailbox.js";
 import { memory } from "./memory.js";
 import { nats } from "./nats.js";
 import { pingpong } from "./pingpong.js";
+import { restoreAudited } from "./restore-audited.js";
 import { postgres } from "./postgres.js";
 import { simulation } from "./simulation.js";
 import { spawn } from "./spawn.js";
 import { suspend } from "./suspend.js";
 
-const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend, audit, spawn, postgres, nats, simulation];
+const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend, audit, spawn, restoreAudited, postgres, nats, simulation];
 
 function usage(problem: string): never {
   console.error(`${problem}\nusage: npm run bench -- [--source] [${ALL.map((bench) => bench.name).join("|")} ...]\n       npm run bench -- check|callgrind [--write-baseline] [workload ...]`);
