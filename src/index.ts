@@ -93,6 +93,7 @@ export type { AgentClasses } from "./runtime/runtime-options.js";
 export { InMemoryStateStore } from "./state/in-memory-state-store.js";
 export { StoreClosedError } from "./state/store-closed-error.js";
 export { StoreUnavailableError } from "./state/store-unavailable-error.js";
+export { StoreSchemaMissingError } from "./state/store-schema-missing-error.js";
 export type { StateStore } from "./state/state-store.js";
 
 export { MemoryAuditSink } from "./audit/memory-audit-sink.js";
