@@ -44,6 +44,7 @@ export type { MailboxOptions, MailboxWaitOptions } from "./mailbox/mailbox-optio
 export { AgentProcess, type AnyAgentProcess } from "./process/agent-process.js";
 export type { AskOptions, SendOptions } from "./process/send-options.js";
 export type { PauseOptions } from "./process/pause-deadline.js";
+export type { Pause } from "./process/pause.js";
 export type { CancelCause } from "./process/pause-settlement.js";
 export type { AgentProcessOptions } from "./process/agent-options.js";
 export { ProcessStatus, LEGAL_TRANSITIONS, isLegalTransition } from "./contracts/process-status.js";

@@ -8,6 +8,7 @@ import { StoreSchemaMissingError } from "../../src/state/store-schema-missing-er
 import { StoreUnavailableError } from "../../src/state/store-unavailable-error.js";
 import { KEY, resume, suspend } from "../audit/fixtures/log.js";
 import { PG_URL } from "../support/postgres.js";
+import { civitasJson } from "../cli/fixtures/run-cli.js";
 
 /**
  * PostgreSQL first steps: a schema the store needs is created when the user
@@ -201,5 +202,19 @@ describe("a table or schema that disappears after first use", () => {
     } finally {
       await sink.close();
     }
+  });
+});
+
+describe("civitas state migrate", { timeout: 60_000 }, () => {
+  it("creates a missing schema with the table; a user who may not gets exit 3 with STORE_SCHEMA_MISSING naming the schema", async () => {
+    const name = fresh("cli");
+    const denied = await civitasJson(["state", "migrate", "--store", asRole(), "--table", `${name}.state`]);
+    expect(denied.code).toBe(3);
+    expect(denied.json).toMatchObject({ ok: false, error: { code: "STORE_SCHEMA_MISSING" } });
+    expect((denied.json.error as { message: string }).message).toContain(`CREATE SCHEMA "${name}" AUTHORIZATION "${role}"`);
+    expect(await schemaExists(name)).toBe(false);
+    const made = await civitasJson(["state", "migrate", "--store", PG_URL, "--table", `${name}.state`]);
+    expect(made).toMatchObject({ code: 0, json: { ok: true, migrated: true } });
+    expect(await relation(`"${name}"."state"`)).toBe(`${name}.state`);
   });
 });
