@@ -44,6 +44,7 @@ export type { MailboxOptions, MailboxWaitOptions } from "./mailbox/mailbox-optio
 export { AgentProcess, type AnyAgentProcess } from "./process/agent-process.js";
 export type { AskOptions, SendOptions } from "./process/send-options.js";
 export type { PauseOptions } from "./process/pause-deadline.js";
+export type { Pause } from "./process/pause.js";
 export type { CancelCause } from "./process/pause-settlement.js";
 export type { AgentProcessOptions } from "./process/agent-options.js";
 export { ProcessStatus, LEGAL_TRANSITIONS, isLegalTransition } from "./contracts/process-status.js";
@@ -93,6 +94,7 @@ export type { AgentClasses } from "./runtime/runtime-options.js";
 export { InMemoryStateStore } from "./state/in-memory-state-store.js";
 export { StoreClosedError } from "./state/store-closed-error.js";
 export { StoreUnavailableError } from "./state/store-unavailable-error.js";
+export { StoreSchemaMissingError } from "./state/store-schema-missing-error.js";
 export type { StateStore } from "./state/state-store.js";
 
 export { MemoryAuditSink } from "./audit/memory-audit-sink.js";

@@ -14,7 +14,7 @@ interface PendingAsk extends Expiring<PendingAsk> {
   readonly recipient: string;
   readonly correlationId: string;
   readonly timeoutMs: number;
-  resolve: (reply: Message | undefined) => void;
+  resolve: (reply: unknown) => void;
   reject: (error: unknown) => void;
   release: (() => void) | undefined;
   /** The promise handed to the requester's caller (what {@link MessageBus.acknowledge} gives the agent). */
@@ -121,25 +121,26 @@ export class MessageBus {
   }
 
   /**
-   * Delivers a runtime control request and resolves (with nothing) once the
-   * agent acknowledges it ({@link MessageBus.acknowledge}); the agent gets
-   * back the very promise returned here, so it can wait until its caller
-   * has been told. Fails like {@link MessageBus.request}.
+   * Delivers a runtime control request and resolves once the agent
+   * acknowledges it ({@link MessageBus.acknowledge}), with the value it
+   * acknowledged with (a suspend's pause; nothing for the others); the agent
+   * gets back the very promise returned here, so it can wait until its
+   * caller has been told. Fails like {@link MessageBus.request}.
    */
-  control(message: Message, timeoutMs: number | undefined, signal?: AbortSignal): Promise<void> {
-    return this.await<void>(message, timeoutMs, signal, this.controls);
+  control(message: Message, timeoutMs: number | undefined, signal?: AbortSignal): Promise<unknown> {
+    return this.await<unknown>(message, timeoutMs, signal, this.controls);
   }
 
   /**
-   * Resolves the control request `correlationId` without a reply message and
-   * returns the promise its requester handed out; {@link NOT_PENDING} when
-   * no request waits under that id any more (it timed out, was aborted, or
-   * the bus closed).
+   * Resolves the control request `correlationId` with `value`, without a
+   * reply message, and returns the promise its requester handed out;
+   * {@link NOT_PENDING} when no request waits under that id any more (it
+   * timed out, was aborted, or the bus closed).
    */
-  acknowledge(correlationId: string): Promise<unknown> | typeof NOT_PENDING {
+  acknowledge(correlationId: string, value?: unknown): Promise<unknown> | typeof NOT_PENDING {
     const entry = this.detach(correlationId, this.controls);
     if (entry === undefined) return NOT_PENDING;
-    entry.resolve(undefined);
+    entry.resolve(value);
     return entry.handedOut ?? RESOLVED;
   }
 
@@ -159,7 +160,7 @@ export class MessageBus {
         recipient: message.recipient,
         correlationId,
         timeoutMs: timeoutMs ?? 0,
-        resolve: resolve as (reply: Message | undefined) => void,
+        resolve: resolve as (reply: unknown) => void,
         reject,
         release: undefined,
         handedOut: undefined,

@@ -9,6 +9,9 @@ import { repairAuditLog } from "../audit/repair-audit-log.js";
 import { verifyAuditLog } from "../audit/verify-audit-log.js";
 import { verifySuspension, type SuspensionVerification } from "../audit/verify-suspension.js";
 import { verifyApproval } from "../audit/verify-approval.js";
+import { isParseFailure, parseRowLine } from "../audit/audit-row.js";
+import { readAuditFile } from "../audit/read-audit-file.js";
+import { closestName } from "../runtime/closest-name.js";
 import { openStore, type StoreOptions } from "./state-commands.js";
 import { cell, ExitCode, table, type CommandResult } from "./output.js";
 
@@ -40,7 +43,8 @@ export async function auditVerify(file: string, keys: AuditKeys): Promise<Comman
  * (approved, denied, expired, cancelled), by whom and when; with a store,
  * also whether the log reaches the audit anchor stored with the agent's
  * state (a cut log is `failed`, reason `truncated`). Exit 0 for
- * `verified` or `pending`, 1 for `failed`, 4 for `not-found` (no row of the agent).
+ * `verified` or `pending`, 1 for `failed`, 4 for `not-found` (no row of the
+ * agent: then "did you mean" the closest agent name the log holds, if one is close).
  */
 export async function auditVerifySuspension(file: string, agent: string, keys: AuditKeys, storeOptions?: StoreOptions): Promise<CommandResult> {
   const reader = storeOptions?.store === undefined ? undefined : await openStore(storeOptions);
@@ -63,12 +67,15 @@ export async function auditVerifySuspension(file: string, agent: string, keys: A
   }
   if (v.failures.length > 0) lines.push("", "failures:", ...v.failures.map((f) => `  - ${f}`));
   const live = v.suspensions.filter((s) => s.status === "pending").length;
+  const didYouMean = v.status === "not-found" ? closestName(agent, await agentsIn(file)) : undefined;
   lines.push(
     "",
     v.status === "verified"
       ? `VERIFIED: every suspension of '${agent}' was settled by exactly one decision`
       : v.status === "not-found"
-        ? `NOT FOUND: ${file} holds no row of '${agent}' (check the agent's name, and that this is its log)`
+        ? didYouMean === undefined
+          ? `NOT FOUND: ${file} holds no row of '${agent}' (check the agent's name, and that this is its log)`
+          : `NOT FOUND: ${file} holds no row of '${agent}'; did you mean '${didYouMean}'? (it has rows of that agent)`
         : v.status === "pending"
         ? `PENDING: ${live} suspension${live === 1 ? " of '" + agent + "' is" : "s of '" + agent + "' are"} still live (not decided yet); this is not a failure`
         : `FAILED: the audit trail of '${agent}' does not verify (${v.failures.length} failure${v.failures.length === 1 ? "" : "s"})`,
@@ -76,8 +83,22 @@ export async function auditVerifySuspension(file: string, agent: string, keys: A
   return {
     exitCode: v.status === "failed" ? ExitCode.FAILED : v.status === "not-found" ? ExitCode.NOT_FOUND : ExitCode.OK,
     text: lines.join("\n"),
-    json: { file, agent, ...v },
+    json: didYouMean === undefined ? { file, agent, ...v } : { file, agent, ...v, didYouMean },
   };
+}
+
+/** The agents that rows of the log at `file` name, for a "did you mean" hint (signatures are not checked: it is only a hint). */
+async function agentsIn(file: string): Promise<Set<string>> {
+  const agents = new Set<string>();
+  const bytes = await readAuditFile(file);
+  let start = 0;
+  while (start < bytes.length) {
+    const end = bytes.indexOf(0x0a, start);
+    const row = parseRowLine(bytes.subarray(start, end < 0 ? bytes.length : end));
+    if (!isParseFailure(row)) agents.add(row.agent);
+    start = end < 0 ? bytes.length : end + 1;
+  }
+  return agents;
 }
 
 /**

@@ -72,7 +72,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
     },
     "verify-suspension": {
       usage: "<file> <agent> [--key K] [--key-for ID=K ...] [--store URI [--table T]] [--json]",
-      summary: "show each suspension of <agent> and whether one resume settled it; with --store, also that the log is not cut before the anchor stored with the agent's state (exit 0 verified or pending, 1 failed)",
+      summary: "show each suspension of <agent> and whether exactly one decision (approval, denial, expiry or cancellation) settled it; with --store, also that the log is not cut before the anchor stored with the agent's state (exit 0 verified or pending, 1 failed, 4 no row of <agent>, with the closest agent name the log holds)",
       positionals: ["file", "agent"],
       options: { ...KEY_OPTION, ...STORE_OPTIONS },
       run: async ([file, agent], v) => (await audit()).auditVerifySuspension(file!, agent!, auditKeys(v), storeOptions(v)),
@@ -117,7 +117,7 @@ const COMMANDS: Record<string, Record<string, Command>> = {
     },
     suspended: {
       usage: "--store sqlite:<path>|postgres://… [--table T] [--json]",
-      summary: "list the agents whose stored state holds a suspension marker (PostgreSQL: one query on the marker column)",
+      summary: "list the agents whose stored state holds a suspension marker, with each pause's deadline (PostgreSQL: one query on the marker column)",
       positionals: [],
       options: STORE_OPTIONS,
       run: async (_args, v) => (await state()).stateSuspended(storeOptions(v)),

@@ -11,7 +11,7 @@ import { CivitasError } from "../errors/civitas-error.js";
 import type { JsonObject } from "../message/json.js";
 import { readMarker, SUSPENSION_KEY } from "../state/suspension-marker.js";
 import { decodeState, STATE_RECORD_VERSION } from "../state/state-record.js";
-import { CliError, ExitCode, table, usageError, type CommandResult } from "./output.js";
+import { cell, CliError, ExitCode, table, usageError, type CommandResult } from "./output.js";
 
 /** The store URI schemes the CLI understands. */
 const SCHEMES = ["sqlite:<path>", "postgres://user@host:port/database"];
@@ -147,12 +147,13 @@ export async function stateShow(name: string, options: StoreOptions): Promise<Co
 
 /**
  * `civitas state suspended`: the agents whose stored state holds a
- * suspension marker (`_civitas.suspended`). Records that cannot be read are
+ * suspension marker (`_civitas.suspended`), with each pause's deadline
+ * (`expiresAt`, `-`/`null` for none: then only a decision ends it). Records that cannot be read are
  * listed as errors after the others, and make the exit code 3.
  */
 export async function stateSuspended(options: StoreOptions): Promise<CommandResult> {
   return withStore(options, async (store) => {
-    const suspended: { name: string; reason: string; since: string; suspensionId: string }[] = [];
+    const suspended: { name: string; reason: string; since: string; expiresAt: string | null; suspensionId: string }[] = [];
     const errors: { name: string; code: string; message: string }[] = [];
     // A store with a marker column answers in one query; otherwise every record is read.
     const markers = store.suspended === undefined ? undefined : await store.suspended();
@@ -165,7 +166,7 @@ export async function stateSuspended(options: StoreOptions): Promise<CommandResu
         const state = await read(name);
         const marker = state === undefined ? undefined : readMarker(name, state);
         if (marker !== undefined) {
-          suspended.push({ name, reason: marker.reason, since: marker.since, suspensionId: marker.suspensionId });
+          suspended.push({ name, reason: marker.reason, since: marker.since, expiresAt: marker.expiresAt ?? null, suspensionId: marker.suspensionId });
         }
       } catch (err) {
         if (!(err instanceof CivitasError)) throw err;
@@ -176,8 +177,8 @@ export async function stateSuspended(options: StoreOptions): Promise<CommandResu
       suspended.length === 0
         ? `no agent is suspended (no stored state holds a '${SUSPENSION_KEY}' marker)`
         : table(
-            ["NAME", "REASON", "SINCE", "SUSPENSION"],
-            suspended.map((s) => [s.name, s.reason, s.since, s.suspensionId]),
+            ["NAME", "REASON", "SINCE", "EXPIRES", "SUSPENSION"],
+            suspended.map((s) => [s.name, s.reason, s.since, cell(s.expiresAt), s.suspensionId]),
           ),
     ];
     if (errors.length > 0) lines.push("", "unreadable records:", ...errors.map((e) => `  - ${e.name}: ${e.code}: ${e.message}`));

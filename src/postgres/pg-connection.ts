@@ -2,6 +2,7 @@ import { createRequire } from "node:module";
 import type pg from "pg";
 import { CivitasError, describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
+import { StoreSchemaMissingError } from "../state/store-schema-missing-error.js";
 import { StoreUnavailableError } from "../state/store-unavailable-error.js";
 
 /**
@@ -195,14 +196,33 @@ export function isSqlError(error: unknown): boolean {
   return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) && !(error instanceof CivitasError);
 }
 
+/** SQLSTATEs of a missing schema (`invalid_schema_name`) and a missing table (`undefined_table`). */
+const MISSING_OBJECT: Record<string, string> = { "3F000": "a schema it needs does not exist", "42P01": "a table it needs does not exist" };
+
 /**
- * The `STORE_UNAVAILABLE` error for a failed call: names what was being done,
- * where, and what to check. A {@link CivitasError} is passed through.
+ * The error for a failed call: names what was being done, where, and what to
+ * check. A missing schema or table (SQLSTATE 3F000, 42P01) is
+ * `STORE_SCHEMA_MISSING` naming it, with `setup` (how this component's
+ * tables are created) as the fix; anything else is `STORE_UNAVAILABLE`. A
+ * {@link CivitasError} is passed through.
  * @internal
  */
-export function unavailable(component: string, where: string, doing: string, error: unknown): CivitasError {
+export function unavailable(component: string, where: string, doing: string, error: unknown, setup?: string): CivitasError {
   if (error instanceof CivitasError) return error;
   const why = error instanceof Error ? error.message : describeValue(error);
+  const sqlstate = (error as { code?: unknown } | null)?.code;
+  const missing = typeof sqlstate === "string" ? MISSING_OBJECT[sqlstate] : undefined;
+  if (missing !== undefined) {
+    // pg's message names the object: 'relation "app.t" does not exist', 'schema "app" does not exist'.
+    const named = /^(?:relation|schema) "([^"]+)"/.exec(why)?.[1];
+    const what = sqlstate === "3F000" ? `schema "${named ?? "?"}"` : `table ${named ?? "?"}`;
+    return new StoreSchemaMissingError(
+      component,
+      what,
+      `${component}: ${doing} failed on ${where}: ${why} (SQLSTATE ${sqlstate as string}: ${missing}, the server is up). ${setup ?? "Create it, or check the table options"}`,
+      { cause: error },
+    );
+  }
   return new StoreUnavailableError(
     "STORE_UNAVAILABLE",
     component,

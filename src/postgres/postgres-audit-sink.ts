@@ -232,8 +232,18 @@ export class PostgresAuditSink implements AuditSink {
         }
       });
     } catch (error) {
-      throw unavailable(this.#label, this.#where, "appending an audit row", error);
+      const failure = unavailable(this.#label, this.#where, "appending an audit row", error, this.#setupHint());
+      // A table dropped after it was checked (or a stateTable that does not exist): the next append checks again.
+      if (failure.code === "STORE_SCHEMA_MISSING") this.#ready = undefined;
+      throw failure;
     }
+  }
+
+  /** How the sink's tables are made, for a `STORE_SCHEMA_MISSING` error. */
+  #setupHint(): string {
+    const { rows, head } = this.#tables;
+    const state = this.#stateTable === undefined ? "" : `; stateTable ${this.#stateTable.text} must name an existing PostgresStateStore table (its store creates it)`;
+    return `The sink creates ${rows.text} and ${head.text} (and their schema) on its next append, as a user allowed to create them; check the table option${state}`;
   }
 
   /** Refuses (`STATE_FENCED`) a decision whose writer's fence is older than its agent's row in the state table; in the append's transaction. */
@@ -294,7 +304,7 @@ export async function* readAuditLines(pool: pg.Pool, table: TableName, label: st
       // The text of seq gets its own name: `ORDER BY seq` on an output column `seq::text AS seq` would sort as text (0, 1, 10, 100 …).
       batch = await pool.query<{ position: string; line: string }>(`SELECT seq::text AS position, line FROM ${table.sql} WHERE seq > $1 ORDER BY ${table.sql}.seq LIMIT ${AUDIT_PAGE_ROWS}`, [after]);
     } catch (error) {
-      throw unavailable(label, where, "reading the audit chain", error);
+      throw unavailable(label, where, "reading the audit chain", error, `A PostgresAuditSink creates ${table.text} on its first append; check the table option`);
     }
     for (const row of batch.rows) yield row.line;
     const last = batch.rows[batch.rows.length - 1];

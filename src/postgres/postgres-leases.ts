@@ -220,6 +220,7 @@ export class PostgresLeases {
         [createSequenceSql(this.#sequence.sql), `CREATE TABLE IF NOT EXISTS ${this.#table.sql} ${DEFINITION}`],
         this.#label,
         DEFINITION,
+        [this.#sequence],
       ).catch((error: unknown) => {
         this.#ready = undefined;
         throw error;
@@ -227,7 +228,9 @@ export class PostgresLeases {
       await this.#ready;
       return await this.#pool.query(text, values);
     } catch (error) {
-      throw unavailable(this.#label, this.#where, doing, error);
+      const failure = unavailable(this.#label, this.#where, doing, error, `The leases create ${this.#table.text} and the sequence ${this.#sequence.text} (and their schema) when the table is missing, as a user allowed to; check the table and fenceSequence options`);
+      if (failure.code === "STORE_SCHEMA_MISSING") this.#ready = undefined;
+      throw failure;
     }
   }
 }

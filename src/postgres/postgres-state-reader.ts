@@ -35,7 +35,7 @@ export async function openPostgresReader(pool: pg.Pool, uri: string, t: TableNam
     try {
       return (await pool.query<R>(text, values)).rows;
     } catch (err) {
-      throw unavailable(label, redact(uri), doing, err);
+      throw unavailable(label, redact(uri), doing, err, `'civitas state migrate --store <uri> --table ${t.text}' creates the table; or pass --table <name>`);
     }
   };
   try {

@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { StoreUnavailableError } from "../state/store-unavailable-error.js";
 import { sibling, withClient, type TableName } from "./pg-connection.js";
+import { runSetup } from "./schema-setup.js";
 import { shapeProblems, type ColumnShape } from "./table-shape.js";
 
 /**
@@ -60,7 +61,7 @@ async function problems(client: pg.ClientBase, table: TableName): Promise<string
 
 /**
  * Makes sure the table (with its index) and the fence sequence exist:
- * creates them when the table is missing (serialized by an advisory lock, so
+ * creates them (and their schemas) when missing (serialized by an advisory lock, so
  * processes starting together do not race), checks an existing table's shape
  * and refuses a foreign one without changing anything. With `migrate`, also
  * adds a missing index to a table of the right shape.
@@ -80,11 +81,20 @@ export async function ensureSchema(pool: pg.Pool, table: TableName, sequence: Ta
           `${label}: the existing table ${table.text} has ${found.join(", ")}; it needs (name bytea PRIMARY KEY, version integer NOT NULL, state text, suspended text, fence bigint NOT NULL, updated_at timestamptz NOT NULL). Pass another table option, or migrate the table yourself. Nothing was changed`,
         );
       }
-      await client.query(createSequenceSql(sequence.sql));
+      const creating: TableName[] = [];
+      const ddl: string[] = [];
+      const fences = await client.query<{ oid: string | null }>("SELECT to_regclass($1)::text AS oid", [sequence.sql]);
+      if ((fences.rows[0]?.oid ?? null) === null) {
+        creating.push(sequence);
+        ddl.push(createSequenceSql(sequence.sql));
+      }
       if (found === undefined || migrate) {
-        await client.query(createTableSql(table));
-        await client.query(createIndexSql(table));
-      } else {
+        creating.unshift(table);
+        ddl.push(createTableSql(table), createIndexSql(table));
+      }
+      // Only what is missing is created, so a user without the CREATE privilege can use tables made for it.
+      if (ddl.length > 0) await runSetup(client, creating, ddl, label);
+      if (found !== undefined && !migrate) {
         const index = await client.query<{ oid: string | null }>("SELECT to_regclass($1)::text AS oid", [sibling(table, indexName(table))]);
         if (index.rows[0]?.oid === null) {
           throw new StoreUnavailableError(

@@ -55,6 +55,11 @@ interface Core {
   readonly sql: Record<"get" | "set" | "del" | "tomb" | "fenceOf" | "list" | "suspended" | "claim" | "next", pg.QueryConfig>;
 }
 
+/** How this store's table is made, for a `STORE_SCHEMA_MISSING` error. */
+function setupHint(core: Pick<Core, "table" | "sequence">): string {
+  return `The store creates its table ${core.table.text} and sequence ${core.sequence.text} (and their schema) on its next call, or run 'civitas state migrate --store postgres://… --table ${core.table.text}' (store.migrate()), as a user allowed to create them; or check the table and fenceSequence options`;
+}
+
 const DEFAULT_TABLE = "civitas_state";
 const DEFAULT_SEQUENCE = "civitas_fence";
 
@@ -304,7 +309,7 @@ export class PostgresStateStore implements StateStore {
     try {
       await ensureSchema(core.pool, core.table, core.sequence, core.label, true);
     } catch (error) {
-      throw unavailable(core.label, core.where, "migrating the schema", error);
+      throw unavailable(core.label, core.where, "migrating the schema", error, setupHint(core));
     }
     core.ready = Promise.resolve();
   }
@@ -344,7 +349,10 @@ export class PostgresStateStore implements StateStore {
       await core.ready;
       return await core.pool.query<Record<string, unknown>>({ ...statement, values });
     } catch (error) {
-      throw unavailable(core.label, core.where, doing, error);
+      const failure = unavailable(core.label, core.where, doing, error, setupHint(core));
+      // The table (or its schema) was dropped after it was checked: the next call checks and creates it again.
+      if (failure.code === "STORE_SCHEMA_MISSING") core.ready = undefined;
+      throw failure;
     }
   }
 }

@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { StoreUnavailableError } from "../state/store-unavailable-error.js";
 import { withClient, type TableName } from "./pg-connection.js";
+import { runSetup } from "./schema-setup.js";
 
 /** A column as `information_schema` describes it: its type and whether NULL is allowed. @internal */
 export interface ColumnShape {
@@ -29,10 +30,13 @@ export async function shapeProblems(client: pg.ClientBase, table: TableName, col
 }
 
 /**
- * Creates a table (and what goes with it: `ddl`, run in order) when it is
- * missing, under an advisory lock so processes starting together do not
+ * Creates a table (and what goes with it: `ddl`, run in order, creating the
+ * table and the objects `alongside`, and their schemas when missing) when it
+ * is missing, under an advisory lock so processes starting together do not
  * race; checks an existing table's columns and refuses a foreign shape with
- * `STORE_UNAVAILABLE`, changing nothing.
+ * `STORE_UNAVAILABLE`, changing nothing. A table that exists is used as it
+ * is, so a user without the CREATE privilege can use tables made for it;
+ * one who lacks what creating needs gets `STORE_SCHEMA_MISSING`.
  * @internal
  */
 export async function ensureTable(
@@ -42,6 +46,7 @@ export async function ensureTable(
   ddl: readonly string[],
   label: string,
   definition: string,
+  alongside: readonly TableName[] = [],
 ): Promise<void> {
   await withClient(pool, async (client) => {
     await client.query("BEGIN");
@@ -55,7 +60,7 @@ export async function ensureTable(
           `${label}: the existing table ${table.text} has ${problems.join(", ")}; it needs ${definition}. Pass another table option; nothing was changed`,
         );
       }
-      for (const statement of ddl) await client.query(statement);
+      if (problems === undefined) await runSetup(client, [table, ...alongside], ddl, label);
       await client.query("COMMIT");
     } catch (error) {
       await client.query("ROLLBACK").catch(() => undefined);

@@ -15,8 +15,9 @@ import { ProcessStatus } from "../contracts/process-status.js";
 import { frozenMarker, type SuspensionMarker } from "../state/suspension-marker.js";
 import { assertReason } from "./decision-text.js";
 import { checkExpiresInMs, type PauseOptions } from "./pause-deadline.js";
+import { pauseOf, type Pause } from "./pause.js";
 import type { CancelCause } from "./pause-settlement.js";
-import { ProcessRunner } from "./process-runner.js";
+import { notAttached, ProcessRunner } from "./process-runner.js";
 import { broadcastRecipients, capableRecipient } from "./recipients.js";
 import type { AskOptions, SendOptions } from "./send-options.js";
 import { sendToSelf, removeFromHost } from "./effects.js";
@@ -307,19 +308,33 @@ export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements Supe
    * With `expiresInMs` the pause has a deadline (from this call; a repeated
    * suspend with one replaces it): once it passes, also while the process
    * is down, the pause is denied by decider `"expiry"` (`onDeny` runs).
-   * @throws {@link InvalidArgumentError} when `reason` is not a string of at most 1,024 characters, or `expiresInMs` not a non-negative number
+   *
+   * Returns the pause at once — its `suspensionId`, and its `expiresAt` when
+   * it has a deadline — so a reply can name what to approve: the pause it
+   * is about to enter, or the one it is in (a repeated suspend names the same).
+   * @throws {@link InvalidArgumentError} when `reason` is not a string of at most 1,024 characters, or `expiresInMs` not a non-negative number;
+   *   `RUNTIME_NOT_STARTED` when the agent belongs to no runtime yet
    * @example
    * ```ts
-   * this.suspend("payment over limit", { expiresInMs: 24 * 3600_000 });
+   * const { suspensionId, expiresAt } = this.suspend("payment over limit", { expiresInMs: 24 * 3600_000 });
+   * return this.reply({ awaitingApproval: suspensionId, decideBy: expiresAt ?? null });
    * ```
    */
-  suspend(reason = "", options: PauseOptions = {}): void {
+  suspend(reason = "", options: PauseOptions = {}): Pause {
     assertReason(`'${this.name}'.suspend(reason)`, reason);
     if (typeof options !== "object" || (options as unknown) === null) {
       throw new InvalidArgumentError("options", `'${this.name}'.suspend(reason, options): options must be an object (or left out), got ${describeValue(options)}`);
     }
     const expiresInMs = checkExpiresInMs(`'${this.name}'.suspend()`, options.expiresInMs);
-    this.#runner.suspension.requestSuspend(reason, undefined, expiresInMs);
+    const suspension = this.#runner.suspension;
+    if (this.#runner.services === undefined) throw notAttached(this.name); // no clock to date the pause, no id to give
+    suspension.requestSuspend(reason, undefined, expiresInMs);
+    const current = suspension.marker;
+    // Paused already: the same pause, with the deadline this call gave it (applied at the loop boundary) or its own.
+    if (current !== undefined) return pauseOf(current, suspension.request?.expiresAt ?? current.expiresAt);
+    const asked = suspension.request?.marker;
+    if (asked === undefined) throw notAttached(this.name); // unreachable: an attached, unpaused agent's request has its marker
+    return pauseOf(asked);
   }
 
   /**

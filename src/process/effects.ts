@@ -12,13 +12,13 @@ import { composeReply, isComposedReply, isMessage } from "./envelope.js";
 import type { ProcessRunner } from "./process-runner.js";
 
 /**
- * Resolves a runtime control request, and returns the promise the runtime
- * handed to whoever made it, so the agent can wait until that caller has
+ * Resolves a runtime control request (with `value`: a suspend's pause), and
+ * returns the promise the runtime handed to whoever made it, so the agent can wait until that caller has
  * been told (`undefined` when nobody waits any more).
  */
-export function answer(r: ProcessRunner, request: Message): Promise<unknown> | undefined {
+export function answer(r: ProcessRunner, request: Message, value?: unknown): Promise<unknown> | undefined {
   if (request.correlationId === undefined) return undefined;
-  const told = r.requireServices().bus.acknowledge(request.correlationId);
+  const told = r.requireServices().bus.acknowledge(request.correlationId, value);
   if (told !== NOT_PENDING) return told;
   // Nobody waits for it any more (timed out, aborted): count it as the late reply it is.
   settleReply(r, composeReply(r, request, {}));

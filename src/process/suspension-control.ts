@@ -2,6 +2,7 @@ import type { Span } from "@opentelemetry/api";
 import { describeValue } from "../errors/civitas-error.js";
 import type { JsonObject } from "../message/json.js";
 import { uuidv7 } from "../message/ids.js";
+import { pauseOf } from "./pause.js";
 import type { Message } from "../message/message.js";
 import { checkStoredState } from "../state/state-record.js";
 import { isoTime } from "../time/clock.js";
@@ -108,9 +109,10 @@ export class SuspensionControl {
     if (typeof asked === "number" && this.runner.services !== undefined) pending.expiresAt = isoTime(this.runner.services.clock.now() + asked);
     if (request !== undefined) pending.waiting.push(request);
     const status = this.runner.currentStatus;
-    // Asked for by an agent not paused yet (from handle(), onStart, or a handler a stop came during): a checkpoint
-    // before the loop boundary stores it flagged as not announced yet (see SuspensionMarker.announced).
-    const unpaused = status === ProcessStatus.RUNNING || status === ProcessStatus.INITIALIZING || status === ProcessStatus.STOPPING;
+    // Asked for by an agent not paused yet (from handle(), onStart, a handler a stop came during, or a stopped agent's
+    // late code): a checkpoint before the loop boundary stores it flagged as not announced yet (see
+    // SuspensionMarker.announced). Minted now, so this.suspend() can name the pause it asked for.
+    const unpaused = status !== ProcessStatus.SUSPENDED;
     if (unpaused && this.marker === undefined && this.runner.services !== undefined) {
       pending.marker =
         pending.marker === undefined ? this.newMarker(reason, this.runner.services.clock.now(), pending.expiresAt) : { ...pending.marker, reason, ...(pending.expiresAt === undefined ? {} : { expiresAt: pending.expiresAt }) };
@@ -139,7 +141,9 @@ export class SuspensionControl {
       return undefined;
     }
     return applying.then(() => {
-      for (const waiting of request.waiting) void answer(this.runner, waiting);
+      // runtime.suspend resolves with the pause it asked for (the current one: a repeated suspend names the same).
+      const pause = this.marker === undefined ? undefined : pauseOf(this.marker);
+      for (const waiting of request.waiting) void answer(this.runner, waiting, pause);
       // A deadline already passed when the pause was entered or updated (expiresInMs: 0) is denied before the loop goes on.
       return this.deadline?.due === true ? expirePause(this) : undefined;
     });
@@ -340,7 +344,7 @@ export class SuspensionControl {
     const request = this.request;
     if (request?.marker?.suspensionId === marker.suspensionId) {
       this.request = undefined;
-      for (const waiting of request.waiting) void answer(this.runner, waiting);
+      for (const waiting of request.waiting) void answer(this.runner, waiting, pauseOf(marker));
     }
   }
 

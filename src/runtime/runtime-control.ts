@@ -1,12 +1,13 @@
 import { notFound } from "../bus/message-bus.js";
 import type { Registry } from "../bus/registry.js";
 import { describeValue } from "../errors/civitas-error.js";
-import { AgentUnreachableError, InvalidArgumentError } from "../errors/errors.js";
+import { AgentUnreachableError, InvalidArgumentError, InvalidWireMessageError } from "../errors/errors.js";
 import { sleep } from "../time/clock.js";
 import type { Transport } from "../bus/transport.js";
 import type { JsonObject } from "../message/json.js";
 import { composeControl, type EnvelopeContext } from "../process/envelope.js";
 import { checkExpiresInMs } from "../process/pause-deadline.js";
+import type { Pause } from "../process/pause.js";
 import { ProcessStatus } from "../contracts/process-status.js";
 import { assertApprover, assertReason } from "../process/decision-text.js";
 import type { AgentProcess } from "../process/agent-process.js";
@@ -182,7 +183,7 @@ export interface ControlPath {
  * another runtime hosts is sent the request through the transport, and
  * that runtime answers.
  */
-function sendControl(path: ControlPath, name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject, options: ControlOptions, call = type.slice(8)): Promise<void> {
+function sendControl(path: ControlPath, name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject, options: ControlOptions, call = type.slice(8)): Promise<unknown> {
   const { services } = path;
   const timeoutMs = options.timeoutMs;
   if (timeoutMs !== undefined && (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
@@ -196,7 +197,7 @@ function sendControl(path: ControlPath, name: string, type: "_agency.suspend" | 
     path.assertStarted(`${call}('${name}')`);
     // The runtime that hosts the agent decides, receipts and answers (see docs/nats.md); a deny travels as a
     // resume with decision "deny", as it does in one process.
-    return transport.control(name, operation, payload, timeoutMs ?? REMOTE_CONTROL_TIMEOUT_MS, options.signal).then(() => undefined);
+    return transport.control(name, operation, payload, timeoutMs ?? REMOTE_CONTROL_TIMEOUT_MS, options.signal).then((answer) => remoteAnswer(name, operation, answer));
   }
   path.assertStarted(`${call}('${name}')`);
   payload.sent = ++services.controlSent.count;
@@ -210,7 +211,7 @@ function sendControl(path: ControlPath, name: string, type: "_agency.suspend" | 
  * announce it and sends the request then, or rejects with
  * `AGENT_UNREACHABLE`, saying that the store knows the agent but no owner answered.
  */
-async function controlOwnerless(path: ControlPath, transport: Transport, name: string, operation: "suspend" | "resume", payload: JsonObject, options: ControlOptions, call: string): Promise<void> {
+async function controlOwnerless(path: ControlPath, transport: Transport, name: string, operation: "suspend" | "resume", payload: JsonObject, options: ControlOptions, call: string): Promise<unknown> {
   const { services } = path;
   if ((await services.store.get(name)) === undefined) throw notFound(name);
   path.assertStarted(`${call}('${name}')`);
@@ -220,17 +221,34 @@ async function controlOwnerless(path: ControlPath, transport: Transport, name: s
     if (services.clock.now() >= deadline) throw new AgentUnreachableError(name, timeoutMs, "store");
     await sleep(services.clock, OWNER_POLL_MS, options.signal);
   }
-  await transport.control(name, operation, payload, Math.max(1, deadline - services.clock.now()), options.signal);
+  return remoteAnswer(name, operation, await transport.control(name, operation, payload, Math.max(1, deadline - services.clock.now()), options.signal));
+}
+
+/**
+ * What a control call of an agent another runtime hosts resolves with: for
+ * a suspend, the pause that runtime answered with (`{ suspensionId,
+ * expiresAt? }`); nothing for the others.
+ * @throws {@link InvalidWireMessageError} for a suspend answer without a pause (a runtime of an older version)
+ */
+function remoteAnswer(name: string, operation: "suspend" | "resume", answer: JsonObject): Pause | undefined {
+  if (operation !== "suspend") return undefined;
+  const { suspensionId, expiresAt } = answer;
+  if (typeof suspensionId !== "string" || (expiresAt !== undefined && typeof expiresAt !== "string")) {
+    throw new InvalidWireMessageError(`the runtime hosting '${name}' suspended it but answered without the pause (${describeValue(answer)}); run the same civitas-ts version in every process`);
+  }
+  return expiresAt === undefined ? { suspensionId } : { suspensionId, expiresAt };
 }
 
 /**
  * `runtime.suspend(name, reason, options)`: checks what was passed, then sends
- * the request through `path`. Never throws: a refusal is a rejected promise.
+ * the request through `path`, and resolves with the pause. Never throws: a
+ * refusal is a rejected promise.
  * @internal
  */
-export function suspendAgent(path: ControlPath, name: string, reason: string, options: SuspendOptions): Promise<void> {
+export function suspendAgent(path: ControlPath, name: string, reason: string, options: SuspendOptions): Promise<Pause> {
   try {
-    return sendControl(path, name, "_agency.suspend", suspendPayload(name, reason, options), options);
+    // Resolves with what the agent acknowledged with (the pause: see SuspensionControl.applySuspendRequest), or what its owner answered.
+    return sendControl(path, name, "_agency.suspend", suspendPayload(name, reason, options), options) as Promise<Pause>;
   } catch (error) {
     // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
     return Promise.reject(error);
@@ -244,7 +262,7 @@ export function suspendAgent(path: ControlPath, name: string, reason: string, op
  */
 export function resumeAgent(path: ControlPath, name: string, approver: string, options: ResumeOptions): Promise<void> {
   try {
-    return sendControl(path, name, "_agency.resume", resumePayload(name, approver, options), options);
+    return sendControl(path, name, "_agency.resume", resumePayload(name, approver, options), options) as Promise<void>;
   } catch (error) {
     // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
     return Promise.reject(error);
@@ -259,7 +277,7 @@ export function resumeAgent(path: ControlPath, name: string, approver: string, o
  */
 export function denyAgent(path: ControlPath, name: string, decider: string, options: DenyOptions): Promise<void> {
   try {
-    return sendControl(path, name, "_agency.resume", denyPayload(name, decider, options), options, "deny");
+    return sendControl(path, name, "_agency.resume", denyPayload(name, decider, options), options, "deny") as Promise<void>;
   } catch (error) {
     // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
     return Promise.reject(error);

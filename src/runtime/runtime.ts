@@ -8,6 +8,7 @@ import type { JsonObject, JsonPayload } from "../message/json.js";
 import type { Message } from "../message/message.js";
 import { DEFAULT_MESSAGE_TYPE, isReservedType } from "../message/system-types.js";
 import type { AgentProcess } from "../process/agent-process.js";
+import type { Pause } from "../process/pause.js";
 import { composeOutgoing, type EnvelopeContext } from "../process/envelope.js";
 import { ProcessStatus } from "../contracts/process-status.js";
 import { attachChild, closeChild, stopChild, type ChildExit, type ChildParent, type SupervisedChild } from "../contracts/child.js";
@@ -226,15 +227,19 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * and updates the reason; with the same reason it changes nothing and
    * resolves once the pause is announced. With `expiresInMs` the pause has a
    * deadline, stored in its marker: once it passes it is denied by decider
-   * `"expiry"`. Rejects with `AGENT_NOT_FOUND`, `INVALID_ARGUMENT` for a
+   * `"expiry"`. Resolves with the pause: its `suspensionId` (to pass to
+   * `resume`/`deny`, so the decision applies to this pause only) and its
+   * `expiresAt` when it has a deadline; a suspended agent's current pause
+   * when it was suspended already. Rejects with `AGENT_NOT_FOUND`, `INVALID_ARGUMENT` for a
    * reason that is not a string of at most 1,024 characters,
    * `RUNTIME_NOT_STARTED` before `start()` was called.
    * @example
    * ```ts
-   * await runtime.suspend("payer", "large payment", { expiresInMs: 3_600_000 });
+   * const { suspensionId, expiresAt } = await runtime.suspend("payer", "large payment", { expiresInMs: 3_600_000 });
+   * await runtime.resume("payer", "alice", { suspensionId });
    * ```
    */
-  suspend(name: string, reason = "", options: SuspendOptions = {}): Promise<void> {
+  suspend(name: string, reason = "", options: SuspendOptions = {}): Promise<Pause> {
     return suspendAgent(this.controlPath, name, reason, options);
   }
 

@@ -3,11 +3,12 @@ import type { ControlOperation, Transport, TransportHost } from "../bus/transpor
 import { CivitasError } from "../errors/civitas-error.js";
 import type { JsonObject } from "../message/json.js";
 import type { AgentProcess } from "../process/agent-process.js";
+import type { Pause } from "../process/pause.js";
 import type { RuntimeServices } from "../contracts/runtime-services.js";
 
 /** The runtime's public control calls, as the transport host uses them for requests from other runtimes. */
 interface RuntimeControl {
-  suspend(name: string, reason: string, options: { timeoutMs?: number; expiresInMs?: number }): Promise<void>;
+  suspend(name: string, reason: string, options: { timeoutMs?: number; expiresInMs?: number }): Promise<Pause>;
   resume(name: string, approver: string, options: { timeoutMs?: number; suspensionId?: string; acceptIdentityChange?: boolean }): Promise<void>;
   deny(name: string, decider: string, options: { timeoutMs?: number; suspensionId?: string; reason?: string }): Promise<void>;
   getAgent(name: string): AgentProcess | undefined;
@@ -46,8 +47,9 @@ async function localControl(runtime: RuntimeControl, name: string, operation: Co
   }
   if (operation === "suspend") {
     // Checked by runtime.suspend like a local call's arguments (INVALID_ARGUMENT goes back by its code).
-    await runtime.suspend(name, args.reason as string, args.expiresInMs === undefined ? { timeoutMs } : { timeoutMs, expiresInMs: args.expiresInMs as number });
-    return {};
+    // The requester's runtime.suspend resolves with the pause (see remoteAnswer in runtime-control.ts).
+    const pause = await runtime.suspend(name, args.reason as string, args.expiresInMs === undefined ? { timeoutMs } : { timeoutMs, expiresInMs: args.expiresInMs as number });
+    return { ...pause };
   }
   if (args.decision === "deny") {
     const options: { timeoutMs: number; suspensionId?: string; reason?: string } = { timeoutMs };

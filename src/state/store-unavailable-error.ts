@@ -6,8 +6,9 @@ import { CivitasError } from "../errors/civitas-error.js";
  * changed nothing; the underlying error is the `cause`.
  *
  * `code` is `STORE_BUSY` when another connection held the database's write
- * lock for longer than the store waits (a retry later can succeed), and
- * `STORE_UNAVAILABLE` otherwise.
+ * lock for longer than the store waits (a retry later can succeed),
+ * `STORE_SCHEMA_MISSING` (a `StoreSchemaMissingError`) when a schema,
+ * table or privilege it needs is missing, and `STORE_UNAVAILABLE` otherwise.
  *
  * @example
  * ```ts
@@ -18,7 +19,7 @@ import { CivitasError } from "../errors/civitas-error.js";
 export class StoreUnavailableError extends CivitasError {
   /** Which store failed, e.g. `SqliteStateStore('/var/lib/app/state.db')`. */
   readonly store: string;
-  constructor(code: "STORE_UNAVAILABLE" | "STORE_BUSY", store: string, message: string, options?: ErrorOptions) {
+  constructor(code: "STORE_UNAVAILABLE" | "STORE_BUSY" | "STORE_SCHEMA_MISSING", store: string, message: string, options?: ErrorOptions) {
     super(code, message, options);
     this.store = store;
   }

@@ -167,8 +167,23 @@ describe("civitas audit", { timeout: 60_000 }, () => {
       ]);
       expect(run.code).toBe(4);
       expect(run.stdout).toContain("NOT FOUND");
+      expect(run.stdout).toContain("did you mean 'fetcher'?");
+      expect(run.stdout).not.toContain("VERIFIED");
       expect(code).toBe(4);
-      expect(json).toMatchObject({ ok: false, agent: "fetchr", status: "not-found", suspensions: [] });
+      expect(json).toMatchObject({ ok: false, agent: "fetchr", status: "not-found", suspensions: [], didYouMean: "fetcher" });
+    });
+
+    it("suggests nothing when no agent of the log has a similar name (still NOT FOUND, exit 4)", async () => {
+      const [run, { code, json }] = await Promise.all([
+        civitas(["audit", "verify-suspension", log, "zzzzzzzz", "--key", KEY]),
+        civitasJson(["audit", "verify-suspension", log, "zzzzzzzz", "--key", KEY]),
+      ]);
+      expect(run.code).toBe(4);
+      expect(run.stdout).toContain("NOT FOUND");
+      expect(run.stdout).not.toContain("did you mean");
+      expect(code).toBe(4);
+      expect(json).toMatchObject({ status: "not-found" });
+      expect(json).not.toHaveProperty("didYouMean");
     });
 
     it("shows how each suspension was decided: approved, denied, expired, cancelled (table and --json)", async () => {

@@ -22,6 +22,7 @@ describe("civitas state", { timeout: 60_000 }, () => {
     await s.set("alpha", { count: 1 });
     await s.set("beta", { count: 2, [SUSPENSION_KEY]: marker });
     await s.set("gamma", { items: ["x"] });
+    await s.set("delta", { [SUSPENSION_KEY]: { ...marker, suspensionId: "susp-2", expiresAt: "2030-01-03T03:04:05.678Z" } });
     await s.close();
 
     const brokenDb = path.join(dir, "broken.db");
@@ -46,11 +47,11 @@ describe("civitas state", { timeout: 60_000 }, () => {
   it("list prints the names, one per line, and never modifies the store", async () => {
     const before = fs.readFileSync(db);
     const run = await civitas(["state", "list", "--store", store]);
-    expect(run).toMatchObject({ code: 0, stdout: "alpha\nbeta\ngamma\n" });
+    expect(run).toMatchObject({ code: 0, stdout: "alpha\nbeta\ndelta\ngamma\n" });
     expect(fs.readFileSync(db).equals(before)).toBe(true);
     expect(await civitasJson(["state", "list", "--store", store])).toEqual({
       code: 0,
-      json: { ok: true, store, names: ["alpha", "beta", "gamma"], exitCode: 0 },
+      json: { ok: true, store, names: ["alpha", "beta", "delta", "gamma"], exitCode: 0 },
     });
   });
 
@@ -73,19 +74,23 @@ describe("civitas state", { timeout: 60_000 }, () => {
     expect(json).toMatchObject({ ok: false, exitCode: 4, error: { code: "NOT_FOUND" } });
   });
 
-  it("suspended prints a table of the agents holding a marker", async () => {
+  it("suspended prints a table of the agents holding a marker, with each pause's deadline (- for none)", async () => {
     const run = await civitas(["state", "suspended", "--store", store]);
     expect(run.code).toBe(0);
     const lines = run.stdout.trim().split("\n");
-    expect(lines[0]).toMatch(/^NAME\s+REASON\s+SINCE\s+SUSPENSION$/);
-    expect(lines).toHaveLength(2);
-    expect(lines[1]).toMatch(/^beta\s+budget exceeded\s+2030-01-02T03:04:05.678Z\s+susp-1$/);
+    expect(lines[0]).toMatch(/^NAME\s+REASON\s+SINCE\s+EXPIRES\s+SUSPENSION$/);
+    expect(lines).toHaveLength(3);
+    expect(lines[1]).toMatch(/^beta\s+budget exceeded\s+2030-01-02T03:04:05.678Z\s+-\s+susp-1$/);
+    expect(lines[2]).toMatch(/^delta\s+budget exceeded\s+2030-01-02T03:04:05.678Z\s+2030-01-03T03:04:05.678Z\s+susp-2$/);
     const { code, json } = await civitasJson(["state", "suspended", "--store", store]);
     expect(code).toBe(0);
     expect(json).toEqual({
       ok: true,
       store,
-      suspended: [{ name: "beta", reason: marker.reason, since: marker.since, suspensionId: "susp-1" }],
+      suspended: [
+        { name: "beta", reason: marker.reason, since: marker.since, expiresAt: null, suspensionId: "susp-1" },
+        { name: "delta", reason: marker.reason, since: marker.since, expiresAt: "2030-01-03T03:04:05.678Z", suspensionId: "susp-2" },
+      ],
       errors: [],
       exitCode: 0,
     });

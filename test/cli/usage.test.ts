@@ -22,6 +22,16 @@ describe("civitas usage", { timeout: 60_000 }, () => {
     expect(command.stdout).toContain("CIVITAS_AUDIT_KEY");
   });
 
+  it("help speaks of decisions where any decision settles a pause, never of a resume alone", async () => {
+    const [top, verify, suspended] = await Promise.all([civitas(["--help"]), civitas(["audit", "verify-suspension", "--help"]), civitas(["state", "suspended", "--help"])]);
+    for (const run of [top, verify]) {
+      expect(run.stdout).toContain("exactly one decision (approval, denial, expiry or cancellation)");
+      expect(run.stdout).not.toMatch(/whether one resume/);
+      expect(run.stdout).toContain("4 no row of <agent>");
+    }
+    expect(suspended.stdout).toContain("with each pause's deadline");
+  });
+
   it("exits 2 with the usage on stderr for a missing command, group or argument", async () => {
     const runs = await Promise.all([
       civitas([]),

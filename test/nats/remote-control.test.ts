@@ -55,9 +55,14 @@ async function rawControl(type: string, requestId: string, args: JsonObject): Pr
 
 describe("control of an agent in another process", () => {
   it("suspend and resume work across processes, decided and receipted by the owner", async () => {
-    await runtime.suspend(pausable, "needs approval");
+    const before = Date.now();
+    const pause = await runtime.suspend(pausable, "needs approval", { expiresInMs: 3_600_000 });
     expect((await probe()).status).toBe("SUSPENDED");
-    await runtime.resume(pausable, "alice");
+    // The owner answers with its pause: resuming by that id is accepted (another id would be STALE_APPROVAL).
+    expect(pause.suspensionId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(Date.parse(pause.expiresAt!)).toBeGreaterThanOrEqual(before + 3_600_000);
+    expect(await runtime.suspend(pausable, "needs approval")).toEqual(pause);
+    await runtime.resume(pausable, "alice", { suspensionId: pause.suspensionId });
     const after = await probe();
     expect(after.status).toBe("RUNNING");
     expect(after.audit.filter((e) => e.agent === pausable && e.event !== "agent.start").map((e) => e.event)).toEqual(["agent.suspend", "agent.resume"]);

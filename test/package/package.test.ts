@@ -138,6 +138,17 @@ describe("README", () => {
     expect(readme.indexOf("## Install")).toBeLessThan(first!.at);
   });
 
+  it("tells package users where the examples are: the package does not ship examples/, so the README points to the repository", () => {
+    expect(pkg.files.some((entry) => entry.startsWith("examples"))).toBe(false);
+    const documentation = readme.slice(readme.indexOf("## Documentation"), readme.indexOf("\n## ", readme.indexOf("## Documentation") + 1));
+    const intro = documentation.slice(documentation.indexOf("Programs that run"), documentation.indexOf("- `examples/")).replace(/\s+/g, " ");
+    const repository = pkg.repository.url.replace(/^git\+/, "").replace(/\.git$/, "");
+    expect(intro).toContain("not in the npm package");
+    expect(intro).toContain(`git clone ${repository} && cd civitas-ts && npm ci`);
+    expect(intro).toContain(`${repository}/tree/main/examples`);
+    for (const [, name] of documentation.matchAll(/`(examples\/[^`]+)`/g)) expect(existsSync(path.join(root, name!)), name).toBe(true);
+  });
+
   it("keeps exactly the two checkout commands for contributors in Set up", () => {
     const setUp = readme.slice(readme.indexOf("## Set up"), readme.indexOf("\n## ", readme.indexOf("## Set up") + 1));
     const blocks = [...setUp.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!.trim());

@@ -1149,7 +1149,7 @@ async function runStartStop(s: StartStopScript): Promise<void> {
   const controls: Array<Tracked<unknown>> = [];
   for (const [i, what] of s.during.entries()) {
     if (what === "send") sends.push(track(runtime.send(NAME, { id: i, fate: "ok", hold: false })));
-    else controls.push(track(what === "suspend" ? runtime.suspend(NAME, "r1") : runtime.resume(NAME, "alice")));
+    else controls.push(track<unknown>(what === "suspend" ? runtime.suspend(NAME, "r1") : runtime.resume(NAME, "alice")));
   }
   await turns(4);
   const stopping = track(runtime.stop());

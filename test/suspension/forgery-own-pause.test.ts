@@ -74,7 +74,7 @@ it.each(selfResumes)("Mallory, paused on its own request, %s: it stays paused", 
 
 it("a reply naming a runtime.suspend request does not make runtime.suspend resolve", async () => {
   const s = await scene();
-  let suspending: Promise<void> | undefined;
+  let suspending: Promise<unknown> | undefined;
   await s.inside(async (self) => {
     suspending = s.runtime.suspend("mallory", "stop", { timeoutMs: 1_000 });
     suspending.catch(() => undefined);

@@ -8,6 +8,7 @@ import { Runtime } from "../../runtime/runtime.js";
 import { faultPoints } from "../../runtime/fault-point.js";
 import { buildSimulated } from "../../runtime/simulation-hooks.js";
 import type { DenyOptions, ResumeOptions, SuspendOptions } from "../../runtime/runtime-control.js";
+import type { Pause } from "../../process/pause.js";
 import type { ApproveOptions, DenyApprovalOptions } from "../../runtime/runtime-approvals.js";
 import type { ApprovalView } from "../../approvals/approval-types.js";
 import type { RuntimeAskOptions, RuntimeSendOptions } from "../../runtime/runtime-options.js";
@@ -128,7 +129,7 @@ export class SimulationEngine implements Simulation, GateBoard {
     return runtime.ask(to, payload, { ...options, type });
   }
 
-  async suspend(name: string, reason?: string, options?: SuspendOptions): Promise<void> {
+  async suspend(name: string, reason?: string, options?: SuspendOptions): Promise<Pause> {
     return this.operate(`suspend:${name}`, name, "suspend").suspend(name, reason, options);
   }
 

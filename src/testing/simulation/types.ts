@@ -2,6 +2,7 @@ import type { AuditEvent } from "../../audit/audit-event.js";
 import type { JsonObject } from "../../message/json.js";
 import type { Message } from "../../message/message.js";
 import type { AgentProcess } from "../../process/agent-process.js";
+import type { Pause } from "../../process/pause.js";
 import type { ProcessStatus } from "../../contracts/process-status.js";
 import type { ResumeOptions, DenyOptions, SuspendOptions } from "../../runtime/runtime-control.js";
 import type { ApproveOptions, DenyApprovalOptions } from "../../runtime/runtime-approvals.js";
@@ -331,8 +332,8 @@ export interface Simulation {
   send(to: string, type: string, payload?: JsonObject, options?: Omit<RuntimeSendOptions, "type">): Promise<void>;
   /** Asks from outside (`runtime.ask`), recorded as an `op` step; the promise settles as the simulation runs. */
   ask(to: string, type: string, payload?: JsonObject, options?: Omit<RuntimeAskOptions, "type">): Promise<Message>;
-  /** `runtime.suspend`, recorded as an `op` step; settles as the simulation runs. */
-  suspend(name: string, reason?: string, options?: SuspendOptions): Promise<void>;
+  /** `runtime.suspend`, recorded as an `op` step; settles as the simulation runs, with the pause. */
+  suspend(name: string, reason?: string, options?: SuspendOptions): Promise<Pause>;
   /** `runtime.resume`, recorded as an `op` step; settles as the simulation runs. */
   resume(name: string, approver: string, options?: ResumeOptions): Promise<void>;
   /** `runtime.deny`, recorded as an `op` step; settles as the simulation runs. */
