@@ -239,16 +239,17 @@ export function armDeadlines(gate: ApprovalGate): void {
  */
 export function restoreApprovals(r: ProcessRunner, stored: JsonObject | undefined): void {
   const state = r.agent.state;
+  // (`stored` may be `state` itself: read before the key is taken out.)
   const records = stored === undefined ? [] : readStoredApprovals(r.agent.name, stored);
+  const { receipts, dropped } = records.length === 0 || stored === undefined ? { receipts: undefined, dropped: [] } : readStoredReceipts(r.agent.name, stored);
   if (APPROVALS_KEY in state) delete state[APPROVALS_KEY];
   if (records.length === 0 && r.gate === undefined) return;
   const gate = gateOf(r);
   const services = r.requireServices();
-  if (gate.records.size === 0 && stored !== undefined) {
+  if (gate.records.size === 0) {
     for (const record of records) gate.records.set(record.approvalId, record);
     // Receipts written ahead and maybe never appended (a crash after the write): owed again.
-    const { receipts, dropped } = readStoredReceipts(r.agent.name, stored);
-    for (const [id, owed] of receipts) gate.receipts.set(id, owed);
+    if (receipts !== undefined) for (const [id, owed] of receipts) gate.receipts.set(id, owed);
     for (const problem of dropped) services.logger.error(`'${r.agent.name}' restored ${problem}; it is not appended to the audit log`);
   }
   // Appended (again) before anything the restored agent records next: an identical re-emission counts once (verifyApproval).
