@@ -119,15 +119,20 @@ async function afterChange(gate: ApprovalGate, before: ApprovalRecord, next: App
 
 async function denied(gate: ApprovalGate, record: ApprovalRecord): Promise<void> {
   const r = gate.runner;
-  const wire = record.wire;
-  if (typeof wire.reply_to === "string" && wire.correlation_id !== null) {
-    const message = fromWire(wire);
-    refuse(r, message, new ApprovalDeniedError(r.agent.name, record.approvalId, record.decidedBy ?? "", record.decisionReason ?? ""));
-  }
+  rejectAsker(gate, record);
   if (overrides(r, "onApprovalDenied")) {
     const view = viewOf(record);
     await runHookWithDeadline(r, "onApprovalDenied", () => r.agent.onApprovalDenied(view), r.options.shutdownTimeoutMs);
   }
+}
+
+/** Rejects the asker of `record`'s held message, if one may still wait, with `APPROVAL_DENIED` (its outcome, decider, reason). @internal */
+export function rejectAsker(gate: ApprovalGate, record: ApprovalRecord): void {
+  const r = gate.runner;
+  const wire = record.wire;
+  if (typeof wire.reply_to !== "string" || wire.correlation_id === null) return;
+  const outcome = record.status === "expired" || record.status === "cancelled" ? record.status : "denied";
+  refuse(r, fromWire(wire), new ApprovalDeniedError(r.agent.name, record.approvalId, record.decidedBy ?? "", record.decisionReason ?? "", outcome));
 }
 
 /** Puts the approved message of `record` in the mailbox (business lane, at the back), unless it is queued already. */
