@@ -44,6 +44,31 @@ export interface AuditSink {
 /** The events that settle a pause: each pause gets exactly one. */
 export const SETTLEMENT_EVENTS: ReadonlySet<string> = new Set(["agent.resume", "agent.deny", "agent.suspend.cancelled"]);
 
+/**
+ * The receipt of an owner that refused to carry out a decision on record
+ * (its `authorizeResume` said no to the recorded approver or decider):
+ * `{ suspensionId, event, decider }` name the settlement it sets aside. The
+ * pause is then undecided again, and its next settlement is its decision.
+ */
+export const SETTLEMENT_REFUSED = "agent.settlement.refused";
+
+/** Who took the decision `settlement` records: the approver, the decider, or who cancelled it. @internal */
+export function deciderOf(settlement: Pick<AuditEvent, "event" | "details">): unknown {
+  const { details } = settlement;
+  return settlement.event === "agent.resume" ? details.approver : settlement.event === "agent.deny" ? details.decider : details.by;
+}
+
+/** Whether `fact` is a {@link SETTLEMENT_REFUSED} receipt setting `settlement` aside. @internal */
+export function refuses(fact: Pick<AuditEvent, "event" | "agent" | "details">, settlement: Pick<AuditEvent, "event" | "agent" | "details">): boolean {
+  return (
+    fact.event === SETTLEMENT_REFUSED &&
+    fact.agent === settlement.agent &&
+    fact.details.suspensionId === settlement.details.suspensionId &&
+    fact.details.event === settlement.event &&
+    fact.details.decider === deciderOf(settlement)
+  );
+}
+
 /** Whether `event` settles the pause `suspensionId` of `agent`. @internal */
 export function settles(event: Pick<AuditEvent, "event" | "agent" | "details">, agent: string, suspensionId: string): boolean {
   return event.agent === agent && SETTLEMENT_EVENTS.has(event.event) && event.details.suspensionId === suspensionId;

@@ -1,4 +1,4 @@
-import { settles, type AuditEvent } from "./audit-event.js";
+import { refuses, settles, type AuditEvent } from "./audit-event.js";
 
 // A pause is decided by its owner of record. A runtime on a fenced store stamps every receipt with
 // its fence (`details.fence`); an `agent.fenced` row also names the fence that took over
@@ -44,13 +44,20 @@ export class OwnerFences {
 /**
  * The decision of the pause `suspensionId` of `agent` among `facts` (in log
  * order): the first settlement naming it that was not written by a
- * fenced-out owner; `undefined` when none. @internal
+ * fenced-out owner and that no later owner's `agent.settlement.refused` set
+ * aside (after such a refusal, the next settlement is the decision);
+ * `undefined` when none. @internal
  */
 export function effectiveSettlement<T extends FencedFact>(facts: Iterable<T>, agent: string, suspensionId: string): T | undefined {
   const fences = new OwnerFences();
+  let decision: T | undefined;
   for (const fact of facts) {
-    if (settles(fact, agent, suspensionId) && fences.fencedOut(fact) === undefined) return fact;
+    if (fences.fencedOut(fact) === undefined) {
+      if (decision === undefined) {
+        if (settles(fact, agent, suspensionId)) decision = fact;
+      } else if (refuses(fact, decision)) decision = undefined;
+    }
     fences.see(fact);
   }
-  return undefined;
+  return decision;
 }

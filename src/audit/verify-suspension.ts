@@ -1,5 +1,6 @@
 import type { StateStore } from "../state/state-store.js";
 import { crossCheckAnchor } from "./anchor-check.js";
+import { SETTLEMENT_REFUSED, refuses } from "./audit-event.js";
 import type { AuditRow } from "./audit-row.js";
 import { OwnerFences, writerFence } from "./owner-fence.js";
 import { auditLogBytes, sourceLabel, type AuditLogSource } from "./audit-source.js";
@@ -88,14 +89,18 @@ function text(value: unknown): string | undefined {
  *
  * The same suspension announced again before its resume (an `agent.suspend`
  * of `agent` repeating a pending `suspensionId`: a restart re-announced a
- * pause whose first announcement a kill had cut short) counts once.
+ * pause whose first announcement a kill had cut short) counts once. A
+ * decision its owner refused to carry out (`agent.settlement.refused`: the
+ * owner's `authorizeResume` said no to the recorded approver after a
+ * restart or a takeover) is set aside: the next settlement is the decision.
  * A suspension fails when it is settled twice (two resumes, a deny after a
  * resume, a cancellation after an expiry …), or when a settlement of another
  * agent names it; the verification also fails for a settlement of `agent`
  * naming a suspension the log does not hold (before it) or one of another
  * agent, for suspend or settling rows without a `suspensionId`, for a settlement
  * written by a fenced-out owner (its `details.fence` older than a fence the log
- * showed for `agent` before it: see docs/postgres.md), and for a broken
+ * showed for `agent` before it: see docs/postgres.md), for a refusal
+ * (`agent.settlement.refused`) naming no decision the log holds, and for a broken
  * chain (see `verifyAuditLog`; rows after the break are not read). A torn final
  * line is ignored.
  *
@@ -127,7 +132,7 @@ export async function verifySuspension(path: AuditLogSource, agent: string, opti
 }
 
 function settle(rows: readonly AuditRow[], agent: string, failures: string[]): SuspensionRecord[] {
-  const mine = new Map<string, SuspensionRecord>();
+  const mine = new Map<string, SuspensionRecord & { settledBy?: AuditRow }>();
   /** suspensionId → owning agent, for every suspension seen so far. */
   const owners = new Map<string, string>();
   const fences = new OwnerFences();
@@ -162,6 +167,8 @@ function settle(rows: readonly AuditRow[], agent: string, failures: string[]): S
         since: text(row.details.since) ?? row.ts,
         status: "pending",
       });
+    } else if (row.event === SETTLEMENT_REFUSED && row.agent === agent) {
+      setAside(row, mine.get(text(row.details.suspensionId) ?? ""), newerOwner, failures);
     } else if (SETTLING_EVENTS.has(row.event)) {
       const id = text(row.details.suspensionId);
       if (row.agent !== agent) {
@@ -201,6 +208,7 @@ function settle(rows: readonly AuditRow[], agent: string, failures: string[]): S
       }
       if (record.status === "pending") record.status = "verified";
       record.settledAt = row.ts;
+      record.settledBy = row;
       if (row.event === "agent.resume") {
         record.decision = "approved";
         const approver = text(row.details.approver);
@@ -222,7 +230,29 @@ function settle(rows: readonly AuditRow[], agent: string, failures: string[]): S
       }
     }
   }
-  return [...mine.values()];
+  return [...mine.values()].map(({ settledBy: _settledBy, ...record }) => record);
+}
+
+/**
+ * An owner's `agent.settlement.refused`: its `authorizeResume` would not
+ * carry out the decision on record, which is set aside (the pause is pending
+ * again, and its next settlement is its decision). A refusal written by a
+ * fenced-out owner, or one naming no settlement of the pause, is a failure.
+ */
+function setAside(row: AuditRow, record: (SuspensionRecord & { settledBy?: AuditRow }) | undefined, newerOwner: number | undefined, failures: string[]): void {
+  const id = text(row.details.suspensionId) ?? "";
+  if (newerOwner !== undefined) {
+    failures.push(`row ${row.seq}: a refusal to carry out the decision of suspension '${id}' of '${row.agent}' was written at fence ${writerFence(row) ?? "?"} after fence ${newerOwner} took '${row.agent}' over`);
+    return;
+  }
+  const settled = record?.settledBy;
+  if (record === undefined || settled === undefined || !refuses(row, settled)) {
+    if (record !== undefined) record.status = "failed";
+    failures.push(`row ${row.seq}: a refusal names a decision of suspension '${id}' of '${row.agent}' that the log does not hold before it`);
+    return;
+  }
+  if (record.status === "verified") record.status = "pending";
+  for (const key of ["decision", "decidedBy", "settledAt", "settledBy", "cause", "approver", "resumedAt"] as const) delete record[key];
 }
 
 /** A settling row in words: "a resume", "a deny", "a cancellation". */

@@ -6,7 +6,7 @@ import { int8, openPool, tableName, unavailable, withClient, type PostgresConnec
 import { ensureTable } from "./table-shape.js";
 import type { AuditAnchor } from "../audit/audit-anchor.js";
 import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError } from "../audit/audit-errors.js";
-import { SETTLEMENT_EVENTS, type AuditEvent, type AuditSink } from "../audit/audit-event.js";
+import { SETTLEMENT_EVENTS, SETTLEMENT_REFUSED, type AuditEvent, type AuditSink } from "../audit/audit-event.js";
 import { writerFence } from "../audit/owner-fence.js";
 import { auditEventProblem } from "../audit/audit-event-check.js";
 import { settlementAmong } from "../audit/recorded-settlement.js";
@@ -40,7 +40,7 @@ export type PostgresAuditSinkOptions = PostgresConnection &
     /**
      * The table of the `PostgresStateStore` whose fences decide who owns each
      * agent (same database). With it, a decision's receipt (`agent.resume`,
-     * `agent.deny`, `agent.suspend.cancelled`) is appended only when its
+     * `agent.deny`, `agent.suspend.cancelled`, `agent.settlement.refused`) is appended only when its
      * writer's fence (`details.fence`, 0 when absent) is not older than the
      * agent's row there, checked in the append's transaction (the row is
      * locked `FOR SHARE`, so a claim waits or wins): a former owner's decision
@@ -238,7 +238,7 @@ export class PostgresAuditSink implements AuditSink {
 
   /** Refuses (`STATE_FENCED`) a decision whose writer's fence is older than its agent's row in the state table; in the append's transaction. */
   async #checkOwner(client: pg.PoolClient, event: AuditEvent): Promise<void> {
-    if (this.#stateTable === undefined || !SETTLEMENT_EVENTS.has(event.event)) return;
+    if (this.#stateTable === undefined || !(SETTLEMENT_EVENTS.has(event.event) || event.event === SETTLEMENT_REFUSED)) return;
     const fence = writerFence(event) ?? 0;
     const found = await client.query<{ fence: string }>(`SELECT fence::text AS fence FROM ${this.#stateTable.sql} WHERE name = $1 FOR SHARE`, [Buffer.from(event.agent, "utf8")]);
     const current = found.rows[0] === undefined ? 0 : int8(found.rows[0].fence);

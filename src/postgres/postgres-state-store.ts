@@ -209,11 +209,14 @@ export class PostgresStateStore implements StateStore {
    * Moves the rows of `names` to `fence` (creating empty rows that hold only
    * the fence for names without state, so a former owner cannot create them
    * either), in one statement. Rows already at `fence` stay; the former
-   * owner's writes are refused from now on.
+   * owner's writes are refused from now on. On a {@link PostgresStateStore.fenced}
+   * view `fence` defaults to the view's own, as the `Runtime` given the view
+   * calls it at each agent's first start (after that agent's `agent.claimed`
+   * receipt): a takeover needs no `claim` of its own.
    * @throws (rejects) `STATE_FENCED` when a row already carries a newer fence
    *   (the others are claimed); `INVALID_ARGUMENT`, `STORE_UNAVAILABLE`, `STORE_CLOSED`.
    */
-  async claim(names: readonly string[], fence: number): Promise<void> {
+  async claim(names: readonly string[], fence: number = this.fence): Promise<void> {
     this.#assertOpen();
     checkFence(fence, "PostgresStateStore.claim(names, fence)");
     if (!Array.isArray(names)) throw new InvalidArgumentError("names", `PostgresStateStore.claim(names, fence) needs an array of names, got ${describeValue(names)}`);

@@ -140,7 +140,10 @@ export function expirePause(control: SuspensionControl): Promise<void> | undefin
   const expiresAt = marker?.expiresAt;
   if (runner.currentStatus !== ProcessStatus.SUSPENDED || marker === undefined || expiresAt === undefined) return undefined;
   const expiring = decisionOnRecord(control, marker, "deny")
-    .then((recorded) => (recorded === undefined ? denyPause(control, EXPIRY_DECIDER, marker, `its deadline ${expiresAt} passed`, true) : completeRecorded(control, marker, recorded)));
+    .then(async (recorded) => {
+      // A recorded decision this owner set aside (authorizeResume) leaves the pause to its deadline.
+      if (recorded === undefined || !(await completeRecorded(control, marker, recorded))) await denyPause(control, EXPIRY_DECIDER, marker, `its deadline ${expiresAt} passed`, true);
+    });
   return expiring.catch((error: unknown) => {
     runner.requireServices().logger.error(`'${runner.agent.name}' passed the deadline of its pause ${marker.suspensionId} (${expiresAt}) but could not be denied; it stays SUSPENDED until resumed or denied`, { error });
   });

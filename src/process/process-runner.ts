@@ -70,6 +70,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   unrestored: unknown;
   /** Set when a persist was refused with `STATE_FENCED`: another process owns the agent now; see `afterFailedPersist`. */
   fencedOut: StateFencedError | undefined;
+  /** Its record was claimed for this runtime's fence (takeover-claim.ts); once per runtime. */
+  claimed = false;
 
   /** The approval gate and held actions; `undefined` for an agent with no policy that never held a message. */
   gate: ApprovalGate | undefined;

@@ -1,9 +1,10 @@
-import type { AuditEvent } from "../audit/audit-event.js";
-import { AuditUnavailableError } from "../errors/errors.js";
+import { deciderOf, SETTLEMENT_REFUSED, type AuditEvent } from "../audit/audit-event.js";
+import { AuditUnavailableError, ResumeRefusedError } from "../errors/errors.js";
 import { ProcessStatus } from "../contracts/process-status.js";
 import type { SuspensionMarker } from "../state/suspension-marker.js";
 import { runHook } from "./hooks.js";
-import { throwIfFenced } from "./pause-settlement.js";
+import { authorize } from "./pause-decision.js";
+import { decisionReceipt, throwIfFenced } from "./pause-settlement.js";
 import type { SuspensionControl } from "./suspension-control.js";
 
 // A pause decided once: when the process ended after a decision's receipt and before its marker
@@ -27,15 +28,27 @@ export async function decisionOnRecord(control: SuspensionControl, marker: Suspe
 
 /**
  * Completes the decision `recorded` of the pause `marker` as its first
- * carrying out would have, without a second receipt: the marker is
- * cleared and persisted, the status becomes RUNNING, and `onResume` (with
- * the recorded approver) or `onDeny` (with the recorded decider and reason)
- * runs; a recorded cancellation runs neither.
+ * carrying out would have, without a second receipt: the runtime's
+ * `authorizeResume` is asked about the recorded approver or decider (this
+ * owner may not be the one that wrote it: a restart with other rules, a
+ * takeover), then the marker is cleared and persisted, the status becomes
+ * RUNNING, and `onResume` (with the recorded approver) or `onDeny` (with
+ * the recorded decider and reason) runs; a recorded expiry or cancellation
+ * is not asked about and runs `onDeny` or nothing.
+ *
+ * Resolves `false` when `authorizeResume` refused: an
+ * `agent.settlement.refused` receipt sets the recorded decision aside, and
+ * the pause is undecided (still SUSPENDED, to be decided anew).
+ * @throws {@link AuditUnavailableError} (rejects) when that refusal could not be recorded: the pause stays,
+ *   the recorded decision still on record (asked about again by the next lookup)
  */
-export async function completeRecorded(control: SuspensionControl, marker: SuspensionMarker, recorded: AuditEvent): Promise<void> {
+export async function completeRecorded(control: SuspensionControl, marker: SuspensionMarker, recorded: AuditEvent): Promise<boolean> {
   const runner = control.runner;
   const details = recorded.details;
   const text = (value: unknown): string => (typeof value === "string" ? value : "");
+  const decider = text(deciderOf(recorded));
+  const asked = recorded.event === "agent.resume" || (recorded.event === "agent.deny" && details.expired !== true);
+  if (asked && !(await carriesOut(control, marker, recorded, decider))) return false;
   runner
     .requireServices()
     .logger.warn(
@@ -44,12 +57,37 @@ export async function completeRecorded(control: SuspensionControl, marker: Suspe
   control.settle(marker);
   await control.persistMarker(recorded.event === "agent.deny" ? "deny" : "resume", undefined);
   throwIfFenced(control, undefined);
-  if (runner.currentStatus !== ProcessStatus.SUSPENDED) return;
+  if (runner.currentStatus !== ProcessStatus.SUSPENDED) return true;
   runner.transition(ProcessStatus.RUNNING);
   if (recorded.event === "agent.resume") {
-    await runHook(runner, "onResume", () => runner.agent.onResume(text(details.approver), { ...marker }), runner.options.shutdownTimeoutMs);
+    await runHook(runner, "onResume", () => runner.agent.onResume(decider, { ...marker }), runner.options.shutdownTimeoutMs);
   } else if (recorded.event === "agent.deny") {
-    await runHook(runner, "onDeny", () => runner.agent.onDeny(text(details.decider), { ...marker }, text(details.reason)), runner.options.shutdownTimeoutMs);
+    await runHook(runner, "onDeny", () => runner.agent.onDeny(decider, { ...marker }, text(details.reason)), runner.options.shutdownTimeoutMs);
+  }
+  return true;
+}
+
+/**
+ * Asks `authorizeResume` whether this owner carries out the decision
+ * `recorded` of `decider`; on a refusal records `agent.settlement.refused`
+ * (logged) and resolves `false`.
+ */
+async function carriesOut(control: SuspensionControl, marker: SuspensionMarker, recorded: AuditEvent, decider: string): Promise<boolean> {
+  const runner = control.runner;
+  try {
+    await authorize(runner, decider, marker, recorded.event === "agent.deny" ? "deny" : "approve");
+    return true;
+  } catch (error) {
+    if (!(error instanceof ResumeRefusedError)) throw error;
+    const details = { suspensionId: marker.suspensionId, event: recorded.event, decider };
+    if (!(await decisionReceipt(control, SETTLEMENT_REFUSED, details))) throw new AuditUnavailableError(runner.agent.name, recorded.event === "agent.deny" ? "deny" : "resume");
+    runner
+      .requireServices()
+      .logger.warn(
+        `'${runner.agent.name}' came back SUSPENDED under the pause ${marker.suspensionId}, whose ${recorded.event} by '${decider}' is on record, but authorizeResume refused to carry it out here; that decision is set aside (${SETTLEMENT_REFUSED} recorded) and the pause waits for a new one`,
+        { error },
+      );
+    return false;
   }
 }
 

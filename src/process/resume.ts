@@ -93,9 +93,8 @@ async function carryOutResume(control: SuspensionControl, request: Message, { ap
     }
     const call = denial === undefined ? "resume" : "deny";
     const recorded = await decisionOnRecord(control, marker, call);
-    if (recorded !== undefined) {
-      // Decided before a crash: that decision is completed, never receipted a second time.
-      await completeRecorded(control, marker, recorded);
+    // Decided before a crash: that decision is completed (unless authorizeResume sets it aside), never receipted a second time.
+    if (recorded !== undefined && (await completeRecorded(control, marker, recorded))) {
       if (recorded.event !== (denial === undefined ? "agent.resume" : "agent.deny")) throw new StaleApprovalError(runner.agent.name, marker.suspensionId, undefined, call);
     } else if (denial === undefined) await leaveSuspended(control, approver, marker, identityChange);
     else await denyPause(control, approver, marker, denial.reason, false);

@@ -10,6 +10,7 @@ import { UP, type StartAttempt, type Starting, type Stopping } from "./lifecycle
 import { receiptRecorded, runHook, errorText, overrides } from "./hooks.js";
 import { restoreApprovals } from "./approval-release.js";
 import { rollForward } from "./recorded-decision.js";
+import { claimOnFirstStart } from "./takeover-claim.js";
 
 /**
  * One start of the agent, straight through its `starting` phase: restore
@@ -40,6 +41,8 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
       assertJsonObject(r.agent.state, `initial state of '${r.agent.name}'`);
       r.initialState = JSON.stringify(r.agent.state);
     }
+    // On a fenced store: the takeover's receipt, then the claim, before anything is read.
+    await claimOnFirstStart(r);
     // A custom store may hand back what no agent can run on (Infinity, a Date): STATE_SCHEMA, as for a bad record.
     const fetched = await services.store.get(r.agent.name);
     const stored = fetched === undefined ? undefined : checkStoredState(r.agent.name, fetched);

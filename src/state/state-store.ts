@@ -18,6 +18,17 @@ export interface StateStore {
    */
   readonly fence?: number;
   /**
+   * Moves the records of `names` to this handle's {@link StateStore.fence},
+   * so a former owner's writes to them are refused from then on; a store
+   * that fences its writers implements it. A runtime on such a store calls
+   * it for each agent at the agent's first start, right after an
+   * `agent.claimed` receipt stamped with the fence is on record: a receipt
+   * the former owner writes after the takeover then comes after that one
+   * in the log, so no reader takes it as a decision (docs/postgres.md).
+   * Rejects with `STATE_FENCED` when a newer fence owns one of them.
+   */
+  claim?(names: readonly string[]): Promise<void>;
+  /**
    * The state last set for `name`, or `undefined`.
    * Rejects with `STATE_SCHEMA` when the stored record is of an unknown version or malformed.
    */

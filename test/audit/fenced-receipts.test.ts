@@ -62,3 +62,49 @@ describe("a fenced-out owner's settlement", () => {
     expect((await verifySuspension(log.file, "payer", { key: KEY })).status).toBe("verified");
   });
 });
+
+describe("a decision on record its owner refused to carry out (agent.settlement.refused)", () => {
+  const suspend = event("agent.suspend", "payer", { reason: "approve", suspensionId: "s-1", since: "2030-01-01T00:00:00.000Z", durable: true, fence: 3 });
+  const approval = event("agent.resume", "payer", { approver: "mallory", suspensionId: "s-1", reason: "approve", fence: 3 });
+  const refusal = (decider: string, fence: number): AuditEvent => event("agent.settlement.refused", "payer", { suspensionId: "s-1", event: "agent.resume", decider, fence });
+  const denial = event("agent.deny", "payer", { decider: "bob", suspensionId: "s-1", reason: "no", expired: false, fence: 5 });
+  const claimed = event("agent.claimed", "payer", { fence: 5 });
+
+  async function read(events: AuditEvent[]): Promise<{ recorded: AuditEvent | undefined; verified: Awaited<ReturnType<typeof verifySuspension>> }> {
+    const sink = new JsonlAuditSink(log.file, { key: KEY });
+    for (const e of events) await sink.emit(e);
+    const recorded = await sink.recordedSettlement("payer", "s-1");
+    await sink.close();
+    const memory = new MemoryAuditSink();
+    for (const e of events) memory.emit(e);
+    expect(await memory.recordedSettlement("payer", "s-1")).toEqual(recorded);
+    return { recorded, verified: await verifySuspension(log.file, "payer", { key: KEY }) };
+  }
+
+  it("is set aside: the pause is pending again, and the next settlement is its decision", async () => {
+    const pending = await read([suspend, approval, claimed, refusal("mallory", 5)]);
+    expect(pending.recorded).toBeUndefined();
+    expect(pending.verified).toMatchObject({ status: "pending", failures: [], suspensions: [{ suspensionId: "s-1", status: "pending" }] });
+    expect(pending.verified.suspensions[0]?.decision).toBeUndefined();
+  });
+
+  it("the settlement after the refusal is the only decision, and verifies", async () => {
+    const { recorded, verified } = await read([suspend, approval, claimed, refusal("mallory", 5), denial]);
+    expect(recorded).toMatchObject({ event: "agent.deny", details: { decider: "bob" } });
+    expect(verified).toMatchObject({ status: "verified", failures: [], suspensions: [expect.objectContaining({ decision: "denied", decidedBy: "bob", status: "verified" })] });
+  });
+
+  it("a refusal naming another decider sets nothing aside and fails verification", async () => {
+    const { recorded, verified } = await read([suspend, approval, claimed, refusal("alice", 5), denial]);
+    expect(recorded).toMatchObject({ event: "agent.resume", details: { approver: "mallory" } });
+    expect(verified.status).toBe("failed");
+    expect(verified.failures[0]).toMatch(/row 3: a refusal names a decision of suspension 's-1' of 'payer' that the log does not hold before it/);
+  });
+
+  it("a refusal written by a fenced-out owner sets nothing aside", async () => {
+    const { recorded, verified } = await read([suspend, approval, claimed, refusal("mallory", 3)]);
+    expect(recorded).toMatchObject({ event: "agent.resume", details: { approver: "mallory" } });
+    expect(verified.status).toBe("failed");
+    expect(verified.failures[0]).toMatch(/row 3: a refusal to carry out the decision of suspension 's-1' of 'payer' was written at fence 3 after fence 5 took 'payer' over/);
+  });
+});

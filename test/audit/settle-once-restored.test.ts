@@ -117,9 +117,13 @@ for (const [label, make] of backends) {
       const id = await decidedThenKilled(b, (runtime, suspensionId) => runtime.resume("payer", "alice", { suspensionId }));
       const agent = new Payer("payer");
       const sink = b.sink();
-      const runtime = new Runtime({ root: [agent], store: b.store, auditSink: sink, logger: silentLogger, keepAlive: false });
+      const asked: string[] = [];
+      const authorizeResume = (_agent: string, approver: string): boolean => (asked.push(approver), true);
+      const runtime = new Runtime({ root: [agent], store: b.store, auditSink: sink, logger: silentLogger, keepAlive: false, authorizeResume });
       try {
         await runtime.start();
+        // The restarted owner's authorizeResume saw the decision it carried out.
+        expect(asked).toEqual(["alice"]);
         expect(agent.status).toBe(ProcessStatus.RUNNING);
         expect(agent.resumes).toEqual(["alice"]);
         expect(runtime.listSuspended()).toEqual([]);
@@ -133,6 +137,43 @@ for (const [label, make] of backends) {
         expect(verified.suspensions).toHaveLength(1);
       } finally {
         await runtime.stop();
+        await sink.close();
+        await b.cleanup();
+      }
+    });
+
+    it("the next start asks its own authorizeResume about the recorded approver: refused, the decision is set aside (agent.settlement.refused) and the next one decides", async () => {
+      const b = make();
+      const id = await decidedThenKilled(b, (runtime, suspensionId) => runtime.resume("payer", "alice", { suspensionId }));
+      const asked: string[] = [];
+      const refusing = new Payer("payer");
+      const sink = b.sink();
+      const refusingRuntime = new Runtime({
+        root: [refusing],
+        store: b.store,
+        auditSink: sink,
+        logger: silentLogger,
+        keepAlive: false,
+        authorizeResume: (_agent, approver, _marker, context) => {
+          asked.push(`${approver} ${context?.decision ?? "approve"}`);
+          return approver !== "alice";
+        },
+      });
+      try {
+        await refusingRuntime.start();
+        expect(asked).toEqual(["alice approve"]);
+        expect(refusing.status).toBe(ProcessStatus.SUSPENDED);
+        expect(refusing.resumes).toEqual([]);
+        expect(refusingRuntime.listSuspended().map((s) => s.suspensionId)).toEqual([id]);
+        expect(await verifySuspension(await b.log(sink), "payer", { key: KEY })).toMatchObject({ status: "pending", failures: [] });
+        await refusingRuntime.deny("payer", "bob", { suspensionId: id, reason: "not alice" });
+        expect(refusing.denials).toEqual(["bob:not alice"]);
+        expect(asked).toEqual(["alice approve", "bob deny"]);
+        const verified = await verifySuspension(await b.log(sink), "payer", { key: KEY });
+        expect(verified.failures).toEqual([]);
+        expect(verified).toMatchObject({ status: "verified", suspensions: [expect.objectContaining({ suspensionId: id, decision: "denied", decidedBy: "bob" })] });
+      } finally {
+        await refusingRuntime.stop();
         await sink.close();
         await b.cleanup();
       }

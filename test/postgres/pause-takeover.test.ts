@@ -23,8 +23,9 @@ class Owner {
   #stderr = "";
   #waiters: (() => void)[] = [];
 
-  constructor(schema: string, owner: string, checkOwner: boolean) {
-    this.child = spawn(process.execPath, ["--import", "tsx", path.join(here, "fixtures", "pause-owner.ts"), PG_URL, schema, owner, KEY, checkOwner ? "yes" : "no"], { cwd: repoRoot });
+  constructor(schema: string, owner: string, checkOwner: boolean, hold = false) {
+    const args = [path.join(here, "fixtures", "pause-owner.ts"), PG_URL, schema, owner, KEY, checkOwner ? "yes" : "no", ...(hold ? ["hold"] : [])];
+    this.child = spawn(process.execPath, ["--import", "tsx", ...args], { cwd: repoRoot });
     let pending = "";
     this.child.stderr.setEncoding("utf8").on("data", (chunk: string) => (this.#stderr += chunk));
     this.child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
@@ -139,5 +140,55 @@ describe.each([
     }
     expect((await store.get("payer"))?.[SUSPENSION_KEY]).toBeUndefined();
     await store.close();
+  }, 90_000);
+
+  it("the former owner's approval between the successor's claim and the end of its start is not rolled forward by it", async () => {
+    const a = new Owner(schema.name, "owner-a", checkOwner);
+    owners.push(a);
+    const fenceA = Number((await a.line(/^ready /)).split(" ")[1]);
+    a.send("suspend");
+    await a.line(/^ok suspend$/);
+    a.child.kill("SIGSTOP");
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    // The successor has put its claim on record and claimed the row; its start (the roll forward) waits.
+    const b = new Owner(schema.name, "owner-b", checkOwner, true);
+    owners.push(b);
+    await b.line(/^claimed$/);
+
+    a.child.kill("SIGCONT");
+    a.send("resume mallory");
+    expect(await a.line(/^(ok|error) resume/)).toBe("error resume STATE_FENCED");
+    b.send("go");
+    const fenceB = Number((await b.line(/^ready /)).split(" ")[1]);
+    b.send("deny bob");
+    expect(await b.line(/^(ok|error) deny/)).toBe("ok deny");
+    expect(await b.line(/^onDeny /)).toBe("onDeny bob");
+    b.send("stop");
+    await b.line(/^stopped$/);
+    expect(b.lines.filter((line) => line.startsWith("authorize"))).toEqual(["authorize bob deny"]);
+    expect(b.lines.some((line) => line.startsWith("onResume"))).toBe(false);
+
+    const sink = new PostgresAuditSink({ pool: schema.pool, key: KEY, table: `${schema.name}.audit` });
+    const rows = await sink.rows();
+    const order = rows.filter((row) => ["agent.claimed", "agent.resume", "agent.deny"].includes(row.event)).map((row) => [row.event, row.signerId, row.details.fence]);
+    const verified = await verifySuspension(rows, "payer", { key: KEY });
+    expect(verified.suspensions[0]).toMatchObject({ decision: "denied", decidedBy: "bob" });
+    if (checkOwner) {
+      expect(order).toEqual([
+        ["agent.claimed", "owner-a", fenceA],
+        ["agent.claimed", "owner-b", fenceB],
+        ["agent.deny", "owner-b", fenceB],
+      ]);
+      expect(verified.status).toBe("verified");
+    } else {
+      // The former owner's approval is on record after the successor's claim: written by a fenced-out owner.
+      expect(order).toEqual([
+        ["agent.claimed", "owner-a", fenceA],
+        ["agent.claimed", "owner-b", fenceB],
+        ["agent.resume", "owner-a", fenceA],
+        ["agent.deny", "owner-b", fenceB],
+      ]);
+      expect(verified.status).toBe("failed");
+    }
   }, 90_000);
 });

@@ -24,9 +24,9 @@ afterEach(async () => {
 });
 
 describe.each([
-  { decision: "resume", hook: "onResume alice", event: "agent.resume", verdict: "approved" },
-  { decision: "deny", hook: "onDeny dora", event: "agent.deny", verdict: "denied" },
-])("a $decision on record when its process was killed", ({ decision, hook, event, verdict }) => {
+  { decision: "resume", asked: "authorize alice approve", hook: "onResume alice", event: "agent.resume", verdict: "approved" },
+  { decision: "deny", asked: "authorize dora deny", hook: "onDeny dora", event: "agent.deny", verdict: "denied" },
+])("a $decision on record when its process was killed", ({ decision, asked, hook, event, verdict }) => {
   it("rolls forward at the next start: the hook once, out of listSuspended (local and cluster), one receipt", async () => {
     const first = await runTsChild(fixture, [PG_URL, schema.name, KEY, "first", decision], { timeoutMs: 60_000 });
     expect(first.signal, first.stderr).toBe("SIGKILL");
@@ -38,7 +38,8 @@ describe.each([
 
     const restart = await runTsChild(fixture, [PG_URL, schema.name, KEY, "restart", decision], { timeoutMs: 60_000 });
     expect(restart.code, restart.stderr).toBe(0);
-    expect(restart.lines).toEqual([hook, "status RUNNING", "local 0", "cluster 0", "stopped"]);
+    // The new owner's authorizeResume is asked about the decision it carries out.
+    expect(restart.lines).toEqual([asked, hook, "status RUNNING", "local 0", "cluster 0", "stopped"]);
 
     const sink = new PostgresAuditSink({ pool: schema.pool, key: KEY, table: `${schema.name}.audit` });
     const rows = await sink.rows();

@@ -133,7 +133,7 @@ describe("the runtime's reaction to STATE_FENCED (lost ownership)", () => {
 });
 
 describe("an agent fenced while it starts", () => {
-  it("a checkpoint from onStart refused with STATE_FENCED fails the start: the agent never shows RUNNING", async () => {
+  it("a record claimed by a newer fence fails the start with STATE_FENCED (before onStart's checkpoint): the agent never shows RUNNING", async () => {
     class Starter extends AgentProcess {
       override async onStart(): Promise<void> {
         await this.checkpoint().catch(() => undefined);
@@ -150,6 +150,31 @@ describe("an agent fenced while it starts", () => {
     expect(JSON.stringify([err.code, err.cause?.code, (err.cause as { cause?: { code?: string } } | undefined)?.cause?.code])).toMatch(/STATE_FENCED/);
     expect(seen.after().some((t) => t.to === ProcessStatus.RUNNING)).toBe(false);
     expect(agent.status).not.toBe(ProcessStatus.RUNNING);
+    expect(audit.events.filter((e) => e.event === "agent.fenced")).toHaveLength(1);
+    await runtime.stop();
+  });
+});
+
+describe("an agent fenced during onStart", () => {
+  it("a checkpoint from onStart refused with STATE_FENCED (a takeover after the start's claim) fails the start: the agent never shows RUNNING", async () => {
+    class Starter extends AgentProcess {
+      override async onStart(): Promise<void> {
+        await base.claim(["taken"], await base.nextFence());
+        await this.checkpoint().catch(() => undefined);
+      }
+    }
+    const agent = new Starter("taken");
+    const audit = new MemoryAuditSink();
+    const fence = await base.nextFence();
+    const runtime = new Runtime({ root: [agent], store: base.fenced(fence), auditSink: audit, logger: silentLogger, keepAlive: false });
+    const seen = watch(runtime, "taken");
+    seen.mark();
+    const err = (await runtime.start().catch((e: unknown) => e)) as { code?: string; cause?: { code?: string } };
+    expect(JSON.stringify([err.code, err.cause?.code, (err.cause as { cause?: { code?: string } } | undefined)?.cause?.code])).toMatch(/STATE_FENCED/);
+    expect(seen.after().some((t) => t.to === ProcessStatus.RUNNING)).toBe(false);
+    // The start claimed the record first, its receipt before the claim.
+    expect(audit.events.filter((e) => e.agent === "taken").map((e) => e.event).slice(0, 1)).toEqual(["agent.claimed"]);
+    expect(audit.events.find((e) => e.event === "agent.claimed")?.details.fence).toBe(fence);
     expect(audit.events.filter((e) => e.event === "agent.fenced")).toHaveLength(1);
     await runtime.stop();
   });
