@@ -35,15 +35,13 @@ async function approvedAndHandled(): Promise<{ log: string; sink: JsonlAuditSink
   const sink = new JsonlAuditSink(log, { key: KEY });
   const payments = new Payments("payments");
   const rt = runtime(payments, { auditSink: sink, approvalPolicy: paymentsPolicy });
+  // The request is shown once its receipt is appended (fsync'ed): waited for by event, not by turns of the loop.
+  const requested = new Promise<string>((resolve) => rt.on("approval.changed", (view) => view.status === "pending" && resolve(view.approvalId)));
   await rt.start();
   const paying = rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 30_000 });
-  let approvalId: string | undefined;
-  await waitUntil(() => {
-    void rt.approvals.list({ status: "pending" }).then(([v]) => (approvalId ??= v?.approvalId));
-    return approvalId !== undefined;
-  }, "a pending request");
-  await rt.approvals.approve(approvalId!, "ana");
-  await rt.approvals.approve(approvalId!, "ben");
+  const approvalId = await requested;
+  await rt.approvals.approve(approvalId, "ana");
+  await rt.approvals.approve(approvalId, "ben");
   await paying;
   await rt.stop();
   const rows = (): Row[] =>
@@ -53,7 +51,7 @@ async function approvedAndHandled(): Promise<{ log: string; sink: JsonlAuditSink
       .filter((l) => l !== "")
       .map((l) => JSON.parse(l) as Row)
       .filter((row) => row.details.approvalId === approvalId);
-  return { log, sink, approvalId: approvalId!, rows };
+  return { log, sink, approvalId, rows };
 }
 
 function reemit(sink: JsonlAuditSink, row: Row, details: JsonObject = row.details): Promise<unknown> {
