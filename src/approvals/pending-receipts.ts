@@ -27,10 +27,13 @@ const EVENTS: ReadonlySet<string> = new Set<ReceiptEvent>(["approval.requested",
  * The receipt of `event` for `record` as it stands after the change it
  * records, its details derived from the record alone (so a stored receipt
  * can be checked by deriving it again): `vote` names the vote of an
- * `approval.voted`. `undefined` when the record does not show that change.
+ * `approval.voted`; `handled` says whether the released message of an
+ * `approval.consumed` went to the handler (by default: whether the held
+ * message still matches its digest; it can be `true` only then).
+ * `undefined` when the record does not show that change.
  * @internal
  */
-export function receiptFor(record: ApprovalRecord, event: ReceiptEvent, receiptId: string, at: string, vote?: ApprovalVote): PendingReceipt | undefined {
+export function receiptFor(record: ApprovalRecord, event: ReceiptEvent, receiptId: string, at: string, vote?: ApprovalVote, handled?: boolean): PendingReceipt | undefined {
   const details: JsonObject = { approvalId: record.approvalId, digest: record.digest, receiptId, at };
   switch (event) {
     case "approval.requested": {
@@ -56,9 +59,11 @@ export function receiptFor(record: ApprovalRecord, event: ReceiptEvent, receiptI
       break;
     case "approval.consumed": {
       if (!record.consumed) return undefined;
-      const handled = actionDigest(record.agent, record.wire.type, record.wire.payload) === record.digest;
-      Object.assign(details, { messageId: record.wire.id, handled });
-      if (!handled) details.refusal = "APPROVAL_DIGEST_MISMATCH";
+      const matches = actionDigest(record.agent, record.wire.type, record.wire.payload) === record.digest;
+      const ran = handled ?? matches;
+      if (ran && !matches) return undefined;
+      Object.assign(details, { messageId: record.wire.id, handled: ran });
+      if (!ran) details.refusal = "APPROVAL_DIGEST_MISMATCH";
       break;
     }
   }
@@ -94,7 +99,8 @@ function derivedAgain(record: ApprovalRecord, item: unknown): PendingReceipt | u
   const event = r.event as ReceiptEvent;
   const vote = event === "approval.voted" ? record.votes.find((v) => v.approver === details.approver && v.vote === details.vote && v.stage === details.stage && v.at === details.at) : undefined;
   try {
-    return receiptFor(record, event, details.receiptId, details.at, vote);
+    // A stored refusal (handled: false) is taken as it is; a stored handled: true must match the record's digest.
+    return receiptFor(record, event, details.receiptId, details.at, vote, details.handled === false ? false : undefined);
   } catch {
     return undefined; // a stored payload that is not I-JSON
   }

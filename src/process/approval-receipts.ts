@@ -9,9 +9,9 @@ import type { ApprovalGate } from "./approval-gate.js";
 // that write, and left out of the next write once appended. A kill between the write and
 // the append leaves it in the store; the restore appends it again (restoreApprovals).
 
-/** A new receipt of `event` for `record` (as it stands after the change), at `at`. @internal */
-export function newReceipt(gate: ApprovalGate, record: ApprovalRecord, event: ReceiptEvent, at: string, vote?: ApprovalVote): PendingReceipt {
-  const receipt = receiptFor(record, event, uuidv7(gate.runner.requireServices().clock.now()), at, vote);
+/** A new receipt of `event` for `record` (as it stands after the change), at `at` (see `receiptFor` for `vote` and `handled`). @internal */
+export function newReceipt(gate: ApprovalGate, record: ApprovalRecord, event: ReceiptEvent, at: string, vote?: ApprovalVote, handled?: boolean): PendingReceipt {
+  const receipt = receiptFor(record, event, uuidv7(gate.runner.requireServices().clock.now()), at, vote, handled);
   if (receipt === undefined) throw new Error(`internal: approval ${record.approvalId} does not show the change its ${event} receipt records`);
   return receipt;
 }

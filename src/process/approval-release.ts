@@ -159,15 +159,15 @@ export async function admitReleased(gate: ApprovalGate, message: Message, approv
   const record = gate.records.get(approvalId);
   if (record === undefined || record.status !== "approved" || record.consumed) return false;
   const digest = digestOf(r, message);
+  const handled = digest === record.digest;
   const consumed = consumeRecord(record);
   try {
     // Stored as used, with its receipt written ahead, before the handler may run.
-    await storeWithReceipts(gate, consumed, [newReceipt(gate, consumed, "approval.consumed", isoTime(services.clock.now()))]);
+    await storeWithReceipts(gate, consumed, [newReceipt(gate, consumed, "approval.consumed", isoTime(services.clock.now()), undefined, handled)]);
   } catch (error) {
     services.logger.error(`'${r.agent.name}' could not store approval ${approvalId} as used; its message is not handled now (a restart releases it again)`, { error });
     return false;
   }
-  const handled = digest === record.digest;
   services.approvals.report(consumed);
   if (!handled) {
     const error = new ApprovalDigestMismatchError(approvalId, record.digest, digest);
