@@ -79,13 +79,22 @@ async function fanin({ AgentProcess, InMemoryStateStore, Runtime, silentLogger }
   return { batch, run: async (units) => { for (let done = 0; done < units; done += batch) await round(); }, close: () => runtime.stop() };
 }
 
-async function ask({ AgentProcess, InMemoryStateStore, Runtime, silentLogger }: CivitasModule): Promise<CallgrindRig> {
+async function ask(civitas: CivitasModule): Promise<CallgrindRig> {
+  return askWith(civitas, {});
+}
+
+/** Asks with an approval policy that allows every message: the gate's cost on an ask (docs/approvals.md). */
+async function askPolicy(civitas: CivitasModule): Promise<CallgrindRig> {
+  return askWith(civitas, { approvalPolicy: () => ALLOW });
+}
+
+async function askWith({ AgentProcess, InMemoryStateStore, Runtime, silentLogger }: CivitasModule, options: { approvalPolicy?: () => typeof ALLOW }): Promise<CallgrindRig> {
   class Echo extends AgentProcess {
     override async handle(message: Message): Promise<Message> {
       return this.reply({ n: (message.payload["n"] as number) + 1 });
     }
   }
-  const runtime = new Runtime({ root: [new Echo("echo")], logger: silentLogger, store: new InMemoryStateStore() });
+  const runtime = new Runtime({ root: [new Echo("echo")], logger: silentLogger, store: new InMemoryStateStore(), ...options });
   await runtime.start();
   return {
     batch: 1,
@@ -173,6 +182,7 @@ export const RIGS: readonly RigPlan[] = [
   { name: "policy", unit: "message (allow policy)", warmup: 160_000, counted: 100_000, build: pingpongPolicy },
   { name: "fanin", unit: "message", warmup: 80_000, counted: 60_000, build: fanin },
   { name: "ask", unit: "ask", warmup: 50_000, counted: 30_000, build: ask },
+  { name: "askpolicy", unit: "ask (allow policy)", warmup: 50_000, counted: 30_000, build: askPolicy },
   { name: "suspend", unit: "suspend+resume pair", warmup: 15_000, counted: 6_000, build: suspend },
   { name: "spawn", unit: "agent started and stopped", warmup: 15_000, counted: 10_000, build: spawn },
   { name: "restore", unit: "parked agent restored and stopped", warmup: 4_000, counted: 4_000, build: restore },

@@ -8,6 +8,7 @@
  * committed baseline's tolerance (callgrind-check.ts).
  */
 import { availableParallelism, loadavg } from "node:os";
+import { approvals } from "./approvals.js";
 import { ask } from "./ask.js";
 import { audit } from "./audit.js";
 import { callgrind } from "./callgrind-check.js";
@@ -24,7 +25,7 @@ import { simulation } from "./simulation.js";
 import { spawn } from "./spawn.js";
 import { suspend } from "./suspend.js";
 
-const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend, audit, spawn, restoreAudited, postgres, nats, simulation];
+const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend, approvals, audit, spawn, restoreAudited, postgres, nats, simulation];
 
 function usage(problem: string): never {
   console.error(`${problem}\nusage: npm run bench -- [--source] [${ALL.map((bench) => bench.name).join("|")} ...]\n       npm run bench -- check|callgrind [--write-baseline] [workload ...]`);
@@ -77,6 +78,9 @@ async function main(): Promise<void> {
   console.log("Targets: ping-pong, fan-in and asks/s >= 0.50x of baseline; ask latency <= 2.00x; heap <= 1200 B per idle agent.");
   if (chosen.includes(suspend)) {
     console.log("suspend: pair <= 5 us (Erlang sys:suspend+sys:resume: 2.9 us here); ping-pong after a cycle >= 0.95x of before; flag check < 2% of a message; <= 1 wake-up per flood.");
+  }
+  if (chosen.includes(approvals)) {
+    console.log("approvals: the allow policy costs at most +5 % per ask and per ping-pong message (issue 24; the guard is the callgrind count of workloads policy and askpolicy); the round trip has no target (figures only).");
   }
   if (chosen.includes(audit)) {
     console.log("audit: no targets (figures only); ratio = with the JsonlAuditSink / plain appendFile+fsync (rows/s), or with / without the sink (us per pair).");

@@ -1,8 +1,9 @@
 import { CivitasError } from "../errors/civitas-error.js";
 
 /**
- * A held message was denied (by a policy, an approver, or its expiry): the
- * asker waiting for it is rejected with this; nothing was handled.
+ * A held message was denied (by a policy, an approver, or its expiry) or its
+ * request cancelled (its agent removed for good): the asker waiting for it
+ * is rejected with this (`outcome` tells which); nothing was handled.
  */
 export class ApprovalDeniedError extends CivitasError {
   /** The agent that held the message. */
@@ -13,13 +14,18 @@ export class ApprovalDeniedError extends CivitasError {
   readonly decider: string;
   /** Why. */
   readonly reason: string;
-  constructor(agent: string, approvalId: string | undefined, decider: string, reason: string) {
-    const what = approvalId === undefined ? `the policy of '${agent}' denied the message` : `approval ${approvalId} of '${agent}' was ${decider === "expiry" ? "not given in time (expired)" : `denied by '${decider}'`}`;
+  /** How the request ended: `denied` (by a policy or an approver), `expired`, or `cancelled` (its agent removed for good, or its held message changed). */
+  readonly outcome: "denied" | "expired" | "cancelled";
+  constructor(agent: string, approvalId: string | undefined, decider: string, reason: string, outcome?: "denied" | "expired" | "cancelled") {
+    const ended = outcome ?? (decider === "expiry" ? "expired" : "denied");
+    const how = ended === "expired" ? "not given in time (expired)" : ended === "cancelled" ? `cancelled by '${decider}'` : `denied by '${decider}'`;
+    const what = approvalId === undefined ? `the policy of '${agent}' denied the message` : `approval ${approvalId} of '${agent}' was ${how}`;
     super("APPROVAL_DENIED", `${what}${reason === "" ? "" : `: ${reason}`}; the message was not handled — change the request, or ask for approval again`);
     this.agent = agent;
     this.approvalId = approvalId;
     this.decider = decider;
     this.reason = reason;
+    this.outcome = ended;
   }
 }
 

@@ -4,6 +4,7 @@ import { copyJson, type JsonObject, type JsonValue } from "../message/json.js";
 import type { ApprovalRecord, HeldWire } from "./approval-request.js";
 import { checkApprovalRule } from "./approval-rule.js";
 import type { ApprovalStatus, ApprovalVote } from "./approval-types.js";
+import { checkPendingReceipts, type PendingReceipt } from "./pending-receipts.js";
 
 /**
  * The key under which an agent's approval requests (its held actions) live
@@ -31,11 +32,43 @@ export function frozenWire(wire: object): HeldWire {
   return deepFreeze(copyJson(wire as JsonObject)) as unknown as HeldWire;
 }
 
-/** The records as stored under {@link APPROVALS_KEY}: plain JSON, a fresh copy. @internal */
-export function approvalsJson(records: Iterable<ApprovalRecord>): JsonValue {
+/**
+ * The records as stored under {@link APPROVALS_KEY}: plain JSON, a fresh
+ * copy. A record whose receipts are not appended yet carries them under
+ * `receipts` (written ahead, in the same write as the change they record).
+ * @internal
+ */
+export function approvalsJson(records: Iterable<ApprovalRecord>, receipts?: ReadonlyMap<string, readonly PendingReceipt[]>): JsonValue {
   const list: JsonValue[] = [];
-  for (const record of records) list.push(copyJson(record as unknown as JsonObject));
+  for (const record of records) {
+    const json = copyJson(record as unknown as JsonObject);
+    const pending = receipts?.get(record.approvalId);
+    if (pending !== undefined && pending.length > 0) json.receipts = pending.map((receipt) => copyJson(receipt as unknown as JsonObject));
+    list.push(json);
+  }
   return list;
+}
+
+/**
+ * The receipts stored ahead with each record of `state` (see
+ * {@link approvalsJson}), by approval id, each checked against its record:
+ * a receipt that does not describe its record's stored change is dropped,
+ * and named in `dropped` (the store is not trusted to make the runtime sign
+ * anything its records do not say).
+ * @throws {@link StateSchemaError} when the key holds anything but well-formed records
+ * @internal
+ */
+export function readStoredReceipts(agent: string, state: JsonObject): { receipts: Map<string, PendingReceipt[]>; dropped: string[] } {
+  const receipts = new Map<string, PendingReceipt[]>();
+  const dropped: string[] = [];
+  const records = readStoredApprovals(agent, state);
+  const stored = state[APPROVALS_KEY] as JsonObject[];
+  records.forEach((record, i) => {
+    const checked = checkPendingReceipts(record, stored[i]?.receipts);
+    if (checked.kept.length > 0) receipts.set(record.approvalId, checked.kept);
+    dropped.push(...checked.dropped);
+  });
+  return { receipts, dropped };
 }
 
 /**
@@ -79,7 +112,9 @@ export function readStoredApprovals(agent: string, state: JsonObject): ApprovalR
     for (const key of ["expiresAt", "escalateAt", "decidedAt", "decidedBy", "decisionReason"]) {
       if (r[key] !== undefined && typeof r[key] !== "string") bad(`approval ${approvalId} has ${key} ${describeValue(r[key])}`);
     }
-    return deepFreeze(copyJson(item as JsonObject)) as unknown as ApprovalRecord;
+    // The receipts written ahead with the record are read by readStoredReceipts, not kept on the record.
+    const { receipts: _receipts, ...fields } = item as JsonObject;
+    return deepFreeze(copyJson(fields)) as unknown as ApprovalRecord;
   });
 }
 

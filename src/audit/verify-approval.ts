@@ -1,7 +1,7 @@
 import { castVote, escalateIfDue, newRecord, type ApprovalRecord } from "../approvals/approval-request.js";
 import { checkApprovalRule } from "../approvals/approval-rule.js";
 import type { ApprovalStatus } from "../approvals/approval-types.js";
-import type { AuditRow } from "./audit-row.js";
+import { canonicalJson, type AuditRow } from "./audit-row.js";
 import { auditLogBytes, sourceLabel, type AuditLogSource } from "./audit-source.js";
 import { keyResolver, walkAuditLog, type VerifyOptions } from "./verify-audit-log.js";
 
@@ -43,7 +43,12 @@ function text(value: unknown): string | undefined {
  * once; every event must carry its digest and agent; the counted votes,
  * replayed through the rule recorded with the request (with its escalation),
  * must reach the recorded decision; one `approval.decided`; at most one
- * `approval.consumed`, only after an approval.
+ * `approval.consumed`, only after an approval. A receipt appended again
+ * after a crash (the runtime writes receipts ahead and re-emits the ones a
+ * crash may have lost) counts once: same `receiptId` and the same event,
+ * agent and details (its `fence` aside); the same `receiptId` with any
+ * other content is a failure, never a second vote. A vote counts at its
+ * recorded `at` (when it was cast), which may not be later than its row.
  * @example
  * ```ts
  * const { status, votes } = await verifyApproval("./audit.jsonl", approvalId, { key });
@@ -54,13 +59,57 @@ export async function verifyApproval(source: AuditLogSource, approvalId: string,
   const walk = walkAuditLog(await auditLogBytes(source), keyResolver(sourceLabel(source), options));
   const failures: string[] = [];
   if (walk.brokenAt !== undefined) failures.push(`the audit chain is broken at row ${walk.brokenAt}: ${walk.reason ?? "unknown"}`);
-  const rows = walk.rows.filter((row) => row.details.approvalId === approvalId);
+  const rows = onceEach(
+    walk.rows.filter((row) => row.details.approvalId === approvalId),
+    failures,
+  );
   const result = replay(rows, approvalId, failures);
   const status: ApprovalVerificationStatus = failures.length > 0 ? "failed" : result.decision === undefined || (result.decision === "approved" && !result.handled) ? "pending" : "verified";
   return { status, approvalId, ...result, failures };
 }
 
 type Replayed = Omit<ApprovalVerification, "status" | "approvalId" | "failures">;
+
+/**
+ * The rows with each re-emitted receipt counted once: a row whose
+ * `receiptId` came before, with identical event, agent and details (the
+ * owner `fence` aside: a re-emission comes from the restarted owner), is
+ * left out; one with different content is a failure (and left out too: it
+ * never counts as a vote of its own).
+ */
+function onceEach(rows: readonly AuditRow[], failures: string[]): AuditRow[] {
+  const seen = new Map<string, { seq: number; content: string }>();
+  const kept: AuditRow[] = [];
+  for (const row of rows) {
+    const receiptId = row.details.receiptId;
+    if (typeof receiptId !== "string") {
+      kept.push(row);
+      continue;
+    }
+    const { fence: _fence, ...details } = row.details;
+    const content = canonicalJson({ event: row.event, agent: row.agent, details });
+    const first = seen.get(receiptId);
+    if (first === undefined) {
+      seen.set(receiptId, { seq: row.seq, content });
+      kept.push(row);
+    } else if (first.content !== content) {
+      failures.push(`row ${row.seq}: ${row.event} reuses receipt id ${receiptId} of row ${first.seq} with other content`);
+    }
+  }
+  return kept;
+}
+
+/** When the row's change happened: its recorded `at` (a re-emission is appended later), else the row's time. */
+function changeTime(row: AuditRow, failures: string[], where: string): number {
+  const ts = Date.parse(row.ts);
+  const at = typeof row.details.at === "string" ? Date.parse(row.details.at) : Number.NaN;
+  if (typeof row.details.at !== "string") return ts;
+  if (Number.isNaN(at) || at > ts) {
+    failures.push(`${where}: its time ${JSON.stringify(row.details.at)} is not a time before it was recorded (${row.ts})`);
+    return ts;
+  }
+  return at;
+}
 
 function replay(rows: readonly AuditRow[], approvalId: string, failures: string[]): Replayed {
   const votes: { approver: string; vote: string; stage: number; ts: string }[] = [];
@@ -92,7 +141,7 @@ function replay(rows: readonly AuditRow[], approvalId: string, failures: string[
     const where = `row ${row.seq}: ${row.event} of approval ${approvalId}`;
     if (row.agent !== agent) failures.push(`${where} names agent '${row.agent}', not '${agent}'`);
     if (row.details.digest !== digest) failures.push(`${where} carries another digest than its request`);
-    const ts = Date.parse(row.ts);
+    const ts = changeTime(row, failures, where);
     switch (row.event) {
       case "approval.requested":
         failures.push(`${where}: requested a second time`);

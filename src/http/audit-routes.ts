@@ -147,11 +147,14 @@ async function approvalHistory(bytes: Buffer, rows: readonly AuditRow[], limit: 
     if (row.event === "approval.requested" && typeof id === "string" && typeof type === "string") types.set(id, type);
   }
   const entries: ApprovalHistoryEntry[] = [];
+  // A decision's receipt appended again after a crash (written ahead, re-emitted at restore) is listed once.
+  const listed = new Set<string>();
   for (let i = rows.length - 1; i >= 0 && entries.length < limit; i--) {
     const row = rows[i];
     if (row === undefined || row.event !== "approval.decided" || (agent !== null && row.agent !== agent)) continue;
     const { approvalId, decision, decidedBy, reason } = row.details;
-    if (typeof approvalId !== "string") continue;
+    if (typeof approvalId !== "string" || listed.has(approvalId)) continue;
+    listed.add(approvalId);
     const { status } = await verifyApproval(bytes, approvalId, verifyOptions(options));
     const type = types.get(approvalId);
     entries.push({

@@ -17,6 +17,7 @@ import { assertReason } from "./decision-text.js";
 import { checkExpiresInMs, type PauseOptions } from "./pause-deadline.js";
 import { pauseOf, type Pause } from "./pause.js";
 import type { CancelCause } from "./pause-settlement.js";
+import { cancelApprovalsOnRemoval } from "./approval-cancel.js";
 import { notAttached, ProcessRunner } from "./process-runner.js";
 import { broadcastRecipients, capableRecipient } from "./recipients.js";
 import type { AskOptions, SendOptions } from "./send-options.js";
@@ -435,10 +436,13 @@ export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements Supe
 
   /**
    * Forgets the suspension for good (permanent removal), so a future agent
-   * of the same name does not come back paused.
+   * of the same name does not come back paused; its pending approval
+   * requests are cancelled on the record first (`approval-cancel.ts`).
    * @internal
    */
-  [clearSuspension](cause: CancelCause, by: string): Promise<void> {
+  async [clearSuspension](cause: CancelCause, by: string): Promise<void> {
+    // Its pending approval requests are cancelled on the record first, while its state may still be written.
+    await cancelApprovalsOnRemoval(this.#runner, cause, by);
     return this.#runner.suspension.clearSuspension(cause, by);
   }
 }

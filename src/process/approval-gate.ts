@@ -4,6 +4,7 @@ import { ApprovalDeniedError, PolicyFailedError } from "../approvals/approval-er
 import { newRecord, type ApprovalRecord } from "../approvals/approval-request.js";
 import { checkApprovalRule } from "../approvals/approval-rule.js";
 import type { ApprovalPolicy, ApprovalRule, ApprovalView, PolicyDecision } from "../approvals/approval-types.js";
+import type { PendingReceipt } from "../approvals/pending-receipts.js";
 import { actionDigest } from "../approvals/canonical-json.js";
 import { frozenWire } from "../approvals/stored-approvals.js";
 import { uuidv7 } from "../message/ids.js";
@@ -13,7 +14,8 @@ import { toWire } from "../message/wire.js";
 import type { TimerHandle } from "../time/clock.js";
 import { refuse } from "./effects.js";
 import type { ProcessRunner } from "./process-runner.js";
-import { admitReleased, armDeadlines, recordAndReport } from "./approval-release.js";
+import { admitReleased, armDeadlines } from "./approval-release.js";
+import { newReceipt, storeWithReceipts } from "./approval-receipts.js";
 
 /** How many decided requests an agent keeps (for `get`, and to refuse replays); older ones are dropped. */
 const KEPT_DECIDED = 100;
@@ -29,6 +31,10 @@ const KEPT_DECIDED = 100;
 export class ApprovalGate {
   /** Every request the agent holds or decided lately, by id, oldest first. */
   readonly records = new Map<string, ApprovalRecord>();
+  /** The receipts written ahead and not appended yet, by request, oldest first (`approval-receipts.ts`). */
+  readonly receipts = new Map<string, PendingReceipt[]>();
+  /** The run appending owed receipts, while one goes. */
+  appending: Promise<void> | undefined;
   /** Approved messages the runtime put in the mailbox, each the one object it queued, with its request. */
   readonly released = new Map<Message, string>();
   /** What `requireApproval` asked for while the current message was handled. */
@@ -152,12 +158,11 @@ export async function holdMessage(gate: ApprovalGate, message: Message, rule: Ap
   const now = services.clock.now();
   const digest = digestOf(r, message);
   const record = newRecord(uuidv7(now), r.agent.name, frozenWire(toWire(message)), digest, rule, reason, now);
-  gate.records.set(record.approvalId, record);
   pruneDecided(gate);
   try {
-    await r.persist();
+    // The request and its receipt, written ahead, in one write; the receipt is appended after it.
+    await storeWithReceipts(gate, record, [newReceipt(gate, record, "approval.requested", record.requestedAt)]);
   } catch (error) {
-    gate.records.delete(record.approvalId);
     services.logger.error(`'${r.agent.name}' could not store the approval request for message ${message.id}; nothing is held and the message is not handled`, { error });
     if (message.replyTo !== undefined && message.correlationId !== undefined) refuse(r, message, error instanceof Error ? error : new Error(String(error)));
     return;
@@ -165,10 +170,7 @@ export async function holdMessage(gate: ApprovalGate, message: Message, rule: Ap
   services.approvals.add(record.approvalId, gate);
   services.telemetry.setAttribute(span, "civitas.approval.id", record.approvalId);
   services.telemetry.setAttribute(span, "civitas.policy.decision", "require_approval");
-  const details: JsonObject = { approvalId: record.approvalId, digest, messageId: message.id, type: message.type, sender: message.sender, reason, rule: rule as unknown as JsonObject, requestedAt: record.requestedAt };
-  if (record.expiresAt !== undefined) details.expiresAt = record.expiresAt;
-  if (record.escalateAt !== undefined) details.escalateAt = record.escalateAt;
-  await recordAndReport(gate, record, "approval.requested", details);
+  services.approvals.report(record);
   armDeadlines(gate);
 }
 
@@ -178,7 +180,7 @@ function pruneDecided(gate: ApprovalGate): void {
   for (const record of gate.records.values()) if (isSettled(record)) decided++;
   for (const [id, record] of gate.records) {
     if (decided <= KEPT_DECIDED) return;
-    if (!isSettled(record)) continue;
+    if (!isSettled(record) || gate.receipts.has(id)) continue;
     gate.records.delete(id);
     gate.runner.services?.approvals.remove(id);
     decided--;

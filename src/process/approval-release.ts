@@ -1,16 +1,19 @@
 import { ApprovalDeniedError, ApprovalDigestMismatchError, ApprovalNotFoundError, ApproverNotAllowedError } from "../approvals/approval-errors.js";
 import { castVote, consumeRecord, escalateIfDue, expireIfDue, nextDeadline, viewOf, cancelRecord, type ApprovalRecord } from "../approvals/approval-request.js";
-import { APPROVALS_KEY, readStoredApprovals } from "../approvals/stored-approvals.js";
+import type { PendingReceipt } from "../approvals/pending-receipts.js";
+import { APPROVALS_KEY, readStoredApprovals, readStoredReceipts } from "../approvals/stored-approvals.js";
 import { ResumeRefusedError } from "../errors/errors.js";
 import { forceMessage, queuedBusiness } from "../mailbox/mailbox-internals.js";
 import type { JsonObject } from "../message/json.js";
 import type { Message } from "../message/message.js";
 import { fromWire } from "../message/wire.js";
+import { isoTime } from "../time/clock.js";
 import { settlesWithin } from "../time/deadline.js";
 import { answer, refuse } from "./effects.js";
 import { composeControl } from "./envelope.js";
 import { digestOf, gateOf, type ApprovalGate } from "./approval-gate.js";
 import { overrides, runHookWithDeadline } from "./hooks.js";
+import { appendReceipts, newReceipt, storeWithReceipts } from "./approval-receipts.js";
 import type { ProcessRunner } from "./process-runner.js";
 
 // Decisions on held actions, taken by the holding agent's own loop between two messages (an
@@ -21,17 +24,6 @@ import type { ProcessRunner } from "./process-runner.js";
 export const APPROVAL_CONTROL = "_agency.approval";
 
 function noop(): void {}
-
-/**
- * Records `event` (a signed receipt) and tells the board's listeners
- * (`approval.changed`). Receipts are awaited: the next step comes after it.
- * @internal
- */
-export async function recordAndReport(gate: ApprovalGate, record: ApprovalRecord, event: string, details: JsonObject): Promise<void> {
-  const services = gate.runner.requireServices();
-  await services.telemetry.audit(event, gate.runner.agent.name, details);
-  services.approvals.report(record);
-}
 
 /** Acts on an `_agency.approval` control request: a vote, or a tick of the deadline timer. @internal */
 export function approvalControl(r: ProcessRunner, request: Message): Promise<void> {
@@ -69,10 +61,9 @@ async function applyVote(gate: ApprovalGate, request: Message): Promise<void> {
           next = cancelRecord(record, services.clock.now(), "runtime", mismatch.message);
         }
       }
-      await store(gate, next);
-      const voted: JsonObject = { approvalId, digest: record.digest, approver, vote, stage: outcome.vote.stage, accepted: true };
-      if (outcome.vote.reason !== undefined) voted.reason = outcome.vote.reason;
-      if (mismatch === undefined) await services.telemetry.audit("approval.voted", r.agent.name, voted);
+      // The vote's receipt (none for a vote whose approval the digest check cancelled) and the decision's, written ahead.
+      const receipts = mismatch === undefined ? [newReceipt(gate, next, "approval.voted", outcome.vote.at, outcome.vote)] : [];
+      await storeWithReceipts(gate, next, [...receipts, ...changeReceipts(gate, record, next)]);
       await afterChange(gate, record, next);
       if (mismatch !== undefined) throw mismatch;
     }
@@ -104,36 +95,23 @@ async function authorizeVote(gate: ApprovalGate, record: ApprovalRecord, approve
   if (allowed !== true) throw new ResumeRefusedError(r.agent.name, approver, undefined, vote === "deny" ? "deny" : "resume");
 }
 
-/** Stores `next` in place of its earlier record (one write of the agent's state); restores the earlier one in memory when the write fails. */
-async function store(gate: ApprovalGate, next: ApprovalRecord): Promise<void> {
-  const before = gate.records.get(next.approvalId);
-  gate.records.set(next.approvalId, next);
-  try {
-    await gate.runner.persist();
-  } catch (error) {
-    if (before !== undefined) gate.records.set(next.approvalId, before);
-    throw error;
-  }
+/** The receipts of a change from `before` to `next` beyond a vote's own: its escalation, its decision. @internal */
+export function changeReceipts(gate: ApprovalGate, before: ApprovalRecord, next: ApprovalRecord): PendingReceipt[] {
+  const receipts: PendingReceipt[] = [];
+  const now = isoTime(gate.runner.requireServices().clock.now());
+  if (next.escalated && !before.escalated) receipts.push(newReceipt(gate, next, "approval.escalated", now));
+  if (next.status !== "pending" && before.status === "pending") receipts.push(newReceipt(gate, next, "approval.decided", next.decidedAt ?? now));
+  return receipts;
 }
 
 /**
- * What follows a stored change from `before` to `next`: its receipts
- * (escalation, decision), `approval.changed`, and for a decision its
- * effect: an approved message queued for release; a denied, expired or
- * cancelled one's asker rejected and `onApprovalDenied` run.
+ * What follows a stored change from `before` to `next` (its receipts
+ * appended): `approval.changed`, and for a decision its effect: an
+ * approved message queued for release; a denied, expired or cancelled
+ * one's asker rejected and `onApprovalDenied` run.
  */
 async function afterChange(gate: ApprovalGate, before: ApprovalRecord, next: ApprovalRecord): Promise<void> {
-  const services = gate.runner.requireServices();
-  const agent = gate.runner.agent.name;
-  if (next.escalated && !before.escalated) {
-    await services.telemetry.audit("approval.escalated", agent, { approvalId: next.approvalId, digest: next.digest, stage: next.stage, escalateTo: [...(next.rule.escalateTo ?? [])] });
-  }
-  if (next.status !== "pending" && before.status === "pending") {
-    const details: JsonObject = { approvalId: next.approvalId, digest: next.digest, decision: next.status, decidedBy: next.decidedBy ?? "" };
-    if (next.decisionReason !== undefined) details.reason = next.decisionReason;
-    await services.telemetry.audit("approval.decided", agent, details);
-  }
-  services.approvals.report(next);
+  gate.runner.requireServices().approvals.report(next);
   if (next.status === before.status) return;
   if (next.status === "approved") queueRelease(gate, next);
   else if (next.status !== "pending") await denied(gate, next);
@@ -141,15 +119,20 @@ async function afterChange(gate: ApprovalGate, before: ApprovalRecord, next: App
 
 async function denied(gate: ApprovalGate, record: ApprovalRecord): Promise<void> {
   const r = gate.runner;
-  const wire = record.wire;
-  if (typeof wire.reply_to === "string" && wire.correlation_id !== null) {
-    const message = fromWire(wire);
-    refuse(r, message, new ApprovalDeniedError(r.agent.name, record.approvalId, record.decidedBy ?? "", record.decisionReason ?? ""));
-  }
+  rejectAsker(gate, record);
   if (overrides(r, "onApprovalDenied")) {
     const view = viewOf(record);
     await runHookWithDeadline(r, "onApprovalDenied", () => r.agent.onApprovalDenied(view), r.options.shutdownTimeoutMs);
   }
+}
+
+/** Rejects the asker of `record`'s held message, if one may still wait, with `APPROVAL_DENIED` (its outcome, decider, reason). @internal */
+export function rejectAsker(gate: ApprovalGate, record: ApprovalRecord): void {
+  const r = gate.runner;
+  const wire = record.wire;
+  if (typeof wire.reply_to !== "string" || wire.correlation_id === null) return;
+  const outcome = record.status === "expired" || record.status === "cancelled" ? record.status : "denied";
+  refuse(r, fromWire(wire), new ApprovalDeniedError(r.agent.name, record.approvalId, record.decidedBy ?? "", record.decisionReason ?? "", outcome));
 }
 
 /** Puts the approved message of `record` in the mailbox (business lane, at the back), unless it is queued already. */
@@ -176,17 +159,16 @@ export async function admitReleased(gate: ApprovalGate, message: Message, approv
   const record = gate.records.get(approvalId);
   if (record === undefined || record.status !== "approved" || record.consumed) return false;
   const digest = digestOf(r, message);
+  const handled = digest === record.digest;
   const consumed = consumeRecord(record);
   try {
-    await store(gate, consumed);
+    // Stored as used, with its receipt written ahead, before the handler may run.
+    await storeWithReceipts(gate, consumed, [newReceipt(gate, consumed, "approval.consumed", isoTime(services.clock.now()), undefined, handled)]);
   } catch (error) {
     services.logger.error(`'${r.agent.name}' could not store approval ${approvalId} as used; its message is not handled now (a restart releases it again)`, { error });
     return false;
   }
-  const handled = digest === record.digest;
-  const details: JsonObject = { approvalId, digest: record.digest, messageId: message.id, handled };
-  if (!handled) details.refusal = "APPROVAL_DIGEST_MISMATCH";
-  await recordAndReport(gate, consumed, "approval.consumed", details);
+  services.approvals.report(consumed);
   if (!handled) {
     const error = new ApprovalDigestMismatchError(approvalId, record.digest, digest);
     services.logger.error(error.message, { error });
@@ -213,7 +195,7 @@ async function applyDueTo(gate: ApprovalGate, record: ApprovalRecord): Promise<A
   const next = expireIfDue(escalated ?? record, now) ?? escalated;
   if (next === undefined) return record;
   try {
-    await store(gate, next);
+    await storeWithReceipts(gate, next, changeReceipts(gate, record, next));
   } catch (error) {
     services.logger.error(`'${gate.runner.agent.name}' could not store the ${next.status === "expired" ? "expiry" : "escalation"} of approval ${record.approvalId}; it is tried again`, { error });
     return record;
@@ -262,12 +244,21 @@ export function armDeadlines(gate: ApprovalGate): void {
  */
 export function restoreApprovals(r: ProcessRunner, stored: JsonObject | undefined): void {
   const state = r.agent.state;
+  // (`stored` may be `state` itself: read before the key is taken out.)
   const records = stored === undefined ? [] : readStoredApprovals(r.agent.name, stored);
+  const { receipts, dropped } = records.length === 0 || stored === undefined ? { receipts: undefined, dropped: [] } : readStoredReceipts(r.agent.name, stored);
   if (APPROVALS_KEY in state) delete state[APPROVALS_KEY];
   if (records.length === 0 && r.gate === undefined) return;
   const gate = gateOf(r);
-  if (gate.records.size === 0) for (const record of records) gate.records.set(record.approvalId, record);
   const services = r.requireServices();
+  if (gate.records.size === 0) {
+    for (const record of records) gate.records.set(record.approvalId, record);
+    // Receipts written ahead and maybe never appended (a crash after the write): owed again.
+    if (receipts !== undefined) for (const [id, owed] of receipts) gate.receipts.set(id, owed);
+    for (const problem of dropped) services.logger.error(`'${r.agent.name}' restored ${problem}; it is not appended to the audit log`);
+  }
+  // Appended (again) before anything the restored agent records next: an identical re-emission counts once (verifyApproval).
+  services.telemetry.track(appendReceipts(gate));
   const queued = new Set(r.box === undefined ? [] : queuedBusiness(r.box));
   for (const message of [...gate.released.keys()]) if (!queued.has(message)) gate.released.delete(message);
   for (const record of gate.records.values()) {

@@ -249,7 +249,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       const pause = asked?.suspensionId === this.suspension.lastSettled ? undefined : asked;
       const state = persistableState(this.agent.state, pause, this.agent.name, marker !== undefined && !this.suspension.announcementOwed);
       // The held actions are the runtime's, as the marker is: what user code put under their key is never written.
-      if (this.gate !== undefined && this.gate.records.size > 0) state[APPROVALS_KEY] = approvalsJson(this.gate.records.values());
+      if (this.gate !== undefined && this.gate.records.size > 0) state[APPROVALS_KEY] = approvalsJson(this.gate.records.values(), this.gate.receipts);
       else if (APPROVALS_KEY in state) delete state[APPROVALS_KEY];
       const services = this.requireServices();
       // A pause, and every write after the agent's first pause or settlement, records where the audit chain stood.

@@ -1,8 +1,11 @@
 /**
  * Held actions survive SIGKILL (issue 24 §2): real child processes on one
  * SQLite file, killed after the request's write (before anything else saw
- * it), between the last vote and the handling, and during the handling. No
- * held action is lost or created twice; a released one is handled at most once.
+ * it), between a state write and its receipts, between the last vote and the
+ * handling, and during the handling. No held action is lost or created
+ * twice; a released one is handled at most once; no receipt is lost (they
+ * are written ahead with the state and re-emitted at restore), and an
+ * identical re-emission counts once in verifyApproval.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -63,6 +66,52 @@ describe("held actions across SIGKILL", () => {
 
     const again = await run("report", db, log);
     expect(line(again.lines, "report").paid).toEqual(report.paid);
+    expect((await verifyAuditLog(log, { key: "approvals-crash-key" })).ok).toBe(true);
+    const verified = await verifyApproval(log, approvalId!, { key: "approvals-crash-key" });
+    expect(verified.failures).toEqual([]);
+    expect(verified).toMatchObject({ status: "verified", decision: "approved", decidedBy: "ben", handled: true });
+    expect(verified.votes.map((v) => v.approver)).toEqual(["ana", "ben"]);
+  }, 240_000);
+
+  it("killed between a state write and its receipts (the request's, the last vote's) and after a receipt before the write that drops it: the restarts re-emit them, verifyApproval passes, the payment is handled once", async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-approvals-crash-"));
+    const db = path.join(dir, "state.db");
+    const log = path.join(dir, "audit.jsonl");
+    const rowsOf = (event: string, approver?: string): number =>
+      fs
+        .readFileSync(log, "utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l) as { event: string; details: { approver?: string } })
+        .filter((row) => row.event === event && (approver === undefined || row.details.approver === approver)).length;
+
+    const requested = await run("request-unreceipted", db, log, "written-unreceipted");
+    const [approvalId] = line(requested.lines, "written-unreceipted").approvals as string[];
+    expect(approvalId).toBeDefined();
+    expect(fs.existsSync(log) ? rowsOf("approval.requested") : 0).toBe(0); // killed before the receipt was appended
+
+    const ana = await run("vote-ana-receipted", db, log, "ana-receipted");
+    expect(line(ana.lines, "start").pending).toEqual([approvalId]);
+    expect(rowsOf("approval.requested")).toBe(1); // re-emitted at restore
+    expect(rowsOf("approval.voted", "ana")).toBe(1);
+
+    const ben = await run("vote-ben-unreceipted", db, log, "approved-unreceipted");
+    expect(line(ben.lines, "approved-unreceipted").owed).toEqual(expect.arrayContaining(["approval.voted", "approval.decided"]));
+    expect(rowsOf("approval.voted", "ana")).toBe(2); // her receipt was still owed in the record: appended again, identical
+    expect(rowsOf("approval.voted", "ben")).toBe(0);
+    expect(rowsOf("approval.decided")).toBe(0);
+
+    const first = await run("report", db, log);
+    expect(line(first.lines, "start").pending).toEqual([]);
+    const report = line(first.lines, "report");
+    expect(report.records).toEqual([{ approvalId, status: "approved", consumed: true, votes: 2 }]);
+    expect(report.paid).toHaveLength(1);
+    const again = await run("report", db, log);
+    expect(line(again.lines, "report").paid).toEqual(report.paid);
+
+    expect(rowsOf("approval.voted", "ben")).toBe(1);
+    expect(rowsOf("approval.decided")).toBe(1);
+    expect(rowsOf("approval.consumed")).toBe(1);
     expect((await verifyAuditLog(log, { key: "approvals-crash-key" })).ok).toBe(true);
     const verified = await verifyApproval(log, approvalId!, { key: "approvals-crash-key" });
     expect(verified.failures).toEqual([]);

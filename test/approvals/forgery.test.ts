@@ -6,7 +6,7 @@
  * handle a payment that was not approved, or handle one twice.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { APPROVALS_KEY, createMessage, InMemoryStateStore, type ApprovalView, type JsonObject, type Message } from "../../src/index.js";
+import { APPROVALS_KEY, createMessage, InMemoryStateStore, MemoryAuditSink, type ApprovalView, type JsonObject, type Message } from "../../src/index.js";
 import { rejection } from "../support/outcome.js";
 import { runtimes } from "../support/runtimes.js";
 import { turns, waitUntil } from "../support/agents.js";
@@ -106,6 +106,30 @@ describe("forged approvals", () => {
     await again.ask("payments", {}, { type: "balance" });
     expect((await again.approvals.get(request!.approvalId)).status).toBe("pending");
     attempt("forge an approved record in state", forger.state.paid.length === 0 && restored.state.paid.length === 0);
+  });
+
+  it("receipts planted in the stored record (a vote it does not hold, an approval it does not show) are not signed at restore", async () => {
+    const { rt, store, request } = await heldPayment();
+    await rt.approvals.approve(request.approvalId, "ana");
+    await rt.stop();
+    const state = (await store.get("payments"))!;
+    const record = (state[APPROVALS_KEY] as JsonObject[])[0]!;
+    const base = { approvalId: request.approvalId, digest: request.digest, at: new Date().toISOString() };
+    record.receipts = [
+      { event: "approval.voted", details: { ...base, receiptId: "01900000-0000-7000-8000-00000000000a", approver: "cy", vote: "approve", stage: 0, accepted: true } },
+      { event: "approval.decided", details: { ...base, receiptId: "01900000-0000-7000-8000-00000000000b", decision: "approved", decidedBy: "cy" } },
+    ];
+    await store.set("payments", state);
+    const audit = new MemoryAuditSink();
+    const payments = new Payments("payments");
+    const again = runtime(payments, { store, auditSink: audit, approvalPolicy: paymentsPolicy });
+    await again.start();
+    await again.ask("payments", {}, { type: "balance" });
+    await turns(20);
+    const planted = audit.events.filter((e) => e.event === "approval.voted" || e.event === "approval.decided");
+    expect(planted).toEqual([]);
+    expect((await again.approvals.get(request.approvalId)).status).toBe("pending");
+    attempt("plant receipts in the stored record", planted.length === 0 && payments.state.paid.length === 0);
   });
 
   it("an approval used once cannot be used again, and cannot release another message", async () => {

@@ -8,7 +8,7 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { JsonlAuditSink } from "../../src/entries/audit.js";
-import { CivitasError, type Message, type Runtime } from "../../src/index.js";
+import { CivitasError, type JsonObject, type Message, type Runtime } from "../../src/index.js";
 import { runtimes } from "../support/runtimes.js";
 import { scratch } from "../support/scratch.js";
 import { eventually, headerIdentity, inboxes, signIn, Treasury, treasuryPolicy } from "./support.js";
@@ -31,7 +31,7 @@ interface Item {
   decisionReason?: string;
 }
 
-async function heldPayment(): Promise<{ rt: Runtime; treasury: Treasury; asked: Promise<Message>; url: string; log: string }> {
+async function heldPayment(): Promise<{ rt: Runtime; treasury: Treasury; asked: Promise<Message>; url: string; log: string; sink: JsonlAuditSink }> {
   const log = path.join(tempDir(), "audit.jsonl");
   const sink = track(new JsonlAuditSink(log, { key: KEY }));
   const treasury = new Treasury("treasury");
@@ -41,7 +41,7 @@ async function heldPayment(): Promise<{ rt: Runtime; treasury: Treasury; asked: 
   asked.catch(() => undefined);
   await eventually(async () => (await rt.approvals.list({ status: "pending" })).length === 1, "the held payment");
   const server = await serve({ runtime: rt, authenticate: headerIdentity, audit: { source: log, key: KEY } });
-  return { rt, treasury, asked, url: server.url, log };
+  return { rt, treasury, asked, url: server.url, log, sink };
 }
 
 describe("approval routes", () => {
@@ -106,7 +106,7 @@ describe("approval routes", () => {
   });
 
   it("shows the audit trail of a decided request verified offline, and the decision in the history", async () => {
-    const { rt, url } = await heldPayment();
+    const { rt, url, sink } = await heldPayment();
     const [view] = await rt.approvals.list({ status: "pending" });
     const id = view?.approvalId ?? "";
     const ana = await signIn(url, "ana");
@@ -122,6 +122,11 @@ describe("approval routes", () => {
     expect((trail.json.rows as { event: string }[]).map((r) => r.event)).toEqual(["approval.requested", "approval.voted", "approval.voted", "approval.decided", "approval.consumed"]);
     const history = await ana.get("/api/v1/history");
     expect(history.json.items).toEqual([expect.objectContaining({ kind: "approval", agent: "treasury", approvalId: id, type: "pay", decision: "approved", decidedBy: "carol", status: "verified" })]);
+    // A decision's receipt appended again, identical (as a restart after a crash re-emits it), is listed once and still verifies.
+    const decided = (trail.json.rows as { event: string; agent: string; details: JsonObject }[]).find((r) => r.event === "approval.decided")!;
+    await sink.emit({ event: decided.event, ts: new Date().toISOString(), agent: decided.agent, signerId: "civitas-runtime", details: decided.details });
+    const again = await ana.get("/api/v1/history");
+    expect(again.json.items).toEqual([expect.objectContaining({ approvalId: id, decision: "approved", status: "verified" })]);
     const unknown = await ana.get("/api/v1/approvals/no-such/audit");
     expect([unknown.status, unknown.json.error?.code]).toEqual([404, "AUDIT_RECORD_NOT_FOUND"]);
   });
