@@ -64,7 +64,7 @@ say(`ready (pid ${process.pid}): payments is on the bus`);
 process.on("SIGTERM", () => {
   void runtime.stop().then(async () => {
     await store.close(); // the runtime never closes a store it was given
-    say(`stopped; receipts: ${audit.events.filter((e) => e.event !== "agent.start").map((e) => e.event).join(", ")}`);
+    say(`stopped; pause receipts: ${audit.events.filter((e) => e.event.startsWith("agent.suspend") || e.event === "agent.resume" || e.event === "agent.deny").map((e) => e.event).join(", ")}`);
     process.exit(0);
   });
 });

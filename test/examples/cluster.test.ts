@@ -34,7 +34,7 @@ it("the cluster demo: the approval service lists the worker's suspended agent an
     /\[approvals\] the same approval again: STALE_APPROVAL/,
     /\[approvals\] suspended in the cluster now: 0 agents/,
     /\[approvals\] ledger: \[\{"invoice":"INV-1","amount":40\},\{"invoice":"INV-2","amount":12500\}\]; pending: null/,
-    /\[worker\] stopped; receipts: agent\.suspend, agent\.resume/,
+    /\[worker\] stopped; pause receipts: agent\.suspend, agent\.resume/,
     /approval service exited with code 0, worker with code 0/,
   ];
   for (const pattern of expected) expect(run.stdout).toMatch(pattern);
