@@ -4,6 +4,8 @@
  * its marker write, and lasting takeovers (fenced writes).
  */
 import { afterEach, describe, expect, it } from "vitest";
+import type { AuditEvent } from "../../src/audit/audit-event.js";
+import { OwnerFences } from "../../src/audit/owner-fence.js";
 import type { Message } from "../../src/message/message.js";
 import { AgentProcess } from "../../src/process/agent-process.js";
 import { ProcessStatus } from "../../src/contracts/process-status.js";
@@ -55,13 +57,26 @@ afterEach(async () => {
   for (const sim of built.splice(0)) await sim.stop();
 });
 
+/** Per pause, its settlements that decide (not a fenced-out owner's: its fence older than one the log showed before it). */
 function settledIds(view: SimulationView): Map<string, number> {
   const settled = new Map<string, number>();
+  const fences = new OwnerFences();
   for (const event of view.audit) {
     const id = event.details.suspensionId;
-    if (SETTLING.has(event.event) && typeof id === "string") settled.set(id, (settled.get(id) ?? 0) + 1);
+    if (SETTLING.has(event.event) && typeof id === "string" && fences.fencedOut(event) === undefined) settled.set(id, (settled.get(id) ?? 0) + 1);
+    fences.see(event);
   }
   return settled;
+}
+
+/** The settlements a fenced-out owner appended (after the successor's claim): on record, deciding nothing. */
+function fencedOutReceipts(view: SimulationView): AuditEvent[] {
+  const fences = new OwnerFences();
+  return view.audit.filter((event) => {
+    const out = SETTLING.has(event.event) && fences.fencedOut(event) !== undefined;
+    fences.see(event);
+    return out;
+  });
 }
 
 /**
@@ -120,6 +135,13 @@ function expectDecidedOnce(sim: Simulation, journal: readonly string[]): void {
   const fenced = sim.view.audit.findIndex((e) => e.event === "agent.fenced");
   const killed = sim.trace.some((s) => s.kind === "kill");
   if (fenced >= 0 && !killed) expect(sim.view.audit.slice(fenced).filter((e) => SETTLING.has(e.event))).toEqual([]);
+  // A fenced-out owner's receipt is carried out by nobody: its hook never ran.
+  for (const zombie of fencedOutReceipts(sim.view)) {
+    const who = zombie.event === "agent.resume" ? `onResume ${zombie.details.approver as string}` : `onDeny ${zombie.details.decider as string}`;
+    const id = zombie.details.suspensionId as string;
+    if (settledIds(sim.view).has(id)) continue; // decided by its owner of record too: that decision's hook is the one
+    expect(journal, `the fenced-out ${zombie.event} of ${id} was carried out`).not.toContain(`${who} ${id}`);
+  }
 }
 
 describe("every pause ends in one decision, taken by its owner of record (simulation)", () => {
@@ -140,6 +162,58 @@ describe("every pause ends in one decision, taken by its owner of record (simula
     expect(sim.view.status("asker")).toBe(ProcessStatus.RUNNING);
     expect(sim.view.audit.filter((e) => e.event === "agent.deny")).toHaveLength(1);
     expect(journal).toEqual([`onDeny expiry ${denials[0]?.details.suspensionId as string}`]);
+  });
+
+  it("a takeover while a resume's receipt is pending: the receipt is on record after the successor's claim, decides nothing, and is carried out by nobody", async () => {
+    const journal: string[] = [];
+    const base = randomChooser(7);
+    let checkpointWrite = "";
+    // Every store write opens before the resume's receipt does; the checkpoint's write is fenced (the takeover).
+    const chooser: Chooser = {
+      choose: (ready, step) => {
+        const write = ready.findIndex((choice) => choice.kind === "store");
+        return write >= 0 ? write : base.choose(ready, step);
+      },
+      fault: (choice, asked) => asked === "store.fenced" && choice.key === checkpointWrite,
+    };
+    let takeOverDuring = "";
+    // A write from outside a handler (a timer's checkpoint) while the resume is being decided: its receipt and the write wait together.
+    const authorizeResume = (_agent: string, approver: string): boolean => {
+      if (approver === takeOverDuring) void (sim.view.agent<Asker>("asker") as unknown as { checkpoint(): Promise<void> }).checkpoint().catch(() => undefined);
+      return true;
+    };
+    const sim = simulate({ root: () => alone(new Asker("asker", journal)), chooser, faults: { storeWrites: { fenced: 1 } }, invariants: [decidedStaysDecided("asker")], runtime: { authorizeResume } });
+    built.push(sim);
+    await sim.start();
+    void sim.send("asker", "work", { pause: true }).catch(() => undefined);
+    await sim.idle();
+    const id = (sim.view.stored("asker")?.[MARKER] as { suspensionId: string }).suspensionId;
+    const writes = sim.trace.filter((step) => step.kind === "store.write").length;
+    checkpointWrite = `store.set:asker#${writes + 1}`;
+    takeOverDuring = "mallory";
+    const resumed = sim.resume("asker", "mallory", { suspensionId: id }).then(
+      () => "resolved",
+      (error: { code?: string }) => error.code,
+    );
+    await sim.idle();
+    expect(await resumed).toBe("STATE_FENCED");
+    const zombies = fencedOutReceipts(sim.view);
+    expect(zombies.map((e) => [e.event, e.details.approver, e.details.fence])).toEqual([["agent.resume", "mallory", 1]]);
+    const claimed = sim.view.audit.findIndex((e) => e.event === "agent.claimed" && e.details.fence === 2);
+    expect(claimed).toBeGreaterThanOrEqual(0);
+    expect(sim.view.audit.indexOf(zombies[0] as AuditEvent)).toBeGreaterThan(claimed);
+    expect(settledIds(sim.view).has(id)).toBe(false);
+    expect(journal).toEqual([]);
+    // The next incarnation owns the agent again: the pause is restored, and the zombie's approval is not rolled forward.
+    await sim.kill();
+    await sim.idle();
+    expect(sim.view.status("asker")).toBe(ProcessStatus.SUSPENDED);
+    expect(journal).toEqual([]);
+    const denied = sim.deny("asker", "bob", { suspensionId: id });
+    await sim.idle();
+    await denied;
+    expect(journal).toEqual([`onDeny bob ${id}`]);
+    expect([...settledIds(sim.view)]).toEqual([[id, 1]]);
   });
 
   it("over 150 seeds with failed writes, crashes, kills and lasting takeovers: one decision per pause, hooks at most once, nothing decided after the fence", async () => {

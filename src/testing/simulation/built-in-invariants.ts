@@ -1,3 +1,5 @@
+import { refuses, SETTLEMENT_EVENTS, type AuditEvent } from "../../audit/audit-event.js";
+import { OwnerFences } from "../../audit/owner-fence.js";
 import type { ProcessRunner } from "../../process/process-runner.js";
 import { isLegalTransition, ProcessStatus } from "../../contracts/process-status.js";
 import type { AuditLog } from "./simulated-audit-sink.js";
@@ -11,17 +13,19 @@ export interface WatchedDelivery {
   readonly transitions: number;
 }
 
-const SETTLING = new Set(["agent.resume", "agent.deny", "agent.suspend.cancelled"]);
 
 /**
  * The runtime's own invariants, checked after every step: only legal status
  * transitions; no business message taken while its agent is SUSPENDED;
- * every pause settled (resumed, denied, cancelled) at most once.
+ * every pause settled (resumed, denied, cancelled) at most once, counting
+ * only settlements that decide (not a fenced-out owner's, and not one an
+ * `agent.settlement.refused` set aside: audit/owner-fence.ts).
  */
 export class BuiltInInvariants {
   private problem: { name: string; text: string } | undefined;
   private readonly transitions = new Map<string, number>();
-  private readonly settled = new Map<string, string>();
+  private readonly settled = new Map<string, AuditEvent>();
+  private readonly fences = new OwnerFences();
   private auditSeen = 0;
 
   constructor(private readonly log: AuditLog) {}
@@ -61,14 +65,17 @@ export class BuiltInInvariants {
   check(): { name: string; text: string } | undefined {
     const events = this.log.acknowledged;
     for (; this.auditSeen < events.length; this.auditSeen++) {
-      const event = events[this.auditSeen];
-      if (event === undefined || !SETTLING.has(event.event)) continue;
+      const event = events[this.auditSeen] as AuditEvent;
       const id = event.details.suspensionId;
-      if (typeof id !== "string") continue;
+      const fencedOut = this.fences.fencedOut(event) !== undefined;
+      this.fences.see(event);
+      if (typeof id !== "string" || fencedOut) continue;
       const first = this.settled.get(id);
-      if (first !== undefined) {
-        this.problem ??= { name: "pause-settled-once", text: `the pause ${id} of '${event.agent}' was settled twice: ${first}, then ${event.event}` };
-      } else this.settled.set(id, event.event);
+      if (first !== undefined && refuses(event, first)) this.settled.delete(id);
+      else if (!SETTLEMENT_EVENTS.has(event.event)) continue;
+      else if (first !== undefined) {
+        this.problem ??= { name: "pause-settled-once", text: `the pause ${id} of '${event.agent}' was settled twice: ${first.event}, then ${event.event}` };
+      } else this.settled.set(id, event);
     }
     return this.problem;
   }

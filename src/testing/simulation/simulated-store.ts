@@ -1,9 +1,11 @@
+import type { AuditEvent } from "../../audit/audit-event.js";
 import { StateFencedError } from "../../errors/errors.js";
 import { assertJsonObject, copyJson, type JsonObject } from "../../message/json.js";
 import { assertStateName } from "../../state/state-record.js";
 import type { StateStore } from "../../state/state-store.js";
 import { StoreUnavailableError } from "../../state/store-unavailable-error.js";
 import type { Gate, GateBoard, GateOutcome } from "./gate.js";
+import type { AuditLog } from "./simulated-audit-sink.js";
 import { SimulatedCrash } from "./simulation-failure.js";
 import type { SimulationChoice, SimulationFaultKind } from "./types.js";
 
@@ -33,9 +35,18 @@ const WRITE_FAULTS: readonly SimulationFaultKind[] = ["crash", "store.fail", "st
  * fenced). Durable: what it acknowledged survives `sim.kill()`, lost writes
  * aside. A fenced write means another process took the agent over: every
  * later write of that agent to this store is fenced too.
+ *
+ * Fenced as `PostgresStateStore.fenced` is: each incarnation writes with
+ * its own fence (`2 × epoch + 1`), which the runtime stamps on its
+ * receipts, and a takeover (the first fenced write of an agent) puts the
+ * successor's `agent.claimed` (fence `2 × epoch + 2`) on the log at that
+ * moment, as a successor's start does before its claim; a receipt the
+ * fenced-out incarnation appends later is then a fenced-out owner's.
  */
 export class SimulatedStore implements StateStore {
   readonly durable = true;
+  /** The fence this incarnation writes with: newer than every earlier incarnation's and successor's. */
+  readonly fence: number;
   /** Agents another process took over (a `store.fenced` fault): their writes are refused from then on. */
   private readonly takenOver = new Set<string>();
 
@@ -43,7 +54,10 @@ export class SimulatedStore implements StateStore {
     private readonly data: DurableData,
     private readonly board: GateBoard,
     private readonly epoch: number,
-  ) {}
+    private readonly log: AuditLog,
+  ) {
+    this.fence = 2 * epoch + 1;
+  }
 
   async get(name: string): Promise<JsonObject | undefined> {
     assertStateName(name);
@@ -74,7 +88,7 @@ export class SimulatedStore implements StateStore {
     this.board.touch(`store:${name}`);
     const ordinal = (this.data.ordinals.get(name) ?? 0) + 1;
     this.data.ordinals.set(name, ordinal);
-    return new Promise((resolve, reject) => this.board.add(new WriteGate(this.data, this.takenOver, this.epoch, operation, name, state, ordinal, resolve, reject), this.epoch));
+    return new Promise((resolve, reject) => this.board.add(new WriteGate(this.data, this.takenOver, this.log, this.fence, operation, name, state, ordinal, resolve, reject), this.epoch));
   }
 }
 
@@ -86,7 +100,8 @@ class WriteGate implements Gate {
   constructor(
     private readonly data: DurableData,
     private readonly takenOver: Set<string>,
-    private readonly epoch: number,
+    private readonly log: AuditLog,
+    private readonly fence: number,
     private readonly operation: "set" | "delete",
     private readonly name: string,
     private readonly state: JsonObject | undefined,
@@ -117,8 +132,8 @@ class WriteGate implements Gate {
       case "store.fenced": {
         const first = !this.takenOver.has(this.name);
         this.takenOver.add(this.name);
-        // The fences of PostgresStateStore: this runtime's (one per incarnation), and the successor's, newer.
-        this.reject(new StateFencedError(this.name, this.epoch + 1, this.epoch + 2));
+        if (first) this.log.acknowledged.push(successorClaim(this.log, this.name, this.fence + 1));
+        this.reject(new StateFencedError(this.name, this.fence, this.fence + 1));
         return { kind: "store.fenced", type, detail: first ? "another process took the agent over; nothing was written" : "the agent is owned elsewhere; nothing was written" };
       }
       case "crash": {
@@ -145,4 +160,10 @@ class WriteGate implements Gate {
     if (this.state === undefined) map.delete(this.name);
     else map.set(this.name, this.state);
   }
+}
+
+/** The successor's `agent.claimed` receipt of a takeover, dated as the log's last row. */
+function successorClaim(log: AuditLog, agent: string, fence: number): AuditEvent {
+  const ts = log.acknowledged.at(-1)?.ts ?? new Date(0).toISOString();
+  return { event: "agent.claimed", ts, agent, signerId: "successor", details: { fence } };
 }

@@ -233,7 +233,7 @@ export class SimulationEngine implements Simulation, GateBoard {
           ...this.options.runtime,
           root: this.options.root(),
           clock: this.clock,
-          store: new SimulatedStore(this.data, this, epoch),
+          store: new SimulatedStore(this.data, this, epoch, this.log),
           auditSink: new SimulatedAuditSink(this.log, this, epoch),
           transport: new SimulatedTransport(this.network, epoch, this.clock),
           keepAlive: false,

@@ -188,8 +188,12 @@ export interface SimulationFaults {
    * another process took the agent over. A fenced write changes nothing, and
    * the takeover lasts: every later write of that agent in the same runtime
    * is refused the same way (a `store.fenced` step), until a kill, whose
-   * rebuilt runtime owns it again. The error's `fence` is the runtime's (1,
-   * then one more after each kill), its `currentFence` the next one.
+   * rebuilt runtime owns it again. The store is fenced as
+   * `PostgresStateStore.fenced` is: each incarnation writes with its own
+   * fence (1, then 3, 5 … after each kill), stamped on its receipts; the
+   * takeover puts the successor's `agent.claimed` (the next fence) on the
+   * log, so a receipt the fenced-out incarnation appends after it decides
+   * nothing. The error's `fence` is the runtime's, its `currentFence` the successor's.
    */
   readonly storeWrites?: { readonly fail?: number; readonly hang?: number; readonly lose?: number; readonly fenced?: number };
   /**
