@@ -52,6 +52,16 @@ export const SETTLEMENT_EVENTS: ReadonlySet<string> = new Set(["agent.resume", "
  */
 export const SETTLEMENT_REFUSED = "agent.settlement.refused";
 
+/**
+ * Whether a reader looking up a pause's decision must wait for `event` to be
+ * written when it is still queued: a settlement, a refusal, or a row that
+ * tells who owns an agent (`agent.claimed`, `agent.fenced`). Other rows
+ * cannot change a decision already on record. @internal
+ */
+export function bearsOnDecisions(event: string): boolean {
+  return SETTLEMENT_EVENTS.has(event) || event === SETTLEMENT_REFUSED || event === "agent.claimed" || event === "agent.fenced";
+}
+
 /** Who took the decision `settlement` records: the approver, the decider, or who cancelled it. @internal */
 export function deciderOf(settlement: Pick<AuditEvent, "event" | "details">): unknown {
   const { details } = settlement;

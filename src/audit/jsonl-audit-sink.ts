@@ -5,10 +5,8 @@ import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import type { AuditAnchor } from "./audit-anchor.js";
 import { auditEventProblem } from "./audit-event-check.js";
-import { settlementAmong } from "./recorded-settlement.js";
-import { readAuditFile } from "./read-audit-file.js";
-import { walkAuditLog } from "./verify-audit-log.js";
-import type { AuditEvent, AuditSink } from "./audit-event.js";
+import { JsonlSettlements } from "./recorded-settlement.js";
+import { bearsOnDecisions, type AuditEvent, type AuditSink } from "./audit-event.js";
 import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError, AuditUnreadableError } from "./audit-errors.js";
 import {
   encodeRow,
@@ -91,6 +89,10 @@ export class JsonlAuditSink implements AuditSink {
 
   readonly #key: Uint8Array;
   readonly #keyId: string;
+  /** Settles once the last emit that bears on a decision (audit-event.ts) asked for so far is written or failed. */
+  #decisionsWritten: Promise<void> = Promise.resolve();
+  /** The decisions on record, read from the file as it grows (made on the first lookup). */
+  #settlements: JsonlSettlements | undefined;
   readonly #signerId: string | undefined;
   #size: number;
   #seq: number;
@@ -149,26 +151,23 @@ export class JsonlAuditSink implements AuditSink {
       () => undefined,
       () => undefined,
     );
+    if (bearsOnDecisions(event.event)) this.#decisionsWritten = this.#queue;
     return run;
   }
 
   /**
    * The decision on record in the log for the pause `suspensionId` of
-   * `agent`, once the emits already asked for are written (see
+   * `agent`, once the emits already asked for that bear on decisions are written (see
    * {@link AuditSink.recordedSettlement}). Only rows whose chain verifies up
-   * to them are read.
+   * to them are read, and each once: a lookup reads only what was appended
+   * since the previous one.
    * @throws (rejects) `AUDIT_UNREADABLE` when the file cannot be read.
    */
   async recordedSettlement(agent: string, suspensionId: string): Promise<AuditEvent | undefined> {
-    await this.#queue;
-    let bytes: Buffer;
-    try {
-      bytes = await readAuditFile(this.path);
-    } catch (error) {
-      if ((error as { cause?: NodeJS.ErrnoException }).cause?.code === "ENOENT") return undefined;
-      throw error;
-    }
-    return settlementAmong(walkAuditLog(bytes, null).rows, agent, suspensionId, this.#keyId, this.#key);
+    // Only a queued row that can bear on a decision must be written first (a start's receipt need not be).
+    await this.#decisionsWritten;
+    this.#settlements ??= new JsonlSettlements(this.path, this.#keyId, this.#key);
+    return this.#settlements.lookup(agent, suspensionId, this.#size);
   }
 
   /** Waits for pending emits, then closes the file. Idempotent: later calls return the first one's promise. */
@@ -235,6 +234,8 @@ export class JsonlAuditSink implements AuditSink {
       }
       throw error;
     }
+    // The only writer: a lookup index caught up to the end takes the row in without reading it back.
+    this.#settlements?.appended(row, this.#size, bytes.length);
     this.#size += bytes.length;
     this.#seq += 1;
     this.#prev = row.hash;

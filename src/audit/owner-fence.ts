@@ -1,4 +1,4 @@
-import { refuses, settles, type AuditEvent } from "./audit-event.js";
+import { refuses, SETTLEMENT_EVENTS, type AuditEvent } from "./audit-event.js";
 
 // A pause is decided by its owner of record. A runtime on a fenced store stamps every receipt with
 // its fence (`details.fence`); an `agent.fenced` row also names the fence that took over
@@ -41,23 +41,38 @@ export class OwnerFences {
   }
 }
 
+/** A pause, as the key of {@link effectiveSettlements}' answer. @internal */
+export function pauseKey(agent: string, suspensionId: string): string {
+  return `${agent}\u0000${suspensionId}`;
+}
+
 /**
- * The decision of the pause `suspensionId` of `agent` among `facts` (in log
- * order): the first settlement naming it that was not written by a
- * fenced-out owner and that no later owner's `agent.settlement.refused` set
- * aside (after such a refusal, the next settlement is the decision);
- * `undefined` when none. @internal
+ * The decision of each pause of `wanted` among `facts` (in log order), in
+ * one pass, keyed by {@link pauseKey}: the first settlement naming it that
+ * was not written by a fenced-out owner and that no later owner's
+ * `agent.settlement.refused` set aside (after such a refusal, the next
+ * settlement is the decision). A pause without one has no entry. @internal
  */
-export function effectiveSettlement<T extends FencedFact>(facts: Iterable<T>, agent: string, suspensionId: string): T | undefined {
+export function effectiveSettlements<T extends FencedFact>(facts: Iterable<T>, wanted: Iterable<{ readonly agent: string; readonly suspensionId: string }>): Map<string, T> {
+  const open = new Set<string>();
+  for (const pause of wanted) open.add(pauseKey(pause.agent, pause.suspensionId));
+  const decisions = new Map<string, T>();
   const fences = new OwnerFences();
-  let decision: T | undefined;
   for (const fact of facts) {
-    if (fences.fencedOut(fact) === undefined) {
+    const id = fact.details.suspensionId;
+    if (typeof id === "string" && fences.fencedOut(fact) === undefined) {
+      const key = pauseKey(fact.agent, id);
+      const decision = decisions.get(key);
       if (decision === undefined) {
-        if (settles(fact, agent, suspensionId)) decision = fact;
-      } else if (refuses(fact, decision)) decision = undefined;
+        if (SETTLEMENT_EVENTS.has(fact.event) && open.has(key)) decisions.set(key, fact);
+      } else if (refuses(fact, decision)) decisions.delete(key);
     }
     fences.see(fact);
   }
-  return decision;
+  return decisions;
+}
+
+/** The decision of the pause `suspensionId` of `agent` among `facts` (see {@link effectiveSettlements}); `undefined` when none. @internal */
+export function effectiveSettlement<T extends FencedFact>(facts: Iterable<T>, agent: string, suspensionId: string): T | undefined {
+  return effectiveSettlements(facts, [{ agent, suspensionId }]).get(pauseKey(agent, suspensionId));
 }

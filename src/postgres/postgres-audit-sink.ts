@@ -6,10 +6,10 @@ import { int8, openPool, tableName, unavailable, withClient, type PostgresConnec
 import { ensureTable } from "./table-shape.js";
 import type { AuditAnchor } from "../audit/audit-anchor.js";
 import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError } from "../audit/audit-errors.js";
-import { SETTLEMENT_EVENTS, SETTLEMENT_REFUSED, type AuditEvent, type AuditSink } from "../audit/audit-event.js";
+import { bearsOnDecisions, SETTLEMENT_EVENTS, SETTLEMENT_REFUSED, type AuditEvent, type AuditSink } from "../audit/audit-event.js";
 import { writerFence } from "../audit/owner-fence.js";
 import { auditEventProblem } from "../audit/audit-event-check.js";
-import { settlementAmong } from "../audit/recorded-settlement.js";
+import { SettlementIndex } from "../audit/settlement-index.js";
 import { encodeRow, GENESIS_PREV, isParseFailure, keyBytes, macEquals, macOf, parseRowLine, signRow, type AuditRow } from "../audit/audit-row.js";
 
 /** Options of {@link PostgresAuditSink}: where (`pool` or `connectionString`), and how rows are signed. */
@@ -106,6 +106,11 @@ export class PostgresAuditSink implements AuditSink {
   readonly #stateTable: TableName | undefined;
   readonly #key: Uint8Array;
   readonly #keyId: string;
+  /** Settles once the last emit that bears on a decision (audit-event.ts) asked for so far is written or failed. */
+  #decisionsWritten: Promise<void> = Promise.resolve();
+  /** The decisions on record, taken in as the chain grows (made on the first lookup), and the lookup now catching up. */
+  #settlements: SettlementIndex | undefined;
+  #indexing: Promise<void> = Promise.resolve();
   readonly #signerId: string | undefined;
   #ready: Promise<void> | undefined;
   #queue: Promise<void> = Promise.resolve();
@@ -155,6 +160,7 @@ export class PostgresAuditSink implements AuditSink {
       () => undefined,
       () => undefined,
     );
+    if (bearsOnDecisions(event.event)) this.#decisionsWritten = this.#queue;
     return run;
   }
 
@@ -179,13 +185,28 @@ export class PostgresAuditSink implements AuditSink {
    * @throws (rejects) `AUDIT_CORRUPT`; `STORE_UNAVAILABLE`.
    */
   async recordedSettlement(agent: string, suspensionId: string): Promise<AuditEvent | undefined> {
-    await this.#queue;
+    // Only a queued row that can bear on a decision must be written first (a start's receipt need not be).
+    await this.#decisionsWritten;
     this.#ready ??= this.#prepare().catch((error: unknown) => {
       this.#ready = undefined;
       throw error;
     });
     await this.#ready;
-    return settlementAmong(await this.rows(), agent, suspensionId, this.#keyId, this.#key);
+    this.#settlements ??= new SettlementIndex(this.#keyId, this.#key);
+    const index = this.#settlements;
+    const caughtUp = this.#indexing.then(() => this.#catchUp(index));
+    this.#indexing = caughtUp.catch(() => undefined);
+    await caughtUp;
+    return index.decision(agent, suspensionId);
+  }
+
+  /** Takes the rows appended since the last lookup into `index` (one query when there are none). */
+  async #catchUp(index: SettlementIndex): Promise<void> {
+    for await (const line of readAuditLines(this.#pool, this.#tables.rows, this.#label, this.#where, index.nextSeq - 1)) {
+      const row = parseRowLine(Buffer.from(line, "utf8"));
+      if (isParseFailure(row)) throw new AuditCorruptError(this.#label, `${this.#label}: row ${index.nextSeq} is not a row (${row.message}); export the log and verify it`, { index: index.nextSeq });
+      if (!index.take(row)) return; // the chain is broken here: nothing after it is a decision
+    }
   }
 
   /** Waits for pending emits, then ends the pool the sink made (a given pool is never ended). Idempotent. */
@@ -292,12 +313,11 @@ export class PostgresAuditSink implements AuditSink {
 const AUDIT_PAGE_ROWS = 1000;
 
 /**
- * The stored lines of a chain, in numeric `seq` order, read in pages keyed by `seq`.
+ * The stored lines of a chain after `seq` `after` (all of them by default), in numeric `seq` order, read in pages keyed by `seq`.
  * @throws (rejects) `STORE_UNAVAILABLE` when the table cannot be read.
  * @internal
  */
-export async function* readAuditLines(pool: pg.Pool, table: TableName, label: string, where: string): AsyncGenerator<string> {
-  let after = -1;
+export async function* readAuditLines(pool: pg.Pool, table: TableName, label: string, where: string, after = -1): AsyncGenerator<string> {
   for (;;) {
     let batch: pg.QueryResult<{ position: string; line: string }>;
     try {

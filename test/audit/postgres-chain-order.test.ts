@@ -67,6 +67,24 @@ describe("the PostgreSQL audit chain read in seq order", () => {
     }
   }, 180_000);
 
+  it("a lookup reads only what was appended since the last one, and finds a decision another writer appended meanwhile", async () => {
+    const table = schema.table("lookups");
+    const reader = new PostgresAuditSink({ pool: schema.pool, key: KEY, table });
+    const other = new PostgresAuditSink({ pool: schema.pool, key: KEY, table });
+    await reader.emit(suspend("payer", "s-1"));
+    await reader.emit(suspend("payee", "s-2"));
+    expect(await reader.recordedSettlement("payer", "s-1")).toBeUndefined();
+    await other.emit(resume("payer", "s-1", "alice"));
+    for (let i = 0; i < 1_500; i++) await other.emit(event("agent.checkpoint", "payee", { n: i }));
+    await other.emit(resume("payee", "s-2", "carol"));
+    expect(await reader.recordedSettlement("payer", "s-1")).toMatchObject({ event: "agent.resume", details: { approver: "alice" } });
+    expect(await reader.recordedSettlement("payee", "s-2")).toMatchObject({ event: "agent.resume", details: { approver: "carol" } });
+    // Settled twice by a later writer: the first settlement stays the decision.
+    await other.emit(resume("payer", "s-1", "mallory"));
+    expect(await reader.recordedSettlement("payer", "s-1")).toMatchObject({ details: { approver: "alice" } });
+    await Promise.all([reader.close(), other.close()]);
+  }, 60_000);
+
   it("property: what two sinks append, interleaved, reads back equal to what was appended, in seq order", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(fc.tuple(fc.boolean(), fc.string({ maxLength: 6 })), { minLength: 1, maxLength: 40, size: "max" }), async (appends) => {
