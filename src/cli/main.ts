@@ -132,6 +132,29 @@ const COMMANDS: Record<string, Record<string, Command>> = {
   },
 };
 
+/** Commands without a group: `civitas serve …`. */
+const TOP_LEVEL: Record<string, Command> = {
+  serve: {
+    usage: "<topology> --module <file> [--port N] [--host H] [--tls-key F --tls-cert F] [--json]",
+    summary:
+      "build a runtime from <topology> with the agent classes and authenticate() that <file> exports, start it, and serve the approver inbox (civitas-ts/http) until SIGINT or SIGTERM (exit 2 without --module or authenticate, 3 for an unreadable file or module)",
+    positionals: ["topology"],
+    options: { module: { type: "string" }, port: { type: "string" }, host: { type: "string" }, "tls-key": { type: "string" }, "tls-cert": { type: "string" } },
+    run: async ([topology], v) => {
+      const text = (key: string): string | undefined => (typeof v[key] === "string" ? v[key] : undefined);
+      return (await import("./serve-command.js")).serve({ topology: topology!, module: text("module"), port: text("port"), host: text("host"), tlsKey: text("tls-key"), tlsCert: text("tls-cert") });
+    },
+  },
+};
+
+const SERVE_HELP = `  --module FILE  an ES module exporting authenticate(request) (required), agents (the classes the
+                 topology names), and optionally options (runtime options: store, auditSink,
+                 approvalPolicy, transport …) and inbox (inbox options: audit, allowedOrigins …)
+  --port N       the port (default: 8080; 0 picks a free one)
+  --host H       the address to listen on (default: 127.0.0.1)
+  --tls-key F    serve HTTPS with this PEM private key (with --tls-cert)
+  --tls-cert F   and this PEM certificate`;
+
 const EXIT_HELP = `exit codes:
   0  ok (a pending suspension included)
   1  verification failed
@@ -144,9 +167,10 @@ function commandHelp(group: string, name: string, c: Command): string {
     group === "audit" && name !== "repair" && name !== "export" ? KEY_HELP : "",
     group === "state" || name === "verify-suspension" || name === "export" ? STORE_HELP : "",
     name === "export" ? "  --out FILE     write the log to FILE (default: stdout; the row count then goes to stderr)" : "",
+    group === "serve" ? SERVE_HELP : "",
   ];
   return [
-    `usage: civitas ${group} ${name} ${c.usage}`,
+    `usage: civitas ${label(group, name)} ${c.usage}`,
     "",
     c.summary,
     "",
@@ -159,13 +183,17 @@ function commandHelp(group: string, name: string, c: Command): string {
   ].join("\n");
 }
 
-function overview(groups: readonly string[] = Object.keys(COMMANDS)): string {
+/** How a command is called: `audit verify`, or `serve` for a command without a group. */
+const label = (group: string, name: string): string => (name === "" ? group : `${group} ${name}`);
+
+function overview(groups: readonly string[] = Object.keys(COMMANDS), top = true): string {
   const lines = ["usage: civitas <group> <command> [arguments] [options]", "", "commands:"];
   for (const group of groups) {
     for (const [name, c] of Object.entries(COMMANDS[group] ?? {})) {
       lines.push(`  civitas ${group} ${name} ${c.usage}`, `      ${c.summary}`);
     }
   }
+  if (top) for (const [name, c] of Object.entries(TOP_LEVEL)) lines.push(`  civitas ${name} ${c.usage}`, `      ${c.summary}`);
   lines.push("", "Every command takes --json and --help; civitas --version (-V) prints the version. See docs/cli.md.", "", EXIT_HELP);
   return lines.join("\n");
 }
@@ -191,32 +219,43 @@ async function run(argv: readonly string[]): Promise<CommandResult> {
       const version = packageVersion();
       return { exitCode: ExitCode.OK, text: version, json: { version } };
     }
+    const topLevel = TOP_LEVEL[group];
+    if (topLevel !== undefined) return await runCommand(group, "", topLevel, argv.slice(1));
     const commands = COMMANDS[group];
     if (commands === undefined) throw usageError(`unknown command group '${group}'\n\n${overview()}`);
     if (name === undefined || name.startsWith("-")) {
-      if (isHelp(name)) return help(overview([group]));
-      throw usageError(`'civitas ${group}' needs a command\n\n${overview([group])}`);
+      if (isHelp(name)) return help(overview([group], false));
+      throw usageError(`'civitas ${group}' needs a command\n\n${overview([group], false)}`);
     }
     const command = commands[name];
-    if (command === undefined) throw usageError(`unknown command 'civitas ${group} ${name}'\n\n${overview([group])}`);
+    if (command === undefined) throw usageError(`unknown command 'civitas ${group} ${name}'\n\n${overview([group], false)}`);
+    return await runCommand(group, name, command, rest);
+  } catch (err) {
+    return errorResult(err);
+  }
+}
+
+/** Parses `args` against `command`'s options and runs it (or prints its help). */
+async function runCommand(group: string, name: string, command: Command, args: readonly string[]): Promise<CommandResult> {
+  const help = (text: string): CommandResult => ({ exitCode: ExitCode.OK, text, json: { help: text } });
+  const called = label(group, name);
+  try {
     let parsed: { values: Values; positionals: string[] };
     try {
       const result = parseArgs({
-        args: [...rest],
+        args: [...args],
         allowPositionals: true,
         strict: true,
         options: { ...command.options, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
       });
       parsed = { values: result.values, positionals: result.positionals };
     } catch (err) {
-      throw usageError(`${(err as Error).message}\nusage: civitas ${group} ${name} ${command.usage}`);
+      throw usageError(`${(err as Error).message}\nusage: civitas ${called} ${command.usage}`);
     }
     if (parsed.values.help === true) return help(commandHelp(group, name, command));
     if (parsed.positionals.length !== command.positionals.length) {
       const expected = command.positionals.map((p) => `<${p}>`).join(" ") || "no arguments";
-      throw usageError(
-        `'civitas ${group} ${name}' takes ${expected}, got ${parsed.positionals.length} argument${parsed.positionals.length === 1 ? "" : "s"}\nusage: civitas ${group} ${name} ${command.usage}`,
-      );
+      throw usageError(`'civitas ${called}' takes ${expected}, got ${parsed.positionals.length} argument${parsed.positionals.length === 1 ? "" : "s"}\nusage: civitas ${called} ${command.usage}`);
     }
     return await command.run(parsed.positionals, parsed.values);
   } catch (err) {
