@@ -90,7 +90,7 @@ export interface ApprovalView {
 export interface ApprovalListFilter {
   readonly status?: ApprovalStatus;
   readonly agent?: string;
-  /** `"local"` (this runtime's agents, the default); `"cluster"` is not supported yet (`CLUSTER_SCOPE_UNSUPPORTED`). */
+  /** `"local"` (this runtime's agents, the default) or `"cluster"` (every agent with state in the store, read from the stored states: with a shared `PostgresStateStore`, the whole cluster's). */
   readonly scope?: "local" | "cluster";
 }
 

@@ -78,8 +78,3 @@ export function refuses(fact: Pick<AuditEvent, "event" | "agent" | "details">, s
     fact.details.decider === deciderOf(settlement)
   );
 }
-
-/** Whether `event` settles the pause `suspensionId` of `agent`. @internal */
-export function settles(event: Pick<AuditEvent, "event" | "agent" | "details">, agent: string, suspensionId: string): boolean {
-  return event.agent === agent && SETTLEMENT_EVENTS.has(event.event) && event.details.suspensionId === suspensionId;
-}
