@@ -53,13 +53,22 @@ export const SETTLEMENT_EVENTS: ReadonlySet<string> = new Set(["agent.resume", "
 export const SETTLEMENT_REFUSED = "agent.settlement.refused";
 
 /**
+ * The receipt of an owner that carried out a decision whose cleared marker
+ * it could not store (degraded durability), written before the decision's
+ * hook runs: `{ suspensionId, event, decider }` name the decision. A
+ * restart that finds the pause stored completes that decision without
+ * running its hook a second time.
+ */
+export const SETTLEMENT_APPLIED = "agent.settlement.applied";
+
+/**
  * Whether a reader looking up a pause's decision must wait for `event` to be
  * written when it is still queued: a settlement, a refusal, or a row that
  * tells who owns an agent (`agent.claimed`, `agent.fenced`). Other rows
  * cannot change a decision already on record. @internal
  */
 export function bearsOnDecisions(event: string): boolean {
-  return SETTLEMENT_EVENTS.has(event) || event === SETTLEMENT_REFUSED || event === "agent.claimed" || event === "agent.fenced";
+  return SETTLEMENT_EVENTS.has(event) || event === SETTLEMENT_REFUSED || event === SETTLEMENT_APPLIED || event === "agent.claimed" || event === "agent.fenced";
 }
 
 /** Who took the decision `settlement` records: the approver, the decider, or who cancelled it. @internal */
@@ -70,8 +79,22 @@ export function deciderOf(settlement: Pick<AuditEvent, "event" | "details">): un
 
 /** Whether `fact` is a {@link SETTLEMENT_REFUSED} receipt setting `settlement` aside. @internal */
 export function refuses(fact: Pick<AuditEvent, "event" | "agent" | "details">, settlement: Pick<AuditEvent, "event" | "agent" | "details">): boolean {
+  return names(fact, SETTLEMENT_REFUSED, settlement);
+}
+
+/** Whether `fact` is a {@link SETTLEMENT_APPLIED} receipt of `settlement`. @internal */
+export function applies(fact: Pick<AuditEvent, "event" | "agent" | "details">, settlement: Pick<AuditEvent, "event" | "agent" | "details">): boolean {
+  return names(fact, SETTLEMENT_APPLIED, settlement);
+}
+
+/** The event a decision on record decided: its own, or the one an {@link SETTLEMENT_APPLIED} receipt names. @internal */
+export function decidedEvent(recorded: Pick<AuditEvent, "event" | "details">): string {
+  return recorded.event === SETTLEMENT_APPLIED && typeof recorded.details.event === "string" ? recorded.details.event : recorded.event;
+}
+
+function names(fact: Pick<AuditEvent, "event" | "agent" | "details">, event: string, settlement: Pick<AuditEvent, "event" | "agent" | "details">): boolean {
   return (
-    fact.event === SETTLEMENT_REFUSED &&
+    fact.event === event &&
     fact.agent === settlement.agent &&
     fact.details.suspensionId === settlement.details.suspensionId &&
     fact.details.event === settlement.event &&

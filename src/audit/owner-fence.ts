@@ -1,4 +1,4 @@
-import { refuses, SETTLEMENT_EVENTS, type AuditEvent } from "./audit-event.js";
+import { applies, refuses, SETTLEMENT_EVENTS, type AuditEvent } from "./audit-event.js";
 
 // A pause is decided by its owner of record. A runtime on a fenced store stamps every receipt with
 // its fence (`details.fence`); an `agent.fenced` row also names the fence that took over
@@ -47,32 +47,41 @@ export function pauseKey(agent: string, suspensionId: string): string {
 }
 
 /**
- * The decision of each pause of `wanted` among `facts` (in log order), in
- * one pass, keyed by {@link pauseKey}: the first settlement naming it that
- * was not written by a fenced-out owner and that no later owner's
- * `agent.settlement.refused` set aside (after such a refusal, the next
- * settlement is the decision). A pause without one has no entry. @internal
+ * The decision of each pause, taken in fact by fact in log order: the first
+ * settlement naming it that was not written by a fenced-out owner and that
+ * no later owner's `agent.settlement.refused` set aside (after such a
+ * refusal, the next settlement is the decision). Once an
+ * `agent.settlement.applied` names the decision, that receipt stands for it
+ * (the decision was carried out, its hook run). @internal
  */
-export function effectiveSettlements<T extends FencedFact>(facts: Iterable<T>, wanted: Iterable<{ readonly agent: string; readonly suspensionId: string }>): Map<string, T> {
-  const open = new Set<string>();
-  for (const pause of wanted) open.add(pauseKey(pause.agent, pause.suspensionId));
-  const decisions = new Map<string, T>();
-  const fences = new OwnerFences();
-  for (const fact of facts) {
+export class PauseDecisions<T extends FencedFact> {
+  readonly #fences = new OwnerFences();
+  readonly #decisions = new Map<string, { settlement: T; applied: T | undefined }>();
+
+  /** Takes in `fact`, the next of the log. */
+  see(fact: T): void {
     const id = fact.details.suspensionId;
-    if (typeof id === "string" && fences.fencedOut(fact) === undefined) {
+    if (typeof id === "string" && this.#fences.fencedOut(fact) === undefined) {
       const key = pauseKey(fact.agent, id);
-      const decision = decisions.get(key);
+      const decision = this.#decisions.get(key);
       if (decision === undefined) {
-        if (SETTLEMENT_EVENTS.has(fact.event) && open.has(key)) decisions.set(key, fact);
-      } else if (refuses(fact, decision)) decisions.delete(key);
+        if (SETTLEMENT_EVENTS.has(fact.event)) this.#decisions.set(key, { settlement: fact, applied: undefined });
+      } else if (refuses(fact, decision.settlement)) this.#decisions.delete(key);
+      else if (decision.applied === undefined && applies(fact, decision.settlement)) decision.applied = fact;
     }
-    fences.see(fact);
+    this.#fences.see(fact);
   }
-  return decisions;
+
+  /** The decision of the pause `suspensionId` of `agent` (its `agent.settlement.applied` once there is one); `undefined` when none. */
+  decision(agent: string, suspensionId: string): T | undefined {
+    const decision = this.#decisions.get(pauseKey(agent, suspensionId));
+    return decision === undefined ? undefined : (decision.applied ?? decision.settlement);
+  }
 }
 
-/** The decision of the pause `suspensionId` of `agent` among `facts` (see {@link effectiveSettlements}); `undefined` when none. @internal */
+/** The decision of the pause `suspensionId` of `agent` among `facts`, in log order (see {@link PauseDecisions}); `undefined` when none. @internal */
 export function effectiveSettlement<T extends FencedFact>(facts: Iterable<T>, agent: string, suspensionId: string): T | undefined {
-  return effectiveSettlements(facts, [{ agent, suspensionId }]).get(pauseKey(agent, suspensionId));
+  const decisions = new PauseDecisions<T>();
+  for (const fact of facts) decisions.see(fact);
+  return decisions.decision(agent, suspensionId);
 }

@@ -1,6 +1,6 @@
-import { refuses, SETTLEMENT_EVENTS, type AuditEvent } from "./audit-event.js";
+import type { AuditEvent } from "./audit-event.js";
 import { GENESIS_PREV, hashRow, macEquals, macOf, type AuditRow } from "./audit-row.js";
-import { OwnerFences, pauseKey } from "./owner-fence.js";
+import { PauseDecisions } from "./owner-fence.js";
 
 /**
  * The decisions on record in a chained log, taken in once, row by row, as
@@ -13,7 +13,7 @@ import { OwnerFences, pauseKey } from "./owner-fence.js";
  * own `keyId` also needs the HMAC of its hash under `key` (a decision must
  * not be taken from a row nobody with the key wrote). The index stops at
  * the first row that breaks the chain: nothing after it is a decision. The
- * decision of a pause follows the rules of `effectiveSettlements`
+ * decision of a pause follows the rules of {@link PauseDecisions}
  * (owner-fence.ts): a fenced-out owner's settlement is none, and an
  * `agent.settlement.refused` sets the decision it names aside.
  * @internal
@@ -21,8 +21,7 @@ import { OwnerFences, pauseKey } from "./owner-fence.js";
 export class SettlementIndex {
   readonly #keyId: string;
   readonly #key: Uint8Array;
-  readonly #fences = new OwnerFences();
-  readonly #decisions = new Map<string, AuditRow>();
+  readonly #decisions = new PauseDecisions<AuditRow>();
   #prev = GENESIS_PREV;
   #next = 0;
   #broken = false;
@@ -46,21 +45,13 @@ export class SettlementIndex {
     this.#next++;
     this.#prev = row.hash;
     if (row.keyId === this.#keyId && !macEquals(macOf(row.hash, this.#key), row.mac)) return true;
-    const id = row.details.suspensionId;
-    if (typeof id === "string" && this.#fences.fencedOut(row) === undefined) {
-      const key = pauseKey(row.agent, id);
-      const decision = this.#decisions.get(key);
-      if (decision === undefined) {
-        if (SETTLEMENT_EVENTS.has(row.event)) this.#decisions.set(key, row);
-      } else if (refuses(row, decision)) this.#decisions.delete(key);
-    }
-    this.#fences.see(row);
+    this.#decisions.see(row);
     return true;
   }
 
   /** The decision on record for the pause `suspensionId` of `agent`, as an event; `undefined` when none. */
   decision(agent: string, suspensionId: string): AuditEvent | undefined {
-    const row = this.#decisions.get(pauseKey(agent, suspensionId));
+    const row = this.#decisions.decision(agent, suspensionId);
     return row === undefined ? undefined : { event: row.event, ts: row.ts, agent: row.agent, signerId: row.signerId, details: row.details };
   }
 }

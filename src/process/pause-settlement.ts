@@ -1,4 +1,5 @@
 import type { Span } from "@opentelemetry/api";
+import { SETTLEMENT_APPLIED } from "../audit/audit-event.js";
 import { AuditUnavailableError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
 import type { RuntimeServices } from "../contracts/runtime-services.js";
@@ -92,7 +93,27 @@ export async function denyPause(control: SuspensionControl, decider: string, mar
     services.telemetry.endSpan(span, error);
     throw error;
   }
-  await takeEffect(control, services, marker, "deny", span, "onDeny", () => runner.agent.onDeny(decider, { ...marker }, reason));
+  await takeEffect(control, services, marker, "deny", span, "onDeny", () => runner.agent.onDeny(decider, { ...marker }, reason), decider);
+}
+
+/**
+ * Records that the decision `event` of `decider` is being carried out here
+ * although its cleared marker could not be stored (degraded durability), before
+ * its hook runs: a restart that finds the pause stored then completes the
+ * decision without running the hook again (recorded-decision.ts). When the
+ * sink cannot record it either, that is logged: such a restart runs the hook again.
+ * @internal
+ */
+export async function recordApplied(control: SuspensionControl, marker: SuspensionMarker, event: string, decider: string): Promise<void> {
+  const runner = control.runner;
+  const telemetry = runner.requireServices().telemetry;
+  if (!telemetry.auditing) return;
+  if (await telemetry.audit(SETTLEMENT_APPLIED, runner.agent.name, { suspensionId: marker.suspensionId, event, decider })) return;
+  runner
+    .requireServices()
+    .logger.warn(
+      `'${runner.agent.name}': neither the cleared marker of the pause ${marker.suspensionId} nor the record that its ${event} is carried out could be stored; a restart before the next write would carry it out (and run its hook) again`,
+    );
 }
 
 /**
@@ -112,11 +133,13 @@ export async function takeEffect(
   span: Span | undefined,
   hook: "onResume" | "onDeny",
   call: () => Promise<void>,
+  decider: string,
 ): Promise<void> {
   const runner = control.runner;
   control.settle(marker);
-  await control.persistMarker(change, span);
+  const stored = await control.persistMarker(change, span);
   throwIfFenced(control, span);
+  if (!stored) await recordApplied(control, marker, change === "resume" ? "agent.resume" : "agent.deny", decider);
   if (runner.currentStatus === ProcessStatus.SUSPENDED) {
     runner.transition(ProcessStatus.RUNNING);
     await runHook(runner, hook, call, runner.options.shutdownTimeoutMs);

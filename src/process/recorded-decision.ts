@@ -1,10 +1,10 @@
-import { deciderOf, SETTLEMENT_REFUSED, type AuditEvent } from "../audit/audit-event.js";
+import { decidedEvent, deciderOf, SETTLEMENT_APPLIED, SETTLEMENT_REFUSED, type AuditEvent } from "../audit/audit-event.js";
 import { AuditUnavailableError, ResumeRefusedError } from "../errors/errors.js";
 import { ProcessStatus } from "../contracts/process-status.js";
 import type { SuspensionMarker } from "../state/suspension-marker.js";
 import { runHook } from "./hooks.js";
 import { authorize } from "./pause-decision.js";
-import { decisionReceipt, throwIfFenced } from "./pause-settlement.js";
+import { decisionReceipt, recordApplied, throwIfFenced } from "./pause-settlement.js";
 import type { SuspensionControl } from "./suspension-control.js";
 
 // A pause decided once: when the process ended after a decision's receipt and before its marker
@@ -46,22 +46,27 @@ export async function completeRecorded(control: SuspensionControl, marker: Suspe
   const runner = control.runner;
   const details = recorded.details;
   const text = (value: unknown): string => (typeof value === "string" ? value : "");
-  const decider = text(deciderOf(recorded));
-  const asked = recorded.event === "agent.resume" || (recorded.event === "agent.deny" && details.expired !== true);
+  // Carried out before (its hook run) by an owner that could not store the cleared marker: only the marker is left to clear.
+  const applied = recorded.event === SETTLEMENT_APPLIED;
+  const event = decidedEvent(recorded);
+  const decider = text(applied ? details.decider : deciderOf(recorded));
+  const asked = !applied && (event === "agent.resume" || (event === "agent.deny" && details.expired !== true));
   if (asked && !(await carriesOut(control, marker, recorded, decider))) return false;
   runner
     .requireServices()
     .logger.warn(
-      `'${runner.agent.name}' came back SUSPENDED under the pause ${marker.suspensionId}, whose ${recorded.event} is already on record (the process ended before its marker was cleared); completing that decision without a second receipt`,
+      `'${runner.agent.name}' came back SUSPENDED under the pause ${marker.suspensionId}, whose ${event} is already on record (the process ended before its marker was cleared); completing that decision without a second receipt${applied ? " (it was carried out before: its hook does not run again)" : ""}`,
     );
   control.settle(marker);
-  await control.persistMarker(recorded.event === "agent.deny" ? "deny" : "resume", undefined);
+  const stored = await control.persistMarker(event === "agent.deny" ? "deny" : "resume", undefined);
   throwIfFenced(control, undefined);
   if (runner.currentStatus !== ProcessStatus.SUSPENDED) return true;
   runner.transition(ProcessStatus.RUNNING);
-  if (recorded.event === "agent.resume") {
+  if (applied) return true;
+  if (!stored && (event === "agent.resume" || event === "agent.deny")) await recordApplied(control, marker, event, decider);
+  if (event === "agent.resume") {
     await runHook(runner, "onResume", () => runner.agent.onResume(decider, { ...marker }), runner.options.shutdownTimeoutMs);
-  } else if (recorded.event === "agent.deny") {
+  } else if (event === "agent.deny") {
     await runHook(runner, "onDeny", () => runner.agent.onDeny(decider, { ...marker }, text(details.reason)), runner.options.shutdownTimeoutMs);
   }
   return true;

@@ -1,3 +1,4 @@
+import { decidedEvent } from "../audit/audit-event.js";
 import { describeValue } from "../errors/civitas-error.js";
 import { AuditUnavailableError, InvalidArgumentError, MailboxClosedError, RuntimeStateError, StaleApprovalError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
@@ -95,7 +96,7 @@ async function carryOutResume(control: SuspensionControl, request: Message, { ap
     const recorded = await decisionOnRecord(control, marker, call);
     // Decided before a crash: that decision is completed (unless authorizeResume sets it aside), never receipted a second time.
     if (recorded !== undefined && (await completeRecorded(control, marker, recorded))) {
-      if (recorded.event !== (denial === undefined ? "agent.resume" : "agent.deny")) throw new StaleApprovalError(runner.agent.name, marker.suspensionId, undefined, call);
+      if (decidedEvent(recorded) !== (denial === undefined ? "agent.resume" : "agent.deny")) throw new StaleApprovalError(runner.agent.name, marker.suspensionId, undefined, call);
     } else if (denial === undefined) await leaveSuspended(control, approver, marker, identityChange);
     else await denyPause(control, approver, marker, denial.reason, false);
   } catch (error) {
@@ -144,5 +145,5 @@ async function leaveSuspended(control: SuspensionControl, approver: string, mark
   }
   // A stop that began while the receipt and the cleared marker were being written still wins: the
   // resume took effect and is reported as done, but this incarnation neither runs nor calls onResume.
-  await takeEffect(control, services, marker, "resume", span, "onResume", () => runner.agent.onResume(approver, { ...marker }));
+  await takeEffect(control, services, marker, "resume", span, "onResume", () => runner.agent.onResume(approver, { ...marker }), approver);
 }

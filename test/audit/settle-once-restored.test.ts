@@ -179,6 +179,64 @@ for (const [label, make] of backends) {
       }
     });
 
+    it("a decision whose cleared marker could not be stored is recorded as carried out: the next start clears the pause without running onResume again", async () => {
+      const b = make();
+      let failClear = false;
+      const flaky: StateStore = {
+        durable: true,
+        get: (name) => b.store.get(name),
+        set: (name, state) => {
+          if (failClear && state["_civitas.suspended"] === undefined) {
+            failClear = false;
+            return Promise.reject(new Error("simulated: disk full"));
+          }
+          return b.store.set(name, state);
+        },
+        delete: (name) => b.store.delete(name),
+        list: () => b.store.list(),
+        close: () => Promise.resolve(),
+      };
+      const first = new Payer("payer");
+      const firstSink = b.sink();
+      const before = new Runtime({ root: [first], store: flaky, auditSink: firstSink, logger: silentLogger, keepAlive: false });
+      let id = "";
+      let paused: Awaited<ReturnType<StateStore["get"]>>;
+      try {
+        await before.start();
+        await before.suspend("payer", "approve");
+        paused = await b.store.get("payer");
+        id = (paused?.["_civitas.suspended"] as unknown as SuspensionMarker).suspensionId;
+        failClear = true;
+        await before.resume("payer", "alice", { suspensionId: id });
+        expect(first.resumes).toEqual(["alice"]);
+        // The clearing write failed: the store still holds the pause (a kill now brings it back).
+        expect((await b.store.get("payer"))?.["_civitas.suspended"]).toMatchObject({ suspensionId: id });
+      } finally {
+        await before.stop();
+        await firstSink.close();
+      }
+      await b.store.set("payer", paused!); // killed before any later write stored the cleared marker
+
+      const agent = new Payer("payer");
+      const sink = b.sink();
+      const runtime = new Runtime({ root: [agent], store: b.store, auditSink: sink, logger: silentLogger, keepAlive: false });
+      try {
+        await runtime.start();
+        expect(agent.status).toBe(ProcessStatus.RUNNING);
+        expect(agent.resumes).toEqual([]);
+        expect(runtime.listSuspended()).toEqual([]);
+        expect((await b.store.get("payer"))?.["_civitas.suspended"]).toBeUndefined();
+        await expect(runtime.resume("payer", "bob", { suspensionId: id })).rejects.toMatchObject({ code: "STALE_APPROVAL" });
+        const log = await b.log(sink);
+        const verified = await verifySuspension(log, "payer", { key: KEY });
+        expect(verified).toMatchObject({ status: "verified", failures: [], suspensions: [expect.objectContaining({ suspensionId: id, decision: "approved", decidedBy: "alice" })] });
+      } finally {
+        await runtime.stop();
+        await sink.close();
+        await b.cleanup();
+      }
+    });
+
     it("the next start completes the recorded denial (onDeny once); a later approval is STALE_APPROVAL", async () => {
       const b = make();
       const id = await decidedThenKilled(b, (runtime, suspensionId) => runtime.deny("payer", "dora", { suspensionId, reason: "over budget" }));
