@@ -62,6 +62,12 @@ export type { SimulationCommand, SimulationScenario, SimulationScenarioOptions }
 export { runSimulationScenario } from "../testing/simulation/run-scenario.js";
 export type { CommandOutcome, ScenarioRun, ScenarioRunOptions } from "../testing/simulation/run-scenario.js";
 export { exhaust } from "../testing/simulation/exhaust.js";
+export { History } from "../testing/simulation/history.js";
+export type { HistoryOperation } from "../testing/simulation/history.js";
+export { checkLinearizable, mapModel, registerModel } from "../testing/simulation/linearizability.js";
+export type { LinearizabilityOptions, LinearizabilityResult, SequentialModel } from "../testing/simulation/linearizability.js";
+export { eventually } from "../testing/simulation/liveness.js";
+export type { LivenessMonitor } from "../testing/simulation/liveness.js";
 export type { ExhaustOptions, ExhaustResult } from "../testing/simulation/exhaust.js";
 export { sequenceChooser } from "../testing/simulation/sequence-chooser.js";
 export { scheduleArbitrary } from "../testing/simulation/schedule-arbitrary.js";

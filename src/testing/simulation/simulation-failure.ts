@@ -8,7 +8,8 @@ export type SimulationFailureCode =
   | "SIMULATION_DEADLOCK"
   | "SIMULATION_STEP_LIMIT"
   | "SIMULATION_DIVERGED"
-  | "SIMULATION_EXTERNAL_AWAIT";
+  | "SIMULATION_EXTERNAL_AWAIT"
+  | "SIMULATION_LIVENESS";
 
 /**
  * A simulation found a problem: an invariant failed
@@ -16,7 +17,8 @@ export type SimulationFailureCode =
  * (`SIMULATION_DEADLOCK`), the run took more than `maxSteps`
  * (`SIMULATION_STEP_LIMIT`), a replay could not follow its trace
  * (`SIMULATION_DIVERGED`), or a handler awaited a promise the runtime does
- * not control under `externalAwaits: "fail"` (`SIMULATION_EXTERNAL_AWAIT`).
+ * not control under `externalAwaits: "fail"` (`SIMULATION_EXTERNAL_AWAIT`),
+ * or a property that must eventually hold never did (`SIMULATION_LIVENESS`, liveness.ts).
  * It carries the trace up to the failure; its message ends with the trace,
  * the failing step marked `>>`. Save `trace` (it is JSON) and pass it to
  * `replay()` to run the same schedule again.
