@@ -12,6 +12,12 @@
  *    scenario on a plain runtime (InMemoryStateStore, MemoryAuditSink),
  *    seconds per 1,000 runs.
  *
+ * 3. `exhaust` over the same bank: runs per second of the search with
+ *    schedule reduction (sleep sets) and with a preemption bound, each
+ *    beside the full depth-first search (its first FULL_SCHEDULES
+ *    schedules) in the same process; the notes give the schedules each
+ *    complete search ran and its time.
+ *
  * Target: a step costs at most 5 µs (issue 13).
  */
 import type { Message, Supervisor as SupervisorType } from "../src/index.js";
@@ -23,6 +29,7 @@ const PINGPONG_MESSAGES = 20_000;
 const PINGPONG_ROUNDS = 5;
 const BANK_RUNS = 1_000;
 const BANK_ROUNDS = 3;
+const FULL_SCHEDULES = 2_000;
 
 interface Bank {
   readonly root: SupervisorType;
@@ -155,6 +162,25 @@ async function plainBanks(civitas: CivitasModule, bank: () => Bank, runs: number
   });
 }
 
+/** Runs per second of an `exhaust` of the bank's two transfers, how many runs it made, and whether it was complete. */
+async function exhaustBank(testing: TestingModule, bank: () => Bank, options: { reduce?: boolean; maxPreemptions?: number; maxSchedules?: number }): Promise<{ perSecond: number; runs: number; seconds: number; complete: boolean }> {
+  let result!: Awaited<ReturnType<TestingModule["exhaust"]>>;
+  const seconds = await timed(async () => {
+    result = await testing.exhaust({
+      root: () => bank().root,
+      maxSteps: 300,
+      ...options,
+      scenario: async (sim) => {
+        void sim.send("coord-a", "transfer", { from: "x", to: "y", amount: 10 });
+        void sim.send("coord-b", "transfer", { from: "y", to: "x", amount: 5 });
+        await sim.run();
+      },
+    });
+  });
+  const runs = result.schedules + result.pruned;
+  return { perSecond: runs / seconds, runs, seconds, complete: result.complete };
+}
+
 export const simulation: Benchmark = {
   name: BENCH,
   title: `Simulation: a step of ping-pong (${PINGPONG_MESSAGES.toLocaleString("en")} steps), ${BANK_RUNS.toLocaleString("en")} runs of a two-transfer bank`,
@@ -177,6 +203,11 @@ export const simulation: Benchmark = {
       simulated.push(await simulatedBanks(testing, bank, BANK_RUNS));
       plain.push(await plainBanks(civitas, bank, BANK_RUNS));
     }
+    const full = await exhaustBank(testing, bank, { reduce: false, maxSchedules: FULL_SCHEDULES });
+    const reduced = await exhaustBank(testing, bank, {});
+    const bounded = await exhaustBank(testing, bank, { maxPreemptions: 1 });
+    const searchNote = (name: string, r: { runs: number; seconds: number; complete: boolean }): string =>
+      `${name}: ${r.runs.toLocaleString("en")} runs in ${r.seconds.toFixed(2)} s, ${r.complete ? "complete" : "not complete"}; baseline: the full search, ${full.runs.toLocaleString("en")} schedules (${full.complete ? "complete" : `cut at ${FULL_SCHEDULES.toLocaleString("en")}`})`;
     const bankSeconds = median(simulated.map((r) => r.seconds));
     const bankSteps = simulated[0]?.steps ?? Number.NaN;
     return [
@@ -189,6 +220,8 @@ export const simulation: Benchmark = {
         baseline: median(plain),
         note: `${(bankSteps / BANK_RUNS).toFixed(0)} steps a run, ${((bankSeconds * 1e6) / bankSteps).toFixed(1)} us a step with the runtime's build, start and stop; baseline: the same scenario on plain runtimes`,
       },
+      { bench: BENCH, metric: "exhaust, reduced (sleep sets)", unit: "runs/s", runtime: reduced.perSecond, baseline: full.perSecond, note: searchNote("reduced search of the bank", reduced) },
+      { bench: BENCH, metric: "exhaust, maxPreemptions: 1", unit: "runs/s", runtime: bounded.perSecond, baseline: full.perSecond, note: searchNote("bounded search of the bank", bounded) },
     ];
   },
 };

@@ -28,10 +28,23 @@ export interface ExhaustOptions extends Omit<SimulationOptions, "seed" | "choose
    * Schedule reduction: run one schedule of each class of equivalent ones
    * (schedules that differ only in the order of independent steps — steps
    * that touch nothing in common, as the engine records), with sleep sets.
-   * Off where `faults` or `time` are given (the full search runs then).
+   * Off where `faults`, `time` or a bound are given (the full search runs then).
    * @defaultValue true
    */
   readonly reduce?: boolean;
+  /**
+   * Preemption bound (CHESS): explore only schedules that switch away from
+   * an agent that could still go on at most this many times. Most
+   * concurrency bugs need one or two preemptions; the count of schedules
+   * then grows polynomially instead of exponentially.
+   */
+  readonly maxPreemptions?: number;
+  /**
+   * Delay bound (Emmi, Qadeer and Rakamarić): the search's default is the
+   * first ready choice; taking the *i*-th instead costs *i* delays, and
+   * only schedules of at most this many delays in all are explored.
+   */
+  readonly maxDelays?: number;
 }
 
 /** What {@link exhaust} covered. */
@@ -42,6 +55,8 @@ export interface ExhaustResult {
   readonly pruned: number;
   /** Whether the reduction was on (see {@link ExhaustOptions.reduce}). */
   readonly reduced: boolean;
+  /** Whether a preemption or delay bound limited the search: `complete` then means every schedule within the bound ran. */
+  readonly bounded: boolean;
   /** How many of them were cut at `maxSteps`. */
   readonly truncated: number;
   /** Whether every schedule within the bound was run (none cut, `maxSchedules` not reached, no failure). */
@@ -52,10 +67,16 @@ export interface ExhaustResult {
   readonly failure?: { readonly error: unknown; readonly choices: readonly number[] };
 }
 
-/** A choice point of one schedule: what was chosen, among how many. */
+/** A choice point of one schedule: what was chosen, among which options (those the bounds allow, in order). */
 interface Decision {
   readonly chosen: number;
-  readonly options: number;
+  readonly allowed: readonly number[];
+}
+
+/** The preemption and delay budgets of a bounded search. */
+interface Bounds {
+  readonly preemptions?: number;
+  readonly delays?: number;
 }
 
 /**
@@ -82,11 +103,16 @@ interface Decision {
  * ```
  */
 export async function exhaust(options: ExhaustOptions): Promise<ExhaustResult> {
-  const { maxSteps, scenario, maxSchedules = 100_000, exploreStart = false, reduce = true, ...simulation } = options;
+  const { maxSteps, scenario, maxSchedules = 100_000, exploreStart = false, reduce = true, maxPreemptions, maxDelays, ...simulation } = options;
   if (!Number.isInteger(maxSteps) || maxSteps < 1) throw new InvalidArgumentError("maxSteps", `exhaust: maxSteps must be a positive integer (the bound on a schedule's steps), got ${String(maxSteps)}`);
   if (!Number.isInteger(maxSchedules) || maxSchedules < 1) throw new InvalidArgumentError("maxSchedules", `exhaust: maxSchedules must be a positive integer, got ${String(maxSchedules)}`);
+  for (const [name, bound] of [["maxPreemptions", maxPreemptions], ["maxDelays", maxDelays]] as const) {
+    if (bound !== undefined && (!Number.isInteger(bound) || bound < 0)) throw new InvalidArgumentError(name, `exhaust: ${name} must be a non-negative integer (0 explores only the default schedule's neighbours of cost 0), got ${String(bound)}`);
+  }
   if (typeof scenario !== "function") throw new InvalidArgumentError("scenario", "exhaust: scenario must be a function (sim) => Promise<void> that issues the operations and awaits sim.run()");
-  if (reduce && simulation.faults === undefined && simulation.time === undefined) return reducedSearch({ ...simulation, maxSteps }, scenario, maxSchedules, exploreStart);
+  const bounds: Bounds = { ...(maxPreemptions === undefined ? {} : { preemptions: maxPreemptions }), ...(maxDelays === undefined ? {} : { delays: maxDelays }) };
+  const bounded = maxPreemptions !== undefined || maxDelays !== undefined;
+  if (reduce && !bounded && simulation.faults === undefined && simulation.time === undefined) return reducedSearch({ ...simulation, maxSteps }, scenario, maxSchedules, exploreStart);
   let prefix: number[] = [];
   let schedules = 0;
   let truncated = 0;
@@ -94,7 +120,7 @@ export async function exhaust(options: ExhaustOptions): Promise<ExhaustResult> {
   for (;;) {
     const decisions: Decision[] = [];
     const explore = { on: exploreStart };
-    const chooser = followPrefix(prefix, decisions, explore);
+    const chooser = followPrefix(prefix, decisions, explore, bounds);
     const sim = simulate({ ...simulation, chooser, maxSteps });
     let error: unknown;
     try {
@@ -111,33 +137,51 @@ export async function exhaust(options: ExhaustOptions): Promise<ExhaustResult> {
     if (error instanceof CivitasError && error.code === "SIMULATION_STEP_LIMIT") truncated++;
     else if (error !== undefined) {
       if (error instanceof CivitasError && error.code === "SIMULATION_DIVERGED") throw error;
-      return { schedules, pruned: 0, reduced: false, truncated, complete: false, deepest, failure: { error, choices: decisions.map((d) => d.chosen) } };
+      return { schedules, pruned: 0, reduced: false, bounded, truncated, complete: false, deepest, failure: { error, choices: decisions.map((d) => d.chosen) } };
     }
     const next = nextPrefix(decisions);
-    if (next === undefined) return { schedules, pruned: 0, reduced: false, truncated, complete: truncated === 0, deepest };
-    if (schedules >= maxSchedules) return { schedules, pruned: 0, reduced: false, truncated, complete: false, deepest };
+    if (next === undefined) return { schedules, pruned: 0, reduced: false, bounded, truncated, complete: truncated === 0, deepest };
+    if (schedules >= maxSchedules) return { schedules, pruned: 0, reduced: false, bounded, truncated, complete: false, deepest };
     prefix = next;
   }
 }
 
-/** A chooser that takes `prefix`'s choices, then the first option, recording every decision while `explore.on`. */
-function followPrefix(prefix: readonly number[], decisions: Decision[], explore: { on: boolean }): Chooser {
-  const decide = (options: number, what: string): number => {
-    if (!explore.on) return 0;
+/**
+ * A chooser that takes `prefix`'s choices, then the first option the bounds
+ * allow, recording every decision while `explore.on`. A step is a
+ * preemption when the agent of the step before could still go on and
+ * another one is taken; the *i*-th ready option costs *i* delays.
+ */
+function followPrefix(prefix: readonly number[], decisions: Decision[], explore: { on: boolean }, bounds: Bounds): Chooser {
+  let preemptions = 0;
+  let delays = 0;
+  let previous: string | undefined;
+  const decide = (allowed: readonly number[], options: number, what: string): number => {
     const at = decisions.length;
-    const chosen = at < prefix.length ? (prefix[at] as number) : 0;
-    if (chosen >= options) {
+    const chosen = at < prefix.length ? (prefix[at] as number) : (allowed[0] as number);
+    if (chosen >= options || !allowed.includes(chosen)) {
       throw new CivitasError(
         "SIMULATION_DIVERGED",
-        `exhaust: choice ${at} (${what}) offered ${options} options where an earlier run of the same prefix offered more than ${chosen}; the scenario is not deterministic given the choices (a wall-clock time, Math.random or I/O outside the simulation?)`,
+        `exhaust: choice ${at} (${what}) offered ${options} options where an earlier run of the same prefix offered option ${chosen}; the scenario is not deterministic given the choices (a wall-clock time, Math.random or I/O outside the simulation?)`,
       );
     }
-    decisions.push({ chosen, options });
+    decisions.push({ chosen, allowed });
     return chosen;
   };
   return {
-    choose: (ready: readonly SimulationChoice[]) => decide(ready.length, ready.map((choice) => choice.key).join(", ")),
-    fault: (choice: SimulationChoice, kind: SimulationFaultKind) => decide(2, `${kind} at ${choice.key}`) === 1,
+    choose: (ready: readonly SimulationChoice[]) => {
+      if (!explore.on) return 0;
+      const agentOf = (choice: SimulationChoice): string => choice.agent ?? choice.thread;
+      const canGoOn = previous !== undefined && ready.some((choice) => agentOf(choice) === previous);
+      const preempts = ready.map((choice) => (canGoOn && agentOf(choice) !== previous ? 1 : 0));
+      const allowed = ready.map((_, i) => i).filter((i) => (bounds.preemptions === undefined || preemptions + (preempts[i] as number) <= bounds.preemptions) && (bounds.delays === undefined || delays + i <= bounds.delays));
+      const chosen = decide(allowed, ready.length, ready.map((choice) => choice.key).join(", "));
+      preemptions += preempts[chosen] as number;
+      delays += chosen;
+      previous = agentOf(ready[chosen] as SimulationChoice);
+      return chosen;
+    },
+    fault: (choice: SimulationChoice, kind: SimulationFaultKind) => explore.on && decide([0, 1], 2, `${kind} at ${choice.key}`) === 1,
   };
 }
 
@@ -145,7 +189,8 @@ function followPrefix(prefix: readonly number[], decisions: Decision[], explore:
 function nextPrefix(decisions: readonly Decision[]): number[] | undefined {
   for (let at = decisions.length - 1; at >= 0; at--) {
     const decision = decisions[at] as Decision;
-    if (decision.chosen + 1 < decision.options) return [...decisions.slice(0, at).map((d) => d.chosen), decision.chosen + 1];
+    const following = decision.allowed.find((option) => option > decision.chosen);
+    if (following !== undefined) return [...decisions.slice(0, at).map((d) => d.chosen), following];
   }
   return undefined;
 }
@@ -177,10 +222,10 @@ async function reducedSearch(simulation: SimulationOptions & { maxSteps: number 
       if (error instanceof CivitasError && error.code === "SIMULATION_STEP_LIMIT") truncated++;
       else if (error !== undefined) {
         if (error instanceof CivitasError && error.code === "SIMULATION_DIVERGED") throw error;
-        return { schedules, pruned, reduced: true, truncated, complete: false, deepest, failure: { error, choices: search.choices() } };
+        return { schedules, pruned, reduced: true, bounded: false, truncated, complete: false, deepest, failure: { error, choices: search.choices() } };
       }
     }
-    if (!search.next()) return { schedules, pruned, reduced: true, truncated, complete: truncated === 0, deepest };
-    if (schedules + pruned >= maxSchedules) return { schedules, pruned, reduced: true, truncated, complete: false, deepest };
+    if (!search.next()) return { schedules, pruned, reduced: true, bounded: false, truncated, complete: truncated === 0, deepest };
+    if (schedules + pruned >= maxSchedules) return { schedules, pruned, reduced: true, bounded: false, truncated, complete: false, deepest };
   }
 }
