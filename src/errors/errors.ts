@@ -237,11 +237,14 @@ export class StaleApprovalError extends CivitasError {
   readonly agent: string;
   /** The suspension the approval was given for. */
   readonly suspensionId: string;
-  /** @param call - the call refused: `resume` or `deny` @defaultValue "resume" */
-  constructor(agent: string, suspensionId: string, current: string | undefined, call: "resume" | "deny" = "resume") {
+  /**
+   * @param call - the call refused: `resume` or `deny` @defaultValue "resume"
+   * @param why - why the pause is gone, when known (it was decided first by another decision) @defaultValue "the agent is not suspended"
+   */
+  constructor(agent: string, suspensionId: string, current: string | undefined, call: "resume" | "deny" = "resume", why = "the agent is not suspended") {
     super(
       "STALE_APPROVAL",
-      `${call}('${agent}') ${call === "deny" ? "denies" : "approves"} suspension ${suspensionId}, but ${current === undefined ? "the agent is not suspended" : `the agent is suspended under ${current}`}; ${call === "deny" ? "a denial settles only the pause it was made for — look at the current pause (runtime.listSuspended()) and decide on it" : "an approval lifts only the pause it was given for — ask for a fresh one"}`,
+      `${call}('${agent}') ${call === "deny" ? "denies" : "approves"} suspension ${suspensionId}, but ${current === undefined ? why : `the agent is suspended under ${current}`}; ${call === "deny" ? "a denial settles only the pause it was made for — look at the current pause (runtime.listSuspended()) and decide on it" : "an approval lifts only the pause it was given for — ask for a fresh one"}`,
     );
     this.agent = agent;
     this.suspensionId = suspensionId;

@@ -136,7 +136,7 @@ export async function takeEffect(
   decider: string,
 ): Promise<void> {
   const runner = control.runner;
-  control.settle(marker);
+  control.settle(marker, { verdict: change, by: decider });
   const stored = await control.persistMarker(change, span);
   throwIfFenced(control, span);
   if (!stored) await recordApplied(control, marker, change === "resume" ? "agent.resume" : "agent.deny", decider);

@@ -57,7 +57,7 @@ export async function completeRecorded(control: SuspensionControl, marker: Suspe
     .logger.warn(
       `'${runner.agent.name}' came back SUSPENDED under the pause ${marker.suspensionId}, whose ${event} is already on record (the process ended before its marker was cleared); completing that decision without a second receipt${applied ? " (it was carried out before: its hook does not run again)" : ""}`,
     );
-  control.settle(marker);
+  control.settle(marker, { verdict: event === "agent.deny" ? "deny" : "resume", by: decider });
   const stored = await control.persistMarker(event === "agent.deny" ? "deny" : "resume", undefined);
   throwIfFenced(control, undefined);
   if (runner.currentStatus !== ProcessStatus.SUSPENDED) return true;

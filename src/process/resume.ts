@@ -41,6 +41,12 @@ export function resumeFrom(control: SuspensionControl, request: Message): Promis
     refuse(control.runner, request, error as Error);
     return undefined;
   }
+  const lateFor = plan === undefined ? control.decidedBefore(request) : undefined;
+  if (lateFor !== undefined) {
+    // Sent while the pause was in effect, taken after someone else decided it: this decision did not happen.
+    refuse(control.runner, request, new StaleApprovalError(control.runner.agent.name, lateFor, undefined, request.payload.decision === "deny" ? "deny" : "resume", "it was decided by another decision (an expiry, another approver) before this one was taken"));
+    return undefined;
+  }
   if (plan === undefined || control.predatesPause(request)) {
     void answer(control.runner, request); // a resume of a running agent: a no-op, its approver checked
     return undefined;

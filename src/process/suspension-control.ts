@@ -20,6 +20,13 @@ function persisted(): boolean {
   return true;
 }
 
+/** Who settled a pause, and how. */
+export interface PauseDecision {
+  readonly verdict: "resume" | "deny";
+  /** The approver or decider (`"expiry"` for a deadline). */
+  readonly by: string;
+}
+
 /** A suspend asked for and not yet applied, with the runtime requests waiting on it. */
 interface SuspendRequest {
   reason: string;
@@ -77,6 +84,13 @@ export class SuspensionControl {
    * (nothing queued in this process predates it, or it was already seen).
    */
   private pauseAfter: number | undefined;
+  /**
+   * The last pause settled while this incarnation ran, with the numbers of
+   * the control requests sent while it was in effect (after `from`, up to
+   * `upTo`): such a request that is taken only after the pause was decided
+   * came too late — it is refused, never answered as if it had decided.
+   */
+  private decided: { readonly suspensionId: string; readonly from: number | undefined; readonly upTo: number; readonly by: PauseDecision | undefined } | undefined;
   /**
    * Whether the current pause still owes its announcement: its `onSuspend`
    * or its `agent.suspend` receipt is not done (still running, failed, or
@@ -271,6 +285,23 @@ export class SuspensionControl {
   }
 
   /**
+   * The pause a decision `request` (naming no pause) was sent to and that
+   * another decision — an expiry, another approver, the other verdict —
+   * settled before the request was taken; `undefined` when the agent was
+   * running when it was sent (a resume of a running agent is a no-op), or
+   * when the decision taken is this one (the same verdict by the same
+   * approver, sent twice).
+   */
+  decidedBefore(request: Message): string | undefined {
+    const decided = this.decided;
+    const { sent, approver, decision } = request.payload;
+    if (decided === undefined || typeof sent !== "number" || request.payload.suspensionId !== undefined) return undefined;
+    if (sent <= (decided.from ?? 0) || sent > decided.upTo) return undefined;
+    const verdict = decision === "deny" ? "deny" : "resume";
+    return decided.by?.verdict === verdict && decided.by.by === approver ? undefined : decided.suspensionId;
+  }
+
+  /**
    * Keeps a pause the agent asked for (`this.suspend()`) that a stop came
    * before: it is written onto the last stored record (or the initial state),
    * flagged as not announced, so the next start on this store comes back
@@ -335,10 +366,15 @@ export class SuspensionControl {
     else state[SUSPENSION_KEY] = json ?? markerJson(marker);
   }
 
-  /** The pause `marker` was decided (resumed or denied) or cancelled: its marker is cleared in memory, and it stays settled. */
-  settle(marker: SuspensionMarker): void {
+  /**
+   * The pause `marker` was decided (resumed or denied, by `decision`) or
+   * cancelled (no `decision`): its marker is cleared in memory, and it stays settled.
+   */
+  settle(marker: SuspensionMarker, decision?: PauseDecision): void {
     this.setMarker(undefined);
     this.lastSettled = marker.suspensionId;
+    const services = this.runner.services;
+    if (services !== undefined) this.decided = { suspensionId: marker.suspensionId, from: this.pauseAfter, upTo: services.controlSent.count, by: decision };
     this.pauseAfter = undefined;
     // A suspend request still pending for this very pause (asked for before a crash, restored from the store) is spent.
     const request = this.request;

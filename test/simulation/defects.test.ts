@@ -11,6 +11,7 @@ import { simulationScenario } from "../../src/testing/simulation/scenario.js";
 import { scheduleArbitrary } from "../../src/testing/simulation/schedule-arbitrary.js";
 import { replay, simulate } from "../../src/testing/simulation/simulate.js";
 import { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
+import { Supervisor } from "../../src/supervision/supervisor.js";
 import type { Simulation, SimulationStep } from "../../src/testing/simulation/types.js";
 import type { Ledger } from "./fixtures.js";
 import { bank, conserved } from "./fixtures.js";
@@ -71,6 +72,17 @@ describe("a failed final check", () => {
     // The trace, check line included, replays to the same failure.
     const again = await runSimulationScenario(scenario, { root: bank, replay: trace, check: (view) => `total is ${view.agent<Ledger>("ledger").total}` }).catch((error: unknown) => error);
     expect(JSON.stringify((again as SimulationFailure).trace)).toBe(JSON.stringify(trace));
+  });
+});
+
+describe("a root that cannot be built", () => {
+  it("rejects sim.start() with its own error, and leaves no simulation running: stop() resolves and the next simulation starts (regression: SIMULATION_BUSY hid the error in every later run of a property)", async () => {
+    const broken = simulate({ root: () => new Supervisor("twin", { children: [new Supervisor("twin", { children: [] })] }), seed: 1 });
+    await expect(broken.start()).rejects.toMatchObject({ name: "DuplicateNameError" });
+    await expect(broken.stop()).resolves.toBeUndefined();
+    const next = simulate({ root: bank, seed: 1 });
+    await next.start();
+    await next.stop();
   });
 });
 

@@ -202,7 +202,12 @@ export class SimulationEngine implements Simulation, GateBoard {
     // Ids do not depend on the seed: a replay (which has no seed) draws the very same ids, so its trace is byte-identical.
     const ids = mulberry32(0x5bd1e995);
     useIdSource({ fill: (buffer) => fillFrom(ids, buffer), now: () => this.clock.now() });
-    this.build();
+    try {
+      this.build();
+    } catch (error) {
+      this.end(); // a root that cannot be built (duplicate names…) ends the simulation: the next one may start
+      throw error;
+    }
     await this.untilStarted("runtime.start()");
   }
 
