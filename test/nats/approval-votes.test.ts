@@ -88,8 +88,9 @@ async function holdPayment(amountCents: number): Promise<{ paying: Promise<Messa
 }
 
 /** Publishes a control request for `name` with the given requestId, as a runtime would, and returns the owner's answer. */
-async function rawControl(name: string, requestId: string, args: JsonObject): Promise<JsonObject> {
-  const request = { id: uuidv7(), type: "civitas.ctl.approval", sender: "_runtime", recipient: name, payload: { requestId, args, timeoutMs: 5000 }, timestamp: Date.now(), traceId: "a".repeat(32), spanId: "b".repeat(16), attempt: 0, priority: 1 };
+async function rawControl(name: string, requestId: string, args: JsonObject, retry = false): Promise<JsonObject> {
+  const payload: JsonObject = retry ? { requestId, args, timeoutMs: 5000, retry: true } : { requestId, args, timeoutMs: 5000 };
+  const request = { id: uuidv7(), type: "civitas.ctl.approval", sender: "_runtime", recipient: name, payload, timestamp: Date.now(), traceId: "a".repeat(32), spanId: "b".repeat(16), attempt: 0, priority: 1 };
   return decodeMessage((await raw.request(`civitas.ctl.${name}`, encodeMessage(request, "json"), { timeout: 5000 })).data).payload;
 }
 
@@ -122,6 +123,13 @@ describe("votes on a held action of another process, through NATS", () => {
     expect(await runtime.approvals.get(held.approvalId)).toMatchObject({ status: "approved", consumed: true });
     // decided: a late vote is refused by the owner, and nothing is handled again
     expect((await rejection(runtime.approvals.approve(held.approvalId, "cy"))).code).toBe("STALE_APPROVAL");
+    // a retry the owner does not remember (its first attempt's answer lost with a restart) of the vote the request
+    // records is answered with the request; the same retry by an approver who did not vote so is still stale
+    const recorded = await rawControl(treasury, uuidv7(), { approvalId: held.approvalId, vote: "approve", approver: "ben" }, true);
+    expect(recorded).toMatchObject({ ok: true, answer: { view: { approvalId: held.approvalId, status: "approved", decidedBy: "ben" } } });
+    expect(await rawControl(treasury, uuidv7(), { approvalId: held.approvalId, vote: "deny", approver: "ben", reason: "x" }, true)).toMatchObject({ ok: false, code: "STALE_APPROVAL" });
+    expect(await rawControl(treasury, uuidv7(), { approvalId: held.approvalId, vote: "approve", approver: "cy" }, true)).toMatchObject({ ok: false, code: "STALE_APPROVAL" });
+    expect(peer.events.filter((e) => e.event === "handled" && e.approvalId === held.approvalId)).toHaveLength(1);
   }, 30_000);
 
   it("a deny rejects the asker with APPROVAL_DENIED; onApprovalDenied runs in the owner's process; nothing is handled", async () => {
