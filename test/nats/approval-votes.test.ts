@@ -181,6 +181,11 @@ describe("votes on a held action of another process, through NATS", () => {
     const hooked = await rejection(runtime.approvals.deny(held.approvalId, "refused", { reason: "no" }));
     expect(hooked.code).toBe("RESUME_REFUSED");
     expect((await rejection(runtime.approvals.approve(held.approvalId, ""))).code).toBe("INVALID_APPROVER");
+    for (const timeoutMs of [-1, Number.NaN, "5" as unknown as number]) {
+      const error = await rejection(runtime.approvals.approve(held.approvalId, "ana", { timeoutMs }));
+      expect([error.code, error.message]).toEqual(["INVALID_ARGUMENT", expect.stringContaining("timeoutMs") as unknown]);
+    }
+    expect(authorizing(held.approvalId, "ana")).toEqual([]); // refused here: nothing reached the owner
     const unknown = uuidv7();
     const missing = await rejection(runtime.approvals.approve(unknown, "ana"));
     expect([missing.name, missing.code]).toEqual(["ApprovalNotFoundError", "APPROVAL_NOT_FOUND"]);
