@@ -150,6 +150,9 @@ describe("votes on a held action of another process, through NATS", () => {
 
   it("a repeated requestId counts once: the same answer, one authorization, one vote, one decision", async () => {
     const { paying, held } = await holdPayment(400_000);
+    // a read changes nothing and is not remembered: the same requestId read again sees the votes cast since
+    const readId = uuidv7();
+    expect(await rawControl(treasury, readId, { approvalId: held.approvalId })).toMatchObject({ ok: true, answer: { view: { votes: [] } } });
     const approveId = uuidv7();
     const approve = { approvalId: held.approvalId, vote: "approve", approver: "ben" };
     const once = await rawControl(treasury, approveId, approve);
@@ -157,6 +160,7 @@ describe("votes on a held action of another process, through NATS", () => {
     expect(once).toMatchObject({ ok: true, answer: { view: { status: "pending", votes: [{ approver: "ben" }] } } });
     expect(twice).toEqual(once);
     expect(authorizing(held.approvalId, "ben")).toHaveLength(1);
+    expect(await rawControl(treasury, readId, { approvalId: held.approvalId })).toMatchObject({ ok: true, answer: { view: { votes: [{ approver: "ben" }] } } });
 
     const denyId = uuidv7();
     const deny = { approvalId: held.approvalId, vote: "deny", approver: "ana", reason: "duplicate invoice" };
