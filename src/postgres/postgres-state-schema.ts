@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { APPROVALS_KEY } from "../approvals/stored-approvals.js";
 import { StoreUnavailableError } from "../state/store-unavailable-error.js";
 import { sibling, withClient, type TableName } from "./pg-connection.js";
 import { runSetup } from "./schema-setup.js";
@@ -50,10 +51,10 @@ function createIndexSql(table: TableName): string {
  * makes a row read in vain (the reader checks the top-level key).
  * @internal
  */
-export const HOLDS_APPROVALS_SQL = `strpos(state, '"_civitas.approvals":[{') > 0`;
+export const HOLDS_APPROVALS_SQL = `strpos(state, '${JSON.stringify(APPROVALS_KEY)}:[{') > 0`;
 
 /** The partial index that makes the cluster's approval requests one indexed query. @internal */
-export function approvalsIndexName(table: TableName): string {
+function approvalsIndexName(table: TableName): string {
   return `${table.name.slice(0, 50)}_approvals_idx`;
 }
 
