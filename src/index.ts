@@ -68,7 +68,7 @@ export { Runtime } from "./runtime/runtime.js";
 export type { ControlOptions, DenyOptions, ListSuspendedOptions, ResumeOptions, SuspendOptions } from "./runtime/runtime-control.js";
 export type { SuspendedAgent } from "./runtime/suspended-agent.js";
 export { RuntimeApprovals } from "./runtime/runtime-approvals.js";
-export type { ApproveOptions, DenyApprovalOptions } from "./runtime/runtime-approvals.js";
+export type { ApprovalCallOptions, ApproveOptions, DenyApprovalOptions } from "./runtime/runtime-approvals.js";
 export type {
   ApprovalDecisionAsked,
   ApprovalListFilter,

@@ -2,8 +2,9 @@
 // bus. It sends payments to the worker's agent, lists the suspended agents of
 // the cluster from the shared PostgreSQL store (listSuspended({ scope:
 // "cluster" })), and resumes one on an approver's word; the worker decides,
-// receipts and pays.
-import { AgentProcess, Runtime, silentLogger, type CivitasError, type SuspendedAgent } from "civitas-ts";
+// receipts and pays. Then it votes on a wire transfer the worker holds as one
+// action: the votes travel to the worker, whose rule counts them.
+import { AgentProcess, Runtime, silentLogger, type ApprovalView, type CivitasError, type SuspendedAgent } from "civitas-ts";
 import { NatsTransport } from "civitas-ts/nats";
 import { PostgresStateStore } from "civitas-ts/postgres";
 
@@ -43,6 +44,24 @@ say(`the same approval again: ${again}`);
 say(`suspended in the cluster now: ${(await runtime.listSuspended({ scope: "cluster" })).length} agents`);
 const ledger = (await runtime.ask("payments", {}, { type: "ledger" })).payload;
 say(`ledger: ${JSON.stringify(ledger.ledger)}; pending: ${JSON.stringify(ledger.pending)}`);
+
+// A held action of the worker's agent: listed from the shared store, voted on here, decided there.
+const wiring = runtime.ask("payments", { invoice: "INV-3", amount: 30000 }, { type: "wire", timeoutMs: 20_000 });
+let held: ApprovalView[] = [];
+for (let tries = 0; held.length === 0 && tries < 50; tries++) {
+  held = await runtime.approvals.list({ scope: "cluster", status: "pending" });
+  if (held.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+const [wire] = held;
+if (wire === undefined) throw new Error("the wire transfer was not held");
+say(`held in the cluster: ${wire.agent} ${wire.message.type} ${JSON.stringify(wire.message.payload)}, approvalId ${wire.approvalId}`);
+const stranger = await runtime.approvals.approve(wire.approvalId, "mallory@sales").then(() => "counted", (error: CivitasError) => error.code);
+say(`a vote by mallory@sales: ${stranger}`);
+const first = await runtime.approvals.approve(wire.approvalId, "alice@finance");
+say(`alice@finance voted: ${first.status}, ${first.votes.length} of 2`);
+const last = await runtime.approvals.approve(wire.approvalId, "bob@finance");
+say(`bob@finance voted: ${last.status}`);
+say(`the wire's reply: ${JSON.stringify((await wiring).payload)}`);
 await runtime.stop();
 await store.close();
 say("done");

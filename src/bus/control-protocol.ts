@@ -18,8 +18,8 @@ export function controlSubject(name: string): string {
   return `civitas.ctl.${name}`;
 }
 
-const OPERATIONS: Record<string, ControlOperation> = { "_agency.suspend": "suspend", "_agency.resume": "resume", "civitas.ctl.status": "status" };
-const TYPES: Record<ControlOperation, string> = { suspend: "_agency.suspend", resume: "_agency.resume", status: "civitas.ctl.status" };
+const OPERATIONS: Record<string, ControlOperation> = { "_agency.suspend": "suspend", "_agency.resume": "resume", "civitas.ctl.status": "status", "civitas.ctl.approval": "approval" };
+const TYPES: Record<ControlOperation, string> = { suspend: "_agency.suspend", resume: "_agency.resume", status: "civitas.ctl.status", approval: "civitas.ctl.approval" };
 const RESULT_TYPE = "civitas.ctl.result";
 /** How many outcomes an owner remembers by request id, for retried requests. */
 const REMEMBERED = 10_000;
@@ -85,14 +85,15 @@ export class ControlServer {
     const requestId = request.payload.requestId;
     const timeoutMs = request.payload.timeoutMs;
     if (operation === undefined || typeof requestId !== "string" || requestId.length === 0 || typeof timeoutMs !== "number") {
-      result = { ok: false, code: "INVALID_WIRE_MESSAGE", message: `a control request for '${name}' must be a suspend, resume or status request with a requestId and timeoutMs, got type ${describeValue(request.type)}` };
+      result = { ok: false, code: "INVALID_WIRE_MESSAGE", message: `a control request for '${name}' must be a suspend, resume, status or approval request with a requestId and timeoutMs, got type ${describeValue(request.type)}` };
     } else {
       let outcome = this.outcomes.get(requestId);
       if (outcome === undefined) {
         const args = typeof request.payload.args === "object" && request.payload.args !== null && !Array.isArray(request.payload.args) ? request.payload.args : {};
         // A retry this server never saw: its first attempt may have taken effect in a previous incarnation (the host checks the audit log).
         outcome = this.decide(name, operation, request.payload.retry === true ? { ...args, retry: true } : args, timeoutMs);
-        this.remember(requestId, operation === "status" ? undefined : outcome);
+        // A read (a status query, an approval read without a vote) changes nothing: asked again, it is answered afresh.
+        this.remember(requestId, operation === "status" || (operation === "approval" && args.vote === undefined) ? undefined : outcome);
       }
       result = await outcome;
     }

@@ -10,8 +10,13 @@ export interface HostedAgent {
   readonly capabilities: readonly string[];
 }
 
-/** A control request a runtime carries out for another runtime: what `runtime.suspend`, `resume` and a status query send. */
-export type ControlOperation = "suspend" | "resume" | "status";
+/**
+ * A control request a runtime carries out for another runtime: what
+ * `runtime.suspend`, `resume` and a status query send, and `"approval"`: a
+ * vote on (or a read of) an approval request one of its agents holds, what
+ * `runtime.approvals.approve`, `deny` and `get` send.
+ */
+export type ControlOperation = "suspend" | "resume" | "status" | "approval";
 
 /**
  * What a runtime lends its {@link Transport} when it starts: the way into its

@@ -12,7 +12,7 @@
  * @packageDocumentation
  */
 export { PostgresStateStore } from "../postgres/postgres-state-store.js";
-export type { PostgresStateStoreOptions, StoredSuspension } from "../postgres/postgres-state-store.js";
+export type { PostgresStateStoreOptions, StoredApprovalState, StoredSuspension } from "../postgres/postgres-state-store.js";
 export type { PostgresConnection, PostgresPoolOptions } from "../postgres/pg-connection.js";
 export { PostgresLeases } from "../postgres/postgres-leases.js";
 export type { PostgresLeasesOptions } from "../postgres/postgres-leases.js";

@@ -1,12 +1,13 @@
 import { createHash } from "node:crypto";
 import type pg from "pg";
+import type { ApprovalStatus } from "../approvals/approval-types.js";
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, StateFencedError } from "../errors/errors.js";
 import { stderrLogger, type Logger } from "../logging/logger.js";
 import type { JsonObject } from "../message/json.js";
 import { readMarker, SUSPENSION_KEY, type SuspensionMarker } from "../state/suspension-marker.js";
 import { int8, openPool, tableName, unavailable, type PostgresConnection, type PostgresPoolOptions, type TableName } from "./pg-connection.js";
-import { ensureSchema } from "./postgres-state-schema.js";
+import { ensureSchema, HOLDS_APPROVALS_SQL } from "./postgres-state-schema.js";
 import { assertStateName, decodeState, encodeState, STATE_RECORD_VERSION } from "../state/state-record.js";
 import type { StateStore } from "../state/state-store.js";
 import { StoreClosedError } from "../state/store-closed-error.js";
@@ -42,6 +43,14 @@ export interface StoredSuspension {
   readonly marker: SuspensionMarker;
 }
 
+/** A stored state holding approval requests: see {@link PostgresStateStore.listApprovalStates}. */
+export interface StoredApprovalState {
+  /** The agent. */
+  readonly name: string;
+  /** Its whole stored state; the requests are under `APPROVALS_KEY`. */
+  readonly state: JsonObject;
+}
+
 /** What a store and its fenced views share: one pool, one table, one schema check. */
 interface Core {
   readonly pool: pg.Pool;
@@ -52,7 +61,7 @@ interface Core {
   readonly where: string;
   ready: Promise<void> | undefined;
   closing: Promise<void> | undefined;
-  readonly sql: Record<"get" | "set" | "del" | "tomb" | "fenceOf" | "list" | "suspended" | "claim" | "next", pg.QueryConfig>;
+  readonly sql: Record<"get" | "set" | "del" | "tomb" | "fenceOf" | "list" | "suspended" | "approvals" | "claim" | "next", pg.QueryConfig>;
 }
 
 /** How this store's table is made, for a `STORE_SCHEMA_MISSING` error. */
@@ -82,6 +91,7 @@ function statements(t: string, seq: string): Core["sql"] {
     fenceOf: prepared(`SELECT fence::text AS fence FROM ${t} WHERE name = $1`),
     list: prepared(`SELECT name FROM ${t} WHERE state IS NOT NULL`),
     suspended: prepared(`SELECT name, suspended FROM ${t} WHERE suspended IS NOT NULL`),
+    approvals: prepared(`SELECT name, version, state FROM ${t} WHERE ${HOLDS_APPROVALS_SQL} AND ($1::text IS NULL OR strpos(state, $1::text) > 0) AND ($2::text IS NULL OR strpos(state, $2::text) > 0)`),
     claim: prepared(
       `INSERT INTO ${t} AS r (name, version, state, suspended, fence, updated_at)
        SELECT n, ${STATE_RECORD_VERSION}, NULL, NULL, $2, clock_timestamp() FROM unnest($1::bytea[]) AS n
@@ -294,6 +304,31 @@ export class PostgresStateStore implements StateStore {
       const name = decodeName(row.name);
       const marker = readMarker(name, decodeState(name, STATE_RECORD_VERSION, `{${JSON.stringify(SUSPENSION_KEY)}:${row.suspended}}`));
       if (marker !== undefined) found.push({ name, marker });
+    }
+    return found.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /**
+   * The stored states of every agent that holds approval requests, wherever
+   * it runs, sorted by name: one query on the partial index of such rows
+   * (what `runtime.approvals.list({ scope: "cluster" })` reads, and where a
+   * vote for a request of another process finds its agent). With `status`
+   * (or `approvalId`), only rows whose text holds a request of that status
+   * (or id): a pre-filter, read each request's own fields.
+   * @example
+   * ```ts
+   * for (const { name, state } of await store.listApprovalStates({ status: "pending" })) console.log(name, state[APPROVALS_KEY]);
+   * ```
+   * @throws (rejects) `STATE_SCHEMA` for a row that does not hold a state; `STORE_CLOSED`, `STORE_UNAVAILABLE`.
+   */
+  async listApprovalStates(options: { status?: ApprovalStatus; approvalId?: string } = {}): Promise<StoredApprovalState[]> {
+    const status = options.status === undefined ? null : `"status":${JSON.stringify(options.status)}`;
+    const id = options.approvalId === undefined ? null : `"approvalId":${JSON.stringify(options.approvalId)}`;
+    const result = await this.#query("listing approval requests", this.#core.sql.approvals, [status, id]);
+    const found: StoredApprovalState[] = [];
+    for (const row of result.rows as { name: Buffer; version: unknown; state: string }[]) {
+      const name = decodeName(row.name);
+      found.push({ name, state: decodeState(name, row.version, row.state) });
     }
     return found.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }

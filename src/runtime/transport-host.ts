@@ -5,6 +5,7 @@ import type { JsonObject } from "../message/json.js";
 import type { AgentProcess } from "../process/agent-process.js";
 import type { Pause } from "../process/pause.js";
 import type { RuntimeServices } from "../contracts/runtime-services.js";
+import { answerApproval, type ApprovalCalls } from "./remote-approvals.js";
 
 /** The runtime's public control calls, as the transport host uses them for requests from other runtimes. */
 interface RuntimeControl {
@@ -12,6 +13,7 @@ interface RuntimeControl {
   resume(name: string, approver: string, options: { timeoutMs?: number; suspensionId?: string; acceptIdentityChange?: boolean }): Promise<void>;
   deny(name: string, decider: string, options: { timeoutMs?: number; suspensionId?: string; reason?: string }): Promise<void>;
   getAgent(name: string): AgentProcess | undefined;
+  readonly approvals: ApprovalCalls;
 }
 
 /**
@@ -31,7 +33,8 @@ export function attachTransport(transport: Transport, services: RuntimeServices,
   return {
     deliver: (message) => services.bus.deliver(message),
     settleReply: (reply) => services.bus.settleReply(reply),
-    control: (name, operation, args, timeoutMs) => localControl(runtime, name, operation, args, timeoutMs).catch((error: unknown) => recordedOutcome(services, name, args, error)),
+    control: (name, operation, args, timeoutMs) =>
+      operation === "approval" ? answerApproval(services, runtime.approvals, name, args, timeoutMs) : localControl(runtime, name, operation, args, timeoutMs).catch((error: unknown) => recordedOutcome(services, name, args, error)),
     agents: () => services.registry.all().map((agent) => ({ name: agent.name, capabilities: agent.capabilities })),
     logger: services.logger,
   };

@@ -7,7 +7,8 @@
  * narrows to its own agents, and a held action (an approval request) of the
  * other runtime's agent is listed from the stored state the same way.
  * With a NATS transport as well, a resume posted to the inbox reaches the
- * payer's owner, which pays exactly once.
+ * payer's owner, which pays exactly once, and votes posted to the inbox on
+ * a held action of the other runtime are decided by its owner.
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -127,5 +128,40 @@ describe("the inbox of a runtime with a shared PostgresStateStore", () => {
     expect(payer.state.paid).toMatchObject([{ invoice: `INV-${payer.name}`, approvedBy: "alice" }]);
     const after = await alice.get("/api/v1/agents/suspended");
     expect([after.json.scope, names(after.json.items)]).toEqual(["cluster", [`${p}-desk`]]);
+  });
+  it("with a NATS transport too, approves a held action another runtime owns through the inbox: its owner decides each vote and pays once", async () => {
+    const p = `h${randomBytes(3).toString("hex")}`;
+    const store = await sharedStore();
+    const treasury = new Treasury(`${p}-treasury`);
+    const theirTransport = new NatsTransport({ servers: SERVERS, name: `${p}-owner` });
+    const elsewhere = await owner(store, [], { transport: theirTransport, approvalPolicy: treasuryPolicy }, [treasury]);
+    const ourTransport = new NatsTransport({ servers: SERVERS, name: `${p}-inbox` });
+    const here = await owner(store, [new Payer(`${p}-desk`)], { transport: ourTransport });
+    await until(() => ourTransport.hosts(treasury.name));
+    const paying = here.ask(treasury.name, { amountCents: 250_000, to: "acme" }, { type: "pay", timeoutMs: 15_000 });
+    await eventually(async () => (await elsewhere.approvals.list({ status: "pending" })).length === 1, "the held payment");
+
+    const server = await serve({ runtime: here, authenticate: headerIdentity });
+    const alice = await signIn(server.url, "alice");
+    const listed = await alice.get("/api/v1/approvals?status=pending");
+    expect(listed.json).toMatchObject({ scope: "cluster", total: 1, items: [{ agent: treasury.name, status: "pending" }] });
+    const approvalId = (listed.json.items as { approvalId: string }[])[0]?.approvalId ?? "";
+    expect((await alice.get(`/api/v1/approvals/${approvalId}`)).json).toMatchObject({ approvalId, agent: treasury.name, status: "pending" });
+
+    // the owner's rule decides: alice is no approver of the first stage
+    const refused = await alice.post(`/api/v1/approvals/${approvalId}/approve`, {});
+    expect([refused.status, refused.json.error?.code]).toEqual([403, "APPROVER_NOT_ALLOWED"]);
+    const first = await (await signIn(server.url, "ana")).post(`/api/v1/approvals/${approvalId}/approve`, { reason: "invoice checked" });
+    expect([first.status, first.json.status, first.json.stage]).toEqual([200, "pending", 1]);
+    expect(treasury.handled.size).toBe(0);
+    const last = await (await signIn(server.url, "carol")).post(`/api/v1/approvals/${approvalId}/approve`, {});
+    expect([last.status, last.json.status, last.json.decidedBy]).toEqual([200, "approved", "carol"]);
+    expect((await paying).payload).toEqual({ paid: 250_000, approvedBy: "carol" });
+    expect([...treasury.handled.values()]).toEqual([1]);
+    const [view] = await elsewhere.approvals.list();
+    expect(view?.votes.map((vote) => vote.approver)).toEqual(["ana", "carol"]);
+    const again = await (await signIn(server.url, "ben")).post(`/api/v1/approvals/${approvalId}/approve`, {});
+    expect([again.status, again.json.error?.code]).toEqual([409, "STALE_APPROVAL"]);
+    expect([...treasury.handled.values()]).toEqual([1]);
   });
 });

@@ -7,6 +7,8 @@ import type { JsonObject } from "../../message/json.js";
 import { checkExpiresInMs } from "../../process/pause-deadline.js";
 import { assertApprover, assertReason } from "../../process/decision-text.js";
 import type { DenyOptions, ResumeOptions, SuspendOptions } from "../../runtime/runtime-control.js";
+import type { ApprovalCallOptions, ApproveOptions, DenyApprovalOptions } from "../../runtime/runtime-approvals.js";
+import type { ApprovalView } from "../../approvals/approval-types.js";
 import type { Clock } from "../../time/clock.js";
 import type { SimulatedNetwork } from "./simulated-network.js";
 import type { PeerAgentStatus, SimulationPeer } from "./types.js";
@@ -62,6 +64,25 @@ export class SimulatedPeer implements SimulationPeer {
     const answer = await this.control(name, "status", {}, options.timeoutMs ?? STATUS_TIMEOUT_MS, options.signal);
     const text = (value: unknown): string | null => (typeof value === "string" ? value : null);
     return { name, status: text(answer.status) ?? "UNKNOWN", suspensionId: text(answer.suspensionId), reason: text(answer.reason), since: text(answer.since) };
+  }
+
+  async approve(name: string, approvalId: string, approver: string, options: ApproveOptions = {}): Promise<ApprovalView> {
+    this.record("approve", name);
+    return this.vote(name, approvalId, "approve", approver, options.reason, options);
+  }
+
+  async denyApproval(name: string, approvalId: string, decider: string, options: DenyApprovalOptions): Promise<ApprovalView> {
+    this.record("denyApproval", name);
+    assertReason(`peer.denyApproval('${name}')`, options?.reason);
+    return this.vote(name, approvalId, "deny", decider, options.reason, options);
+  }
+
+  private async vote(name: string, approvalId: string, vote: "approve" | "deny", approver: string, reason: string | undefined, options: ApprovalCallOptions): Promise<ApprovalView> {
+    if (typeof approvalId !== "string" || approvalId.length === 0) throw new InvalidArgumentError("approvalId", `peer.${vote}('${name}'): pass the approvalId of a request, got ${describeValue(approvalId)}`);
+    assertApprover(name, approver, vote === "deny" ? "deny" : "resume"); // before anything is sent
+    const args: JsonObject = reason === undefined ? { approvalId, vote, approver } : { approvalId, vote, approver, reason };
+    const answer = await this.control(name, "approval", args, options.timeoutMs ?? CONTROL_TIMEOUT_MS, options.signal);
+    return answer.view as unknown as ApprovalView;
   }
 
   private control(name: string, operation: ControlOperation, args: JsonObject, timeoutMs: number, signal: AbortSignal | undefined): Promise<JsonObject> {

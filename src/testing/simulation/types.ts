@@ -326,6 +326,16 @@ export interface SimulationPeer {
   deny(name: string, decider: string, options?: DenyOptions): Promise<void>;
   /** The owner's answer to a status query. @defaultValue timeoutMs 5000 */
   status(name: string, options?: { timeoutMs?: number; signal?: AbortSignal }): Promise<PeerAgentStatus>;
+  /**
+   * `runtime.approvals.approve` of a request held by `name`, an agent
+   * another process hosts; resolves with the request as its owner answered.
+   * The peer reads no store, so it names the agent; the owner checks that
+   * `name` holds `approvalId` (`APPROVAL_NOT_FOUND` otherwise).
+   * @defaultValue timeoutMs 30000
+   */
+  approve(name: string, approvalId: string, approver: string, options?: ApproveOptions): Promise<ApprovalView>;
+  /** `runtime.approvals.deny` of a request held by `name`, an agent another process hosts (see {@link SimulationPeer.approve}). @defaultValue timeoutMs 30000 */
+  denyApproval(name: string, approvalId: string, decider: string, options: DenyApprovalOptions): Promise<ApprovalView>;
 }
 
 /** A running simulation of a whole runtime; see {@link simulate}. */
