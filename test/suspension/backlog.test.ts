@@ -1,0 +1,212 @@
+/**
+ * The durable backlog of a suspended agent (issue 26, item 7): business
+ * messages accepted while it is paused are in the store before `send`
+ * resolves, come back in FIFO order after a restart, and leave the store once
+ * handled — in the handler's own checkpoint when it takes one.
+ */
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  AgentProcess,
+  BACKLOG_KEY,
+  BacklogWriteError,
+  InMemoryStateStore,
+  ReservedStateKeyError,
+  Runtime,
+  silentLogger,
+  type JsonObject,
+  type Message,
+  type StateStore,
+} from "../../src/index.js";
+import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
+import { scratch } from "../support/scratch.js";
+import { waitUntil } from "../support/agents.js";
+
+const { tempDir, track } = scratch("civitas-backlog-");
+const running: Runtime[] = [];
+afterEach(async () => {
+  for (const runtime of running.splice(0)) await runtime.stop();
+});
+
+/** Records what it handled, in order; checkpoints each one unless told not to. */
+class Worker extends AgentProcess<{ handled: string[] }> {
+  override state = { handled: [] as string[] };
+  checkpointing = true;
+  override async handle(message: Message<{ n: string }>): Promise<void> {
+    this.state.handled.push(message.payload.n);
+    if (this.checkpointing) await this.checkpoint();
+  }
+}
+
+function sqlite(): SqliteStateStore {
+  return track(new SqliteStateStore(path.join(tempDir(), "state.db")));
+}
+
+async function startWith(store: StateStore, agent: AgentProcess, options: { durableBacklog?: boolean } = {}): Promise<Runtime> {
+  const runtime = new Runtime({ root: agent, store, logger: silentLogger, ...options });
+  running.push(runtime);
+  await runtime.start();
+  return runtime;
+}
+
+async function stored(store: StateStore, name = "w"): Promise<JsonObject> {
+  const state = await store.get(name);
+  if (state === undefined) throw new Error(`no record for ${name}`);
+  return state;
+}
+
+function backlogIds(state: JsonObject): string[] {
+  const backlog = state[BACKLOG_KEY] as { payload: { n: string } }[] | undefined;
+  return (backlog ?? []).map((wire) => wire.payload.n);
+}
+
+describe("durable backlog", () => {
+  it("a send to a suspended agent resolves only once the message is in the store", async () => {
+    const store = sqlite();
+    const runtime = await startWith(store, new Worker("w"));
+    await runtime.suspend("w", "review");
+    await runtime.send("w", { n: "a" });
+    expect(backlogIds(await stored(store))).toEqual(["a"]);
+    await Promise.all([runtime.send("w", { n: "b" }), runtime.send("w", { n: "c" })]);
+    expect(backlogIds(await stored(store))).toEqual(["a", "b", "c"]);
+  });
+
+  it("messages queued when the pause begins are stored with its marker", async () => {
+    const store = sqlite();
+    const worker = new Worker("w");
+    let release!: () => void;
+    const blocked = new Promise<void>((resolve) => (release = resolve));
+    worker.handle = async (message: Message<{ n: string }>) => {
+      if (message.payload.n === "first") await blocked;
+      worker.state.handled.push(message.payload.n);
+    };
+    const runtime = await startWith(store, worker);
+    await runtime.send("w", { n: "first" });
+    await runtime.send("w", { n: "q1" });
+    await runtime.send("w", { n: "q2" });
+    const suspending = runtime.suspend("w", "review");
+    release();
+    await suspending;
+    const state = await stored(store);
+    expect(state["_civitas.suspended"]).toBeDefined();
+    expect(backlogIds(state)).toEqual(["q1", "q2"]);
+  });
+
+  it("after a restart on the same store the backlog is handled first, in order, and leaves the store", async () => {
+    const store = sqlite();
+    const first = await startWith(store, new Worker("w"));
+    await first.suspend("w", "review");
+    for (const n of ["a", "b", "c"]) await first.send("w", { n });
+    // The process "ends": a fresh runtime on the same store, as after a restart.
+    await first.stop();
+    running.splice(running.indexOf(first), 1);
+    const worker = new Worker("w");
+    const second = await startWith(store, worker);
+    expect(worker.status).toBe("SUSPENDED");
+    expect(worker.state).not.toHaveProperty(BACKLOG_KEY);
+    await second.send("w", { n: "d" });
+    await second.resume("w", "ana");
+    await waitUntil(() => worker.state.handled.length === 4, "four handled");
+    expect(worker.state.handled).toEqual(["a", "b", "c", "d"]);
+    await waitUntil(() => true, "settle");
+    const state = await stored(store);
+    expect(state).not.toHaveProperty(BACKLOG_KEY);
+    expect(state.handled).toEqual(["a", "b", "c", "d"]);
+  });
+
+  it("a handled message leaves the store in the same write as the handler's checkpoint", async () => {
+    const store = sqlite();
+    const writes: JsonObject[] = [];
+    const set = store.set.bind(store);
+    store.set = async (name, state) => {
+      writes.push(structuredClone(state));
+      return set(name, state);
+    };
+    const worker = new Worker("w");
+    const runtime = await startWith(store, worker);
+    await runtime.suspend("w", "review");
+    await runtime.send("w", { n: "a" });
+    await runtime.send("w", { n: "b" });
+    const before = writes.length;
+    await runtime.resume("w", "ana");
+    await waitUntil(() => worker.state.handled.length === 2, "both handled");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const after = writes.slice(before);
+    // The resume's write, then one checkpoint per message, each removing the message it handled: no extra writes.
+    const checkpoints = after.filter((w) => Array.isArray(w.handled) && (w.handled as string[]).length > 0);
+    expect(checkpoints.map((w) => [(w.handled as string[]).join(""), backlogIds(w).join("")])).toEqual([
+      ["a", "b"],
+      ["ab", ""],
+    ]);
+    expect(after).toHaveLength(3);
+  });
+
+  it("a handler that does not checkpoint gets a write of its own that removes the message, not its unsaved state", async () => {
+    const store = sqlite();
+    const worker = new Worker("w");
+    worker.checkpointing = false;
+    const runtime = await startWith(store, worker);
+    await runtime.suspend("w", "review");
+    await runtime.send("w", { n: "a" });
+    await runtime.resume("w", "ana");
+    await waitUntil(() => worker.state.handled.length === 1, "handled");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const state = await stored(store);
+    expect(state).not.toHaveProperty(BACKLOG_KEY);
+    expect(state.handled).toEqual([]); // the in-memory change was never checkpointed
+  });
+
+  it("a send whose backlog write fails rejects with BACKLOG_WRITE_FAILED and the message is not handled", async () => {
+    const store = sqlite();
+    const worker = new Worker("w");
+    const runtime = await startWith(store, worker);
+    await runtime.suspend("w", "review");
+    const set = store.set.bind(store);
+    store.set = () => Promise.reject(new Error("disk full"));
+    const error = await runtime.send("w", { n: "lost" }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BacklogWriteError);
+    expect((error as BacklogWriteError).code).toBe("BACKLOG_WRITE_FAILED");
+    expect((error as BacklogWriteError).name).toBe("BacklogWriteError");
+    expect(((error as BacklogWriteError).cause as Error).message).toBe("disk full");
+    expect(worker.mailbox.size).toBe(0);
+    store.set = set;
+    await runtime.send("w", { n: "kept" });
+    await runtime.resume("w", "ana");
+    await waitUntil(() => worker.state.handled.length === 1, "handled");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(worker.state.handled).toEqual(["kept"]);
+  });
+
+  it("the reserved key is never in the agent's state, and a state that sets it is refused", async () => {
+    const store = sqlite();
+    const worker = new Worker("w");
+    await startWith(store, worker);
+    (worker.state as JsonObject)[BACKLOG_KEY] = [];
+    const error = await worker.checkpoint().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ReservedStateKeyError);
+    expect((error as ReservedStateKeyError).code).toBe("RESERVED_STATE_KEY");
+    expect((error as ReservedStateKeyError).name).toBe("ReservedStateKeyError");
+  });
+
+  it("durableBacklog: false keeps the backlog in memory only", async () => {
+    const store = sqlite();
+    const runtime = await startWith(store, new Worker("w"), { durableBacklog: false });
+    await runtime.suspend("w", "review");
+    await runtime.send("w", { n: "a" });
+    expect(await stored(store)).not.toHaveProperty(BACKLOG_KEY);
+    const agentOff = new Worker("x", { durableBacklog: false });
+    const other = sqlite();
+    const second = await startWith(other, agentOff);
+    await second.suspend("x", "review");
+    await second.send("x", { n: "a" });
+    expect(await stored(other, "x")).not.toHaveProperty(BACKLOG_KEY);
+  });
+
+  it("is off by default on a store that is not durable", async () => {
+    const store = new InMemoryStateStore();
+    const runtime = await startWith(store, new Worker("w"));
+    await runtime.suspend("w", "review");
+    await runtime.send("w", { n: "a" });
+    expect(await stored(store)).not.toHaveProperty(BACKLOG_KEY);
+  });
+});
