@@ -5,6 +5,7 @@
  * handled — in the handler's own checkpoint when it takes one.
  */
 import path from "node:path";
+import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   AgentProcess,
@@ -208,5 +209,97 @@ describe("durable backlog", () => {
     await runtime.suspend("w", "review");
     await runtime.send("w", { n: "a" });
     expect(await stored(store)).not.toHaveProperty(BACKLOG_KEY);
+  });
+});
+
+/**
+ * A store that can be "killed": from then on every call hangs, as if the
+ * process died, so nothing the old runtime does afterwards reaches the file.
+ */
+class KillableStore implements StateStore {
+  readonly durable = true;
+  dead = false;
+  constructor(readonly inner: SqliteStateStore) {}
+  private hang<T>(call: () => Promise<T>): Promise<T> {
+    return this.dead ? new Promise<T>(() => undefined) : call();
+  }
+  get(name: string): Promise<JsonObject | undefined> {
+    return this.hang(() => this.inner.get(name));
+  }
+  set(name: string, state: JsonObject): Promise<void> {
+    return this.hang(() => this.inner.set(name, state));
+  }
+  delete(name: string): Promise<void> {
+    return this.hang(() => this.inner.delete(name));
+  }
+  list(): Promise<string[]> {
+    return this.hang(() => this.inner.list());
+  }
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+type Command = "send" | "suspend" | "resume" | "kill" | "settle";
+
+describe("durable backlog (property)", () => {
+  it("over any sequence of send, suspend, resume and kill: what was accepted while paused is handled once, and nothing twice or out of order", { timeout: 120_000 }, async () => {
+    const commands = fc.array(fc.constantFrom<Command>("send", "send", "send", "suspend", "resume", "kill", "settle"), { minLength: 1, maxLength: 20 });
+    await fc.assert(
+      fc.asyncProperty(commands, async (script) => {
+        const file = path.join(tempDir(), "state.db");
+        const handles: SqliteStateStore[] = [];
+        let store!: KillableStore;
+        let worker!: Worker;
+        let runtime!: Runtime;
+        const boot = async (): Promise<void> => {
+          const inner = new SqliteStateStore(file);
+          handles.push(inner);
+          store = new KillableStore(inner);
+          worker = new Worker("w");
+          runtime = new Runtime({ root: worker, store, logger: silentLogger, keepAlive: false });
+          await runtime.start();
+        };
+        const idle = () => waitUntil(() => worker.mailbox.size === 0, "mailbox empty");
+        const accepted: string[] = [];
+        const whilePaused: string[] = [];
+        try {
+          await boot();
+          let next = 0;
+          for (const command of script) {
+            if (command === "send") {
+              const n = `m${next++}`;
+              const paused = worker.status === "SUSPENDED";
+              await runtime.send("w", { n });
+              accepted.push(n);
+              if (paused) whilePaused.push(n);
+            } else if (command === "suspend") await runtime.suspend("w", "review");
+            else if (command === "resume") await runtime.resume("w", "ana");
+            else if (command === "settle") {
+              if (worker.status === "RUNNING") await idle();
+            }
+            else {
+              store.dead = true; // kill -9: the old runtime is abandoned, its writes never land
+              await boot();
+            }
+          }
+          if (worker.status === "SUSPENDED") await runtime.resume("w", "ana");
+          await waitUntil(() => worker.mailbox.size === 0, "drained");
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          const record = await store.get("w");
+          const handled = (record?.handled as string[] | undefined) ?? [];
+          expect(record ?? {}).not.toHaveProperty(BACKLOG_KEY);
+          expect(new Set(handled).size).toBe(handled.length);
+          // In the order accepted: handled is a subsequence of accepted.
+          const positions = handled.map((n) => accepted.indexOf(n));
+          expect(positions.every((p, i) => p >= 0 && (i === 0 || p > (positions[i - 1] ?? -1)))).toBe(true);
+          for (const n of whilePaused) expect(handled).toContain(n);
+          await runtime.stop();
+        } finally {
+          for (const handle of handles) await handle.close();
+        }
+      }),
+      { numRuns: Number(process.env.CIVITAS_PROPERTY_RUNS ?? 0) || 30 },
+    );
   });
 });
