@@ -12,6 +12,7 @@ import {
   BACKLOG_KEY,
   BacklogWriteError,
   InMemoryStateStore,
+  ProcessStatus,
   ReservedStateKeyError,
   Runtime,
   silentLogger,
@@ -269,21 +270,21 @@ describe("durable backlog (property)", () => {
           for (const command of script) {
             if (command === "send") {
               const n = `m${next++}`;
-              const paused = worker.status === "SUSPENDED";
+              const paused = worker.status === ProcessStatus.SUSPENDED;
               await runtime.send("w", { n });
               accepted.push(n);
               if (paused) whilePaused.push(n);
             } else if (command === "suspend") await runtime.suspend("w", "review");
             else if (command === "resume") await runtime.resume("w", "ana");
             else if (command === "settle") {
-              if (worker.status === "RUNNING") await idle();
+              if (worker.status === ProcessStatus.RUNNING) await idle();
             }
             else {
               store.dead = true; // kill -9: the old runtime is abandoned, its writes never land
               await boot();
             }
           }
-          if (worker.status === "SUSPENDED") await runtime.resume("w", "ana");
+          if (worker.status === ProcessStatus.SUSPENDED) await runtime.resume("w", "ana");
           await waitUntil(() => worker.mailbox.size === 0, "drained");
           await new Promise((resolve) => setTimeout(resolve, 10));
           const record = await store.get("w");
