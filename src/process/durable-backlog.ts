@@ -22,6 +22,9 @@ export const BACKLOG_KEY = "_civitas.backlog";
 
 function noop(): void {}
 
+/** The entries of every backlog that never held a message: never written to (see {@link DurableBacklog.add}). */
+const NONE: Map<Message, JsonObject> = new Map();
+
 /**
  * One agent's durable backlog (issue 26, item 7): the business messages its
  * mailbox holds that the store holds too. A message that lands while the
@@ -37,8 +40,8 @@ function noop(): void {}
  * @internal
  */
 export class DurableBacklog implements MailboxKeeper {
-  /** The messages in the backlog, in mailbox order, each with its wire form (made once). */
-  private readonly entries = new Map<Message, JsonObject>();
+  /** The messages in the backlog, in mailbox order, each with its wire form (made once); made on first need, as most agents never pause. */
+  private entries: Map<Message, JsonObject> = NONE;
   /** Taken messages counted: one ahead of {@link DurableBacklog.written} while a taken message is still in the store. */
   private taken = 0;
   /** The taken count the last successful write reflected. */
@@ -74,6 +77,12 @@ export class DurableBacklog implements MailboxKeeper {
     return this.taken;
   }
 
+  /** Appends `message` (its wire form made now unless given). */
+  private add(message: Message, wire?: JsonObject): void {
+    if (this.entries === NONE) this.entries = new Map();
+    this.entries.set(message, wire ?? (toWire(message) as unknown as JsonObject));
+  }
+
   /** A write that reflected `mark` succeeded. */
   wrote(mark: number): void {
     if (mark > this.written) this.written = mark;
@@ -100,7 +109,7 @@ export class DurableBacklog implements MailboxKeeper {
     const status = r.currentStatus;
     // Durable only while paused and past its start (a start adopts what landed meanwhile).
     if (r.suspension.marker === undefined || (status !== ProcessStatus.SUSPENDED && status !== ProcessStatus.STOPPING) || !this.known) return undefined;
-    this.entries.set(message, toWire(message) as unknown as JsonObject);
+    this.add(message);
     return this.write().then(noop, (error: unknown) => this.refused(message, waited, error));
   }
 
@@ -152,13 +161,13 @@ export class DurableBacklog implements MailboxKeeper {
   retried(message: Message, again: Message, front: boolean): void {
     if (this.current !== message) return;
     if (!front) {
-      this.entries.set(again, toWire(again) as unknown as JsonObject);
+      this.add(again);
       return;
     }
     const rest = [...this.entries];
-    this.entries.clear();
-    this.entries.set(again, toWire(again) as unknown as JsonObject);
-    for (const [queued, wire] of rest) this.entries.set(queued, wire);
+    this.entries = new Map();
+    this.add(again);
+    for (const [queued, wire] of rest) this.add(queued, wire);
   }
 
   /**
@@ -193,15 +202,14 @@ export class DurableBacklog implements MailboxKeeper {
       added ||= wire === undefined;
       entries.set(message, wire ?? (toWire(message) as unknown as JsonObject));
     }
-    this.entries.clear();
-    for (const [message, wire] of entries) this.entries.set(message, wire);
+    this.entries = entries.size === 0 ? NONE : entries;
     this.known = true;
     return added;
   }
 
   /** Forgets every entry (the agent was removed for good, or its mailbox replaced). */
   clear(): void {
-    this.entries.clear();
+    this.entries = NONE;
     this.current = undefined;
     this.written = this.taken;
     this.known = false;
@@ -226,7 +234,7 @@ export class DurableBacklog implements MailboxKeeper {
     const queued = new Set(queuedBusiness(r.box).map((m) => m.id));
     const fresh = messages.filter((m) => !queued.has(m.id));
     restoreToFront(r.box, fresh);
-    for (const message of fresh) this.entries.set(message, toWire(message) as unknown as JsonObject);
+    for (const message of fresh) this.add(message);
     this.written = this.taken;
   }
 }
