@@ -273,8 +273,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       const backlog = this.backlog;
       let state: JsonObject;
       if (base === undefined) {
-        if (BACKLOG_KEY in this.agent.state) throw new ReservedStateKeyError(this.agent.name, BACKLOG_KEY);
-        state = this.recordOf();
+        state = this.recordOf(); // checks that state is a plain JSON object first
+        if (BACKLOG_KEY in state) throw new ReservedStateKeyError(this.agent.name, BACKLOG_KEY);
       } else {
         state = { ...base };
       }
