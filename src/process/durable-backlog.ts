@@ -157,6 +157,19 @@ export class DurableBacklog implements MailboxKeeper {
     this.taken++;
   }
 
+  /**
+   * The business lane is empty while the backlog is not: its entries left
+   * the mailbox without being taken (discarded as expired, their TTL over).
+   * They are dropped, and a write is owed that removes them from the store.
+   * Returns whether there were any.
+   */
+  dropGone(): boolean {
+    if (this.entries.size === 0) return false;
+    this.entries = NONE;
+    this.taken++;
+    return true;
+  }
+
   /** The message being handled was put back (`ErrorAction.RETRY`) as `again`: it stays in the backlog, where the mailbox put it. */
   retried(message: Message, again: Message, front: boolean): void {
     if (this.current !== message) return;

@@ -92,6 +92,8 @@ async function loop(r: ProcessRunner, generation: number): Promise<void> {
           const priorityOnly = r.currentStatus === ProcessStatus.SUSPENDED; // suspended: control messages only
           message = priorityOnly ? mailbox.pollPriority() : mailbox.poll();
           if (message === undefined) {
+            // The business lane is empty: what the backlog still holds expired in the mailbox. Stored no more (next turn).
+            if (!priorityOnly && r.backlog !== undefined && r.backlog.size > 0 && r.backlog.dropGone()) continue;
             r.driving = false;
             mailbox.park(r, priorityOnly);
             return;

@@ -158,6 +158,21 @@ describe("durable backlog", () => {
     expect(state.handled).toEqual([]); // the in-memory change was never checkpointed
   });
 
+  it("a backlog message whose TTL runs out while the agent is paused is discarded, and leaves the store too", async () => {
+    const store = sqlite();
+    const worker = new Worker("w");
+    const runtime = await startWith(store, worker);
+    await runtime.suspend("w", "review");
+    await runtime.send("w", { n: "short" }, { ttlMs: 1 });
+    expect(backlogIds(await stored(store))).toEqual(["short"]);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await runtime.resume("w", "ana");
+    await waitUntil(() => worker.mailbox.expiredCount === 1, "expired");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(worker.state.handled).toEqual([]);
+    expect(await stored(store)).not.toHaveProperty(BACKLOG_KEY);
+  });
+
   it("a send whose backlog write fails rejects with BACKLOG_WRITE_FAILED and the message is not handled", async () => {
     const store = sqlite();
     const worker = new Worker("w");
