@@ -104,10 +104,6 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     throw new StartFailedError(r.agent.name, { cause: error });
   }
   r.transition(r.suspension.marker === undefined ? ProcessStatus.RUNNING : ProcessStatus.SUSPENDED);
-  // Restored into a pause: what was sent while it started joins the backlog (written now; its sends resolved already).
-  if (r.suspension.marker !== undefined && r.backlog?.adoptQueued() === true) {
-    await r.persist().catch((error: unknown) => services.logger.warn(`'${r.agent.name}' could not write the messages sent while it started to its durable backlog`, { error }));
-  }
   attempt.markInitialized();
   services.telemetry.endSpan(span);
   const startRecorded = services.telemetry.audit("agent.start", r.agent.name, {
@@ -121,6 +117,10 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
   if (r.suspension.marker?.announced === false) await r.suspension.announceRestored(startedAfter);
   // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.
   else if (settledInStore && r.suspension.marker === undefined) await r.suspension.persistMarker("resume", undefined);
+  // Restored into a pause (and still in it): what was sent while it started joins the backlog (written now; its sends resolved already).
+  if (r.currentStatus === ProcessStatus.SUSPENDED && r.suspension.marker !== undefined && r.backlog?.adoptQueued() === true) {
+    await r.persist().catch((error: unknown) => services.logger.warn(`'${r.agent.name}' could not write the messages sent while it started to its durable backlog`, { error }));
+  }
   // A stop that came meanwhile (this agent's, or the runtime's) has begun, or will begin, the loop itself.
   if (services.stopping.aborted) attempt.stopAsked = true;
   if (r.phase === starting && !attempt.stopAsked) {
