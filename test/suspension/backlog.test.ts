@@ -11,6 +11,8 @@ import {
   AgentProcess,
   BACKLOG_KEY,
   BacklogWriteError,
+  DynamicSupervisor,
+  ErrorAction,
   InMemoryStateStore,
   ProcessStatus,
   ReservedStateKeyError,
@@ -170,6 +172,81 @@ describe("durable backlog", () => {
     await waitUntil(() => worker.mailbox.expiredCount === 1, "expired");
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(worker.state.handled).toEqual([]);
+    expect(await stored(store)).not.toHaveProperty(BACKLOG_KEY);
+  });
+
+  it("a despawn drops the backlog with the pause: a new agent of that name replays nothing", async () => {
+    const store = sqlite();
+    const pool = new DynamicSupervisor("pool");
+    const runtime = new Runtime({ root: pool, store, logger: silentLogger });
+    running.push(runtime);
+    await runtime.start();
+    await pool.spawn(Worker, "w");
+    await runtime.suspend("w", "review");
+    await runtime.send("w", { n: "a" });
+    expect(backlogIds(await stored(store))).toEqual(["a"]);
+    await pool.despawn("w");
+    const state = await stored(store);
+    expect(state).not.toHaveProperty(BACKLOG_KEY);
+    expect(state).not.toHaveProperty("_civitas.suspended");
+    const next = await pool.spawn(Worker, "w");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(next.state.handled).toEqual([]);
+  });
+
+  it("what an agent restored into a pause sent itself while starting joins the stored backlog, after the restored messages", async () => {
+    const store = sqlite();
+    const first = await startWith(store, new Worker("w"));
+    await first.suspend("w", "review");
+    await first.send("w", { n: "before" });
+    await first.stop();
+    running.splice(running.indexOf(first), 1);
+    class Booting extends Worker {
+      override async onStart(): Promise<void> {
+        if (this.suspension !== undefined) await this.send("w", { n: "boot" });
+      }
+    }
+    const worker = new Booting("w");
+    const second = await startWith(store, worker);
+    expect(worker.status).toBe(ProcessStatus.SUSPENDED);
+    expect(backlogIds(await stored(store))).toEqual(["before", "boot"]);
+    await second.resume("w", "ana");
+    await waitUntil(() => worker.state.handled.length === 2, "both handled");
+    expect(worker.state.handled).toEqual(["before", "boot"]);
+  });
+
+  it("a backlog message whose handler fails and is retried stays in the store until a handler succeeds", async () => {
+    const store = sqlite();
+    const writes: JsonObject[] = [];
+    const set = store.set.bind(store);
+    store.set = async (name, state) => {
+      writes.push(structuredClone(state));
+      return set(name, state);
+    };
+    class Flaky extends Worker {
+      failures = 0;
+      override async handle(message: Message<{ n: string }>): Promise<void> {
+        if (this.failures++ === 0) throw new Error("transient");
+        await super.handle(message);
+      }
+      override async onError(): Promise<ErrorAction> {
+        return ErrorAction.RETRY;
+      }
+    }
+    const worker = new Flaky("w");
+    const runtime = await startWith(store, worker);
+    await runtime.suspend("w", "review");
+    await runtime.send("w", { n: "a" });
+    const before = writes.length;
+    await runtime.resume("w", "ana");
+    await waitUntil(() => worker.state.handled.length === 1, "handled after the retry");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Every write until the successful checkpoint still holds the message; that checkpoint removes it.
+    const after = writes.slice(before);
+    const done = after.findIndex((w) => (w.handled as string[]).length === 1);
+    expect(done).toBeGreaterThan(0);
+    for (const w of after.slice(0, done)) expect(backlogIds(w)).toEqual(["a"]);
+    expect(backlogIds(after[done] as JsonObject)).toEqual([]);
     expect(await stored(store)).not.toHaveProperty(BACKLOG_KEY);
   });
 
