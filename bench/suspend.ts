@@ -25,6 +25,8 @@
  *    first runs partly unoptimized code). Baseline for the drain: a plain
  *    loop over an AsyncQueue holding the same number of items, yielding
  *    every 128 like the runtime.
+ * 4. The durable backlog (bench/suspend-backlog.ts): the cost per message
+ *    of a send to a suspended agent on SQLite with and without it.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -32,6 +34,7 @@ import { join } from "node:path";
 import type { AgentProcess as AgentProcessType, Message, Runtime as RuntimeType } from "../src/index.js";
 import { loadSqlite, type CivitasModule } from "./civitas.js";
 import { pingPongRig } from "./pingpong.js";
+import { backlogRows } from "./suspend-backlog.js";
 import { AsyncQueue, formatNumber, latch, median, percentile, settle, timed, YieldScheduler, type Benchmark, type Latch, type Row } from "./harness.js";
 
 const BENCH = "suspend";
@@ -242,6 +245,9 @@ export const suspend: Benchmark = {
         rmSync(dir, { recursive: true, force: true });
       }
     }
+
+    // 1c. the durable backlog: cost per message of a send to a suspended agent (suspend-backlog.ts)
+    rows.push(...(await backlogRows(civitas)));
 
     // 2. ping-pong before vs after a suspend/resume cycle of one player, and the flag check's estimated cost
     {

@@ -27,6 +27,7 @@ export {
   TopologyError,
 } from "./errors/errors.js";
 export { HandlerFailedError } from "./errors/handler-failed-error.js";
+export { BacklogWriteError, ReservedStateKeyError } from "./errors/backlog-errors.js";
 
 export { createMessage, isReply } from "./message/message.js";
 export type { Message, MessageInit } from "./message/message.js";
@@ -50,6 +51,7 @@ export type { AgentProcessOptions } from "./process/agent-options.js";
 export { ProcessStatus, LEGAL_TRANSITIONS, isLegalTransition } from "./contracts/process-status.js";
 export { ErrorAction } from "./process/error-action.js";
 export { SUSPENSION_KEY } from "./state/suspension-marker.js";
+export { BACKLOG_KEY } from "./process/durable-backlog.js";
 export type { AgentIdentity, SuspensionMarker } from "./state/suspension-marker.js";
 
 export { Supervisor } from "./supervision/supervisor.js";

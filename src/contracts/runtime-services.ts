@@ -44,6 +44,8 @@ export interface RuntimeServices<A extends LocalAgent = LocalAgent> {
   readonly authorizeResume: AuthorizeResume | undefined;
   /** The runtime's approval policy (an agent's own option may replace it). */
   readonly approvalPolicy: ApprovalPolicy | undefined;
+  /** The runtime's `durableBacklog` option (an agent's own may replace it); `undefined`: on for a durable store. */
+  readonly durableBacklog?: boolean | undefined;
   /** The governance hook that may refuse a vote on an approval request. */
   readonly authorizeApproval: AuthorizeApproval | undefined;
   /** Which agent holds each approval request. */

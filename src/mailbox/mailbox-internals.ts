@@ -24,6 +24,8 @@ export interface MailboxInternals {
   requeue(mailbox: Mailbox, message: Message): void;
   queuedBusiness(mailbox: Mailbox): Message[];
   peek(mailbox: Mailbox, priorityOnly: boolean): Message | undefined;
+  withdraw(mailbox: Mailbox, message: Message): boolean;
+  restoreFront(mailbox: Mailbox, messages: readonly Message[]): void;
 }
 
 let internals!: MailboxInternals;
@@ -83,4 +85,24 @@ export function queuedBusiness(mailbox: Mailbox): Message[] {
  */
 export function peekMessage(mailbox: Mailbox, priorityOnly: boolean): Message | undefined {
   return internals.peek(mailbox, priorityOnly);
+}
+
+/**
+ * Takes `message` back out of the business lane, if it is still queued
+ * there (a send whose durable backlog write failed is not accepted);
+ * returns whether it was. O(n).
+ * @internal
+ */
+export function withdrawMessage(mailbox: Mailbox, message: Message): boolean {
+  return internals.withdraw(mailbox, message);
+}
+
+/**
+ * Puts `messages` at the front of the business lane, in their order, before
+ * everything queued, even past its capacity, without telling the keeper: a
+ * suspended agent's durable backlog restored at start.
+ * @internal
+ */
+export function restoreToFront(mailbox: Mailbox, messages: readonly Message[]): void {
+  internals.restoreFront(mailbox, messages);
 }

@@ -22,6 +22,17 @@ export interface MailboxConsumer {
 }
 
 /**
+ * Told synchronously of each business message that lands in the lane (its
+ * durable backlog, see process/durable-backlog.ts). What it returns is what
+ * the put that brought the message resolves or rejects with; `waited` is
+ * false for a message nobody waits on (forced in).
+ * @internal
+ */
+export interface MailboxKeeper {
+  landed(message: Message, waited: boolean): Promise<void> | undefined;
+}
+
+/**
  * A bounded two-lane mailbox. `put` waits while its lane is full
  * (backpressure). `get` takes the oldest priority message, else the oldest
  * business message; `getPriority` takes only priority messages and is never
@@ -54,14 +65,20 @@ export class Mailbox {
   private isClosed = false;
   private consumer: MailboxConsumer | undefined;
   private consumerPriorityOnly = false;
+  /** Told of every business message that lands; set by the agent that owns the mailbox. @internal */
+  keeper: MailboxKeeper | undefined;
 
   static {
     installMailboxInternals({
       enqueue: (mailbox, message, options) => mailbox.enqueue(message, options, true),
-      offer: (mailbox, message) => mailbox.tryOffer(message, mailbox.laneOf(message), true),
+      offer: (mailbox, message) => mailbox.tryOffer(message, mailbox.laneOf(message), true, false) !== false,
       force: (mailbox, message) => {
         if (mailbox.isClosed) throw new MailboxClosedError();
-        mailbox.deliver(message, mailbox.laneOf(message));
+        void mailbox.deliver(message, mailbox.laneOf(message), false);
+      },
+      withdraw: (mailbox, message) => mailbox.business.remove(message),
+      restoreFront: (mailbox, messages) => {
+        for (let i = messages.length - 1; i >= 0; i--) mailbox.business.unshift(messages[i] as Message);
       },
       requeue: (mailbox, message) => {
         if (mailbox.isClosed) throw new MailboxClosedError();
@@ -146,7 +163,8 @@ export class Mailbox {
     let lane: Lane;
     try {
       lane = this.laneOf(message);
-      if (this.tryOffer(message, lane, trusted)) return RESOLVED;
+      const offered = this.tryOffer(message, lane, trusted, true);
+      if (offered !== false) return offered;
     } catch (err) {
       // an onExpired callback that throws must not turn put() into a synchronous throw
       return rejection(err);
@@ -170,18 +188,19 @@ export class Mailbox {
   offer(message: Message): boolean {
     if (this.isClosed) throw new MailboxClosedError();
     const copy = snapshotMessage(message);
-    return this.tryOffer(copy, this.laneOf(copy), false);
+    // Nobody waits on an offer: a keeper's failure is its own to report.
+    return this.tryOffer(copy, this.laneOf(copy), false, false) !== false;
   }
 
-  private tryOffer(message: Message, lane: Lane, trusted: boolean): boolean {
+  /** Enqueues `message` if its lane has room: `false` if not, else what the put resolves with (see {@link MailboxKeeper}). */
+  private tryOffer(message: Message, lane: Lane, trusted: boolean, waited: boolean): Promise<void> | false {
     if (this.isClosed) throw new MailboxClosedError();
     if (!trusted && isReservedType(message.type)) throw new ReservedMessageTypeError(message.type);
     if (lane.length >= lane.capacity || lane.waitingPuts > 0) {
       this.admitWaitingPutters(lane);
       if (lane.length >= lane.capacity || lane.waitingPuts > 0) return false;
     }
-    this.deliver(message, lane);
-    return true;
+    return this.deliver(message, lane, waited) ?? RESOLVED;
   }
 
   /**
@@ -272,14 +291,18 @@ export class Mailbox {
     return priority >= 1 ? this.priority : this.business;
   }
 
-  private deliver(message: Message, lane: Lane): void {
-    if (this.handOff(message, lane)) return;
+  /** Puts `message` in `lane` (or hands it to a waiting getter); returns what the keeper answered for a business message. */
+  private deliver(message: Message, lane: Lane, waited: boolean): Promise<void> | undefined {
+    if (this.handOff(message, lane)) return undefined;
     lane.push(message);
+    const landing = lane === this.business && this.keeper !== undefined ? this.keeper.landed(message, waited) : undefined;
+    if (landing !== undefined && !waited) landing.catch(noop);
     const consumer = this.consumer;
     if (consumer !== undefined && (lane === this.priority || !this.consumerPriorityOnly)) {
       this.consumer = undefined;
       consumer.mailboxReady();
     }
+    return landing;
   }
 
   /** Gives `message` straight to the longest-waiting getter allowed to take it. */
@@ -320,7 +343,9 @@ export class Mailbox {
     putter.settled = true;
     putter.release?.();
     lane.push(putter.message);
-    putter.resolve();
+    const landing = lane === this.business && this.keeper !== undefined ? this.keeper.landed(putter.message, true) : undefined;
+    if (landing === undefined) putter.resolve();
+    else landing.then(() => putter.resolve(), putter.reject);
     return true;
   }
 
@@ -349,6 +374,8 @@ export class Mailbox {
     });
   }
 }
+
+function noop(): void {}
 
 /** A promise rejected with `reason` as it is (used for an error thrown by an `onExpired` callback). */
 function rejection<T>(reason: unknown): Promise<T> {

@@ -20,6 +20,14 @@ export interface AgentProcessOptions {
    * @defaultValue the runtime's
    */
   approvalPolicy?: ApprovalPolicy | null;
+  /**
+   * Whether the business messages accepted while this agent is suspended are
+   * written to the state store before their `send` resolves, and handed to
+   * it after a restart (docs/durable-suspension.md, "The backlog"). `false`:
+   * they wait in memory only, and are lost if the process ends.
+   * @defaultValue the runtime's `durableBacklog`, else `true` on a durable store
+   */
+  durableBacklog?: boolean;
 }
 
 /** {@link AgentProcessOptions} with defaults applied and checked. @internal */
@@ -31,6 +39,8 @@ export interface ResolvedAgentOptions {
   readonly capabilities: readonly string[];
   /** `undefined`: the runtime's policy; `null`: none. */
   readonly approvalPolicy: ApprovalPolicy | null | undefined;
+  /** `undefined`: the runtime's choice. */
+  readonly durableBacklog: boolean | undefined;
 }
 
 /**
@@ -57,6 +67,7 @@ function resolve(options: AgentProcessOptions): ResolvedAgentOptions {
     shutdownTimeoutMs: nonNegativeInteger("shutdownTimeoutMs", options.shutdownTimeoutMs ?? 30_000),
     capabilities: options.capabilities === undefined ? NO_CAPABILITIES : Object.freeze(capabilityList(options.capabilities)),
     approvalPolicy: approvalPolicyOption(options.approvalPolicy),
+    durableBacklog: durableBacklogOption(options.durableBacklog),
   });
 }
 
@@ -97,4 +108,12 @@ function approvalPolicyOption(policy: unknown): ApprovalPolicy | null | undefine
     throw new InvalidArgumentError("approvalPolicy", `approvalPolicy must be a function deciding each message (or null for none), got ${describeValue(policy)}`);
   }
   return policy as ApprovalPolicy | null | undefined;
+}
+
+/** Checks a `durableBacklog` option (an agent's or the runtime's). @internal */
+export function durableBacklogOption(value: unknown, owner = "agent"): boolean | undefined {
+  if (value !== undefined && typeof value !== "boolean") {
+    throw new InvalidArgumentError("durableBacklog", `${owner} option durableBacklog must be true or false (or left out), got ${describeValue(value)}`);
+  }
+  return value;
 }

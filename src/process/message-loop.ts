@@ -79,6 +79,8 @@ async function loop(r: ProcessRunner, generation: number): Promise<void> {
         for (let pause = scheduler.tick(r); pause !== undefined; pause = scheduler.tick(r)) await pause;
       }
       if (generation !== r.generation) break;
+      // The message handled last came from the durable backlog and its handler did not checkpoint: remove it from the store now.
+      if (r.backlog?.owed === true) await r.backlog.settle();
       if (r.suspension.request !== undefined || r.suspension.deadline?.due === true) {
         const applying = r.suspension.applySuspendRequest();
         if (applying !== undefined) await applying;
@@ -90,6 +92,8 @@ async function loop(r: ProcessRunner, generation: number): Promise<void> {
           const priorityOnly = r.currentStatus === ProcessStatus.SUSPENDED; // suspended: control messages only
           message = priorityOnly ? mailbox.pollPriority() : mailbox.poll();
           if (message === undefined) {
+            // The business lane is empty: what the backlog still holds expired in the mailbox. Stored no more (next turn).
+            if (!priorityOnly && r.backlog !== undefined && r.backlog.size > 0 && r.backlog.dropGone()) continue;
             r.driving = false;
             mailbox.park(r, priorityOnly);
             return;
@@ -119,6 +123,7 @@ async function loop(r: ProcessRunner, generation: number): Promise<void> {
         r.driving = false;
         break;
       }
+      if (message.priority === 0) r.backlog?.took(message);
       const type = message.type;
       if (isReservedType(type) || type === "civitas.eval.halt") {
         const acting = control(r, message, type); // most control messages act at once: no promise to wait for
@@ -251,8 +256,10 @@ export async function onFailure(r: ProcessRunner, error: unknown, message: Messa
     // On its way out, it cannot crash or stop again. A retry goes back to the mailbox: next in a drain-all,
     // otherwise queued with the rest for the next incarnation (a restart keeps the mailbox).
     if (action === ErrorAction.RETRY && message.attempt < r.options.maxRetries && !r.mailbox.closed) {
-      if (plan?.drainAll === true) requeueMessage(r.mailbox, nextAttempt(message));
-      else forceMessage(r.mailbox, nextAttempt(message));
+      const again = nextAttempt(message);
+      if (plan?.drainAll === true) requeueMessage(r.mailbox, again);
+      else forceMessage(r.mailbox, again);
+      r.backlog?.retried(message, again, plan?.drainAll === true);
     } else {
       failRequest(r, message, error, action);
       if (action === ErrorAction.SKIP) return;
@@ -272,7 +279,9 @@ export async function onFailure(r: ProcessRunner, error: unknown, message: Messa
   if (action === ErrorAction.RETRY && message.attempt < r.options.maxRetries) {
     // A child of the failed handle span, in the message's own trace: never in whatever context woke the loop.
     const span = services.telemetry.startChildSpan("civitas.agent.retry", { "civitas.agent.name": r.agent.name, "civitas.message.id": message.id, "civitas.message.attempt": message.attempt + 1 }, handleSpan, message);
-    forceMessage(r.mailbox, nextAttempt(message));
+    const again = nextAttempt(message);
+    forceMessage(r.mailbox, again);
+    r.backlog?.retried(message, again, false);
     services.telemetry.endSpan(span);
     return;
   }

@@ -22,6 +22,9 @@ import { run } from "./message-loop.js";
 import { refuse } from "./effects.js";
 import { ApprovalGate } from "./approval-gate.js";
 import { APPROVALS_KEY, approvalsJson } from "../approvals/stored-approvals.js";
+import type { JsonObject } from "../message/json.js";
+import { ReservedStateKeyError } from "../errors/backlog-errors.js";
+import { BACKLOG_KEY, DurableBacklog } from "./durable-backlog.js";
 
 /**
  * The machinery behind one {@link AgentProcess}: its lifecycle, message loop,
@@ -76,6 +79,12 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   /** The approval gate and held actions; `undefined` for an agent with no policy that never held a message. */
   gate: ApprovalGate | undefined;
 
+  /**
+   * The durable backlog of a paused agent (durable-backlog.ts); `undefined`
+   * when the agent has none (`durableBacklog: false`, or a store that is not durable).
+   */
+  backlog: DurableBacklog | undefined;
+
   /** The agent's pause: its marker, a pending request to suspend, resume. */
   readonly suspension: SuspensionControl;
 
@@ -102,6 +111,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     this.parent = parent;
     this.services = services;
     this.clock = services.clock;
+    if (this.options.durableBacklog ?? services.durableBacklog ?? services.store.durable) this.backlog = new DurableBacklog(this);
     this.box = this.newMailbox();
     const policy = this.options.approvalPolicy === undefined ? services.approvalPolicy : this.options.approvalPolicy;
     if (policy !== undefined && policy !== null) this.gate = new ApprovalGate(this, policy);
@@ -109,13 +119,17 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   newMailbox(): Mailbox {
     const services = this.requireServices();
-    return new Mailbox({
+    const box = new Mailbox({
       capacity: this.options.mailboxSize,
       priorityCapacity: this.options.priorityMailboxSize,
       clock: services.clock,
       onExpired: services.expired,
       onPutWait: services.putWait,
     });
+    // A new mailbox holds none of the old one's messages: the next start reads the backlog from the store again.
+    this.backlog?.clear();
+    box.keeper = this.backlog;
+    return box;
   }
 
   /** @internal */
@@ -235,30 +249,65 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
   // ---- helpers -----------------------------------------------------------
 
-  /** The single path every persist takes. */
+  /**
+   * The single path every persist takes. With a durable backlog, writes go
+   * one at a time (see {@link DurableBacklog.serial}); a write waiting its
+   * turn stores the state as it is when its turn comes.
+   */
   persist(): Promise<void> {
+    const backlog = this.backlog;
+    return backlog === undefined ? this.write() : backlog.serial(() => this.write());
+  }
+
+  /**
+   * Writes the agent's record now: its `state` with the runtime's keys, or,
+   * given `base` (the record the store holds), that record with only the
+   * durable backlog brought up to date.
+   */
+  write(base?: JsonObject): Promise<void> {
     // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- the restore's own error, a CivitasError
     if (this.unrestored !== undefined) return Promise.reject(this.unrestored);
     if (this.removed) return Promise.reject(removedError(this.agent.name));
     if (this.fencedOut !== undefined) return Promise.reject(this.fencedOut);
     try {
-      const marker = this.suspension.marker;
-      // A pause asked for and not entered yet, or entered and not announced yet, is stored flagged as not announced (see SuspensionMarker.announced).
-      // A decided pause is never written back, whatever failed before its decision (issue 21).
-      const asked = marker ?? this.suspension.request?.marker;
-      const pause = asked?.suspensionId === this.suspension.lastSettled ? undefined : asked;
-      const state = persistableState(this.agent.state, pause, this.agent.name, marker !== undefined && !this.suspension.announcementOwed);
-      // The held actions are the runtime's, as the marker is: what user code put under their key is never written.
-      if (this.gate !== undefined && this.gate.records.size > 0) state[APPROVALS_KEY] = approvalsJson(this.gate.records.values(), this.gate.receipts);
-      else if (APPROVALS_KEY in state) delete state[APPROVALS_KEY];
+      const backlog = this.backlog;
+      let state: JsonObject;
+      if (base === undefined) {
+        state = this.recordOf(); // checks that state is a plain JSON object first
+        if (BACKLOG_KEY in state) throw new ReservedStateKeyError(this.agent.name, BACKLOG_KEY);
+      } else {
+        state = { ...base };
+      }
+      if (backlog !== undefined && backlog.size > 0) state[BACKLOG_KEY] = backlog.json();
+      else delete state[BACKLOG_KEY];
       const services = this.requireServices();
-      // A pause, and every write after the agent's first pause or settlement, records where the audit chain stood.
-      const anchor = pause !== undefined || this.suspension.lastSettled !== undefined ? services.telemetry.anchorFor(this.agent.name) : undefined;
-      return services.store.set(this.agent.name, anchoredState(state, anchor)).catch((error: unknown) => afterFailedPersist(this, error));
+      const written = services.store.set(this.agent.name, state);
+      if (backlog === undefined) return written.catch((error: unknown) => afterFailedPersist(this, error));
+      const mark = backlog.mark;
+      return written.then(
+        () => backlog.wrote(mark),
+        (error: unknown) => afterFailedPersist(this, error),
+      );
     } catch (error) {
       // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- a store (or the state check) threw synchronously: reject like an async store would
       return Promise.reject(error);
     }
+  }
+
+  /** The record to store: `state` with the runtime's marker, held actions and audit anchor. */
+  private recordOf(): JsonObject {
+    const marker = this.suspension.marker;
+    // A pause asked for and not entered yet, or entered and not announced yet, is stored flagged as not announced (see SuspensionMarker.announced).
+    // A decided pause is never written back, whatever failed before its decision (issue 21).
+    const asked = marker ?? this.suspension.request?.marker;
+    const pause = asked?.suspensionId === this.suspension.lastSettled ? undefined : asked;
+    const state = persistableState(this.agent.state, pause, this.agent.name, marker !== undefined && !this.suspension.announcementOwed);
+    // The held actions are the runtime's, as the marker is: what user code put under their key is never written.
+    if (this.gate !== undefined && this.gate.records.size > 0) state[APPROVALS_KEY] = approvalsJson(this.gate.records.values(), this.gate.receipts);
+    else if (APPROVALS_KEY in state) delete state[APPROVALS_KEY];
+    // A pause, and every write after the agent's first pause or settlement, records where the audit chain stood.
+    const anchor = pause !== undefined || this.suspension.lastSettled !== undefined ? this.requireServices().telemetry.anchorFor(this.agent.name) : undefined;
+    return anchoredState(state, anchor);
   }
 
   /** A status change within the current phase (RUNNING ⇄ SUSPENDED, INITIALIZING → RUNNING, STOPPING → STOPPED). */

@@ -11,6 +11,7 @@ import { receiptRecorded, runHook, errorText, overrides } from "./hooks.js";
 import { restoreApprovals } from "./approval-release.js";
 import { rollForward } from "./recorded-decision.js";
 import { claimOnFirstStart } from "./takeover-claim.js";
+import { restoreBacklog } from "./backlog-restore.js";
 
 /**
  * One start of the agent, straight through its `starting` phase: restore
@@ -52,6 +53,8 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     settledInStore = storedMarker !== undefined && storedMarker.suspensionId === r.suspension.lastSettled;
     r.suspension.marker ??= settledInStore ? undefined : storedMarker;
     r.agent.state = (stored ?? JSON.parse(r.initialState)) as JsonObject;
+    // Before the held actions: their restore takes their key out of the same object, and the backlog keeps the whole record read.
+    restoreBacklog(r, stored);
     restoreApprovals(r, stored);
     const kept = r.suspension.marker !== undefined && r.suspension.marker === storedMarker ? stored?.[SUSPENSION_KEY] : undefined;
     r.suspension.setMarker(r.suspension.marker, isMarkerJson(kept) ? (kept as JsonObject) : undefined);
@@ -114,6 +117,10 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
   if (r.suspension.marker?.announced === false) await r.suspension.announceRestored(startedAfter);
   // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.
   else if (settledInStore && r.suspension.marker === undefined) await r.suspension.persistMarker("resume", undefined);
+  // Restored into a pause (and still in it): what was sent while it started joins the backlog (written now; its sends resolved already).
+  if (r.currentStatus === ProcessStatus.SUSPENDED && r.suspension.marker !== undefined && r.backlog?.adoptQueued() === true) {
+    await r.persist().catch((error: unknown) => services.logger.warn(`'${r.agent.name}' could not write the messages sent while it started to its durable backlog`, { error }));
+  }
   // A stop that came meanwhile (this agent's, or the runtime's) has begun, or will begin, the loop itself.
   if (services.stopping.aborted) attempt.stopAsked = true;
   if (r.phase === starting && !attempt.stopAsked) {

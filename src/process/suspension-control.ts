@@ -15,6 +15,7 @@ import type { ProcessRunner } from "./process-runner.js";
 import { runHookWithDeadline, overrides } from "./hooks.js";
 import { answer } from "./effects.js";
 import { agentIdentity } from "./pause-decision.js";
+import { BACKLOG_KEY } from "./durable-backlog.js";
 
 function persisted(): boolean {
   return true;
@@ -170,6 +171,8 @@ export class SuspensionControl {
     const span = this.suspendSpan(marker, false);
     this.runner.transition(ProcessStatus.SUSPENDED);
     this.setMarker(marker);
+    // What is queued now is accepted work of a paused agent: the marker's write stores it too.
+    this.runner.backlog?.adoptQueued();
     return this.announce(marker, span);
   }
 
@@ -401,9 +404,15 @@ export class SuspensionControl {
       return;
     }
     this.setMarker(undefined);
-    // The store may hold a marker memory no longer does (a resume whose persist failed): clear it there.
+    // Removed for good: its queued messages are dropped with its mailbox, so the store must not replay them.
+    this.runner.backlog?.clear();
+    // The store may hold a marker memory no longer does (a resume whose persist failed): clear it there, with any backlog.
     const store = this.runner.requireServices().store;
     const stored = await store.get(this.runner.agent.name);
-    if (stored !== undefined && SUSPENSION_KEY in stored) await store.set(this.runner.agent.name, persistableState(stored, undefined, this.runner.agent.name));
+    if (stored !== undefined && (SUSPENSION_KEY in stored || BACKLOG_KEY in stored)) {
+      const cleared = persistableState(stored, undefined, this.runner.agent.name);
+      delete cleared[BACKLOG_KEY];
+      await store.set(this.runner.agent.name, cleared);
+    }
   }
 }

@@ -1,6 +1,7 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import { checkClock } from "../time/clock.js";
+import { durableBacklogOption } from "../process/agent-options.js";
 import type { RuntimeOptions } from "./runtime-options.js";
 
 const STORE_METHODS = ["get", "set", "delete", "list", "close"] as const;
@@ -43,6 +44,7 @@ export function checkRuntimeOptions(options: RuntimeOptions): void {
   if (approvalPolicy !== undefined && typeof approvalPolicy !== "function") {
     throw new InvalidArgumentError("approvalPolicy", `Runtime option approvalPolicy must be a function deciding each message, got ${describeValue(approvalPolicy)}`);
   }
+  durableBacklogOption(options.durableBacklog, "Runtime");
   if (authorizeApproval !== undefined && typeof authorizeApproval !== "function") {
     throw new InvalidArgumentError("authorizeApproval", `Runtime option authorizeApproval must be a function deciding each vote, got ${describeValue(authorizeApproval)}`);
   }

@@ -52,6 +52,7 @@ export function createServices(options: RuntimeOptions, events: EventEmitter<Run
     authorizeResume: options.authorizeResume,
     approvalPolicy: options.approvalPolicy,
     authorizeApproval: options.authorizeApproval,
+    durableBacklog: options.durableBacklog,
     approvals: new ApprovalBoard((view) => {
       try {
         events.emit("approval.changed", view);

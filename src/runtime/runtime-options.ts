@@ -44,6 +44,14 @@ export interface RuntimeOptions {
   /** Lets a governance layer refuse a vote on an approval request (`RESUME_REFUSED`). */
   authorizeApproval?: AuthorizeApproval;
   /**
+   * Whether the business messages accepted for a suspended agent are written
+   * to the store before `send` resolves and handed to it, in order, after a
+   * restart; an agent's own `durableBacklog` option replaces it. `false`:
+   * they wait in memory only (docs/durable-suspension.md, "The backlog").
+   * @defaultValue `true` when the store is durable (`store.durable`), else `false`
+   */
+  durableBacklog?: boolean;
+  /**
    * Connects this runtime to runtimes in other processes (`NatsTransport`
    * from `civitas-ts/nats`): agents are then addressed by name wherever
    * they run. `start()` connects it before the tree starts; `stop()` lets go

@@ -53,6 +53,9 @@ describe("durable suspension against its reference model, under simulation (prop
           root: life.root,
           seed,
           settle: "idle",
+          // The model keeps a suspended agent's backlog in memory (a kill loses it, and the simulation sends it again):
+          // the durable backlog has its own tests (backlog.test.ts, backlog-crash.test.ts).
+          runtime: { durableBacklog: false },
           check: (view) => {
             const outcome = life.outcome(view);
             expect(outcome).toEqual({
@@ -92,6 +95,9 @@ describe("durable suspension against its reference model, under simulation (prop
           root: life.root,
           seed,
           settle: "idle",
+          // The model keeps a suspended agent's backlog in memory (a kill loses it, and the simulation sends it again):
+          // the durable backlog has its own tests (backlog.test.ts, backlog-crash.test.ts).
+          runtime: { durableBacklog: false },
           faults: { crashes: 0.05, storeWrites: { fail: 0.05 } },
           check: (view) => {
             const { handled } = life.outcome(view);
