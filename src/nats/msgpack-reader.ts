@@ -1,6 +1,7 @@
 import type { JsonObject, JsonValue } from "../message/json.js";
 import type { Message } from "../message/message.js";
-import { WIRE_KEYS, WIRE_SCHEMA_VERSION, wireSecondsToMs } from "../message/wire.js";
+import { wireSecondsToMs } from "../message/from-wire.js";
+import { WIRE_KEYS, WIRE_SCHEMA_VERSION } from "../message/wire.js";
 
 /**
  * Why the fast reader gave up: the general path (`fromWire(decodeWire(bytes))`)
