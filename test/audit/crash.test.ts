@@ -6,7 +6,7 @@ import type { AuditRow } from "../../src/audit/audit-row.js";
 import { repairAuditLog } from "../../src/audit/repair-audit-log.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
 import { runTsChild } from "../support/child-process.js";
-import { KEY, tempDir } from "./fixtures/log.js";
+import { KEY, tempDir } from "../support/audit-log.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const writer = path.join(here, "fixtures", "audit-crash-writer.ts");

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AuditRow } from "../../src/audit/audit-row.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
 import { runTsChild } from "../support/child-process.js";
-import { KEY, tempDir } from "./fixtures/log.js";
+import { KEY, tempDir } from "../support/audit-log.js";
 
 const child = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures", "runtime-receipts-child.ts");
 

@@ -8,7 +8,7 @@ import { TestClock } from "../../src/testing/test-clock.js";
 import { waitUntil } from "../support/agents.js";
 import { silentLogger } from "../../src/index.js";
 import { Echo } from "../runtime/fixtures.js";
-import { KEY, lines, tempDir } from "./fixtures/log.js";
+import { KEY, lines, tempDir } from "../support/audit-log.js";
 
 describe("JsonlAuditSink as a Runtime's auditSink", () => {
   let dir: string;

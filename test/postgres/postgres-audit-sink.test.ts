@@ -9,7 +9,7 @@ import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
 import { runTsChild } from "../support/child-process.js";
 import { createTestSchema, PG_URL, UNREACHABLE_URL, type TestSchema } from "../support/postgres.js";
-import { event, KEY, OTHER_KEY, resume, sampleEvents, suspend, tempDir } from "./fixtures/log.js";
+import { event, KEY, OTHER_KEY, resume, sampleEvents, suspend, tempDir } from "../support/audit-log.js";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));

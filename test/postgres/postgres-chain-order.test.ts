@@ -9,7 +9,7 @@ import { verifySuspension } from "../../src/audit/verify-suspension.js";
 import { civitas, civitasJson } from "../cli/fixtures/run-cli.js";
 import { runTsChild } from "../support/child-process.js";
 import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
-import { event, KEY, resume, suspend, tempDir } from "./fixtures/log.js";
+import { event, KEY, resume, suspend, tempDir } from "../support/audit-log.js";
 
 // Issue 21, item 1: the chain is read back in numeric seq order (a text sort gave 0, 1, 10, 100, …
 // and paging by seq then skipped and repeated rows), through every reader.

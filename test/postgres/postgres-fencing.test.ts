@@ -6,7 +6,7 @@ import { StateFencedError } from "../../src/errors/errors.js";
 import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { runTsChild } from "../support/child-process.js";
 import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
-import { blobFor } from "./fixtures/crash-blob.js";
+import { blobFor } from "../support/crash-blob.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 

@@ -6,7 +6,7 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { runTsChild } from "../support/child-process.js";
-import { blobFor } from "./fixtures/crash-blob.js";
+import { blobFor } from "../support/crash-blob.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const writer = path.join(here, "fixtures", "sqlite-crash-writer.ts");

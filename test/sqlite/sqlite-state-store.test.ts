@@ -9,7 +9,7 @@ import { STATE_RECORD_VERSION } from "../../src/state/state-record.js";
 import type { Clock } from "../../src/time/clock.js";
 import { fileURLToPath } from "node:url";
 import { runTsChild } from "../support/child-process.js";
-import { describeStateStoreContract } from "./store-contract.js";
+import { describeStateStoreContract } from "../state/store-contract.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 

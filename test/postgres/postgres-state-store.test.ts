@@ -8,7 +8,7 @@ import { STATE_RECORD_VERSION } from "../../src/state/state-record.js";
 import { StoreUnavailableError } from "../../src/state/store-unavailable-error.js";
 import { runTsChild } from "../support/child-process.js";
 import { createTestSchema, PG_URL, UNREACHABLE_URL, type TestSchema } from "../support/postgres.js";
-import { describeStateStoreContract } from "./store-contract.js";
+import { describeStateStoreContract } from "../state/store-contract.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
