@@ -10,7 +10,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { APPROVALS_KEY, InMemoryStateStore, MemoryAuditSink, type JsonObject } from "../../src/index.js";
 import { JsonlAuditSink, verifyApproval } from "../../src/entries/audit.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 import { waitUntil } from "../support/agents.js";
 import { Payments, paymentsPolicy } from "./fixtures.js";
 
@@ -63,8 +63,7 @@ describe("write-ahead approval receipts", () => {
     const store = new InMemoryStateStore();
     const audit = new MemoryAuditSink();
     const payments = new Payments("payments");
-    const rt = runtime(payments, { store, auditSink: audit, approvalPolicy: paymentsPolicy });
-    await rt.start();
+    const rt = await whenStarted(runtime(payments, { store, auditSink: audit, approvalPolicy: paymentsPolicy }));
     const paying = rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 30_000 });
     await waitUntil(() => audit.ofType("approval.requested").length === 1, "the request's receipt");
     const approvalId = audit.ofType("approval.requested")[0]!.details.approvalId as string;

@@ -9,6 +9,7 @@ import { waitUntil } from "../support/agents.js";
 import { silentLogger } from "../../src/index.js";
 import { Echo } from "../runtime/fixtures.js";
 import { KEY, lines, tempDir } from "../support/audit-log.js";
+import { whenStarted } from "../support/runtimes.js";
 
 describe("JsonlAuditSink as a Runtime's auditSink", () => {
   let dir: string;
@@ -22,8 +23,7 @@ describe("JsonlAuditSink as a Runtime's auditSink", () => {
   it("records suspend and resume receipts that verifySuspension proves, offline", async () => {
     const file = path.join(dir, "audit", "audit.jsonl");
     const audit = new JsonlAuditSink(file, { key: KEY });
-    const runtime = new Runtime({ root: new Echo("payer"), auditSink: audit, logger: silentLogger });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: new Echo("payer"), auditSink: audit, logger: silentLogger }));
     await runtime.suspend("payer", "large payment");
     // The suspend receipt is on disk before suspend resolves.
     expect(lines(file).some((l) => l.includes('"event":"agent.suspend"'))).toBe(true);
@@ -49,8 +49,7 @@ describe("JsonlAuditSink as a Runtime's auditSink", () => {
     const audit = new JsonlAuditSink(file, { key: KEY });
     const clock = new TestClock();
     const workers = new DynamicSupervisor("workers");
-    const runtime = new Runtime({ root: new Supervisor("root", { children: [new Echo("payer"), workers] }), auditSink: audit, logger: silentLogger, clock });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: new Supervisor("root", { children: [new Echo("payer"), workers] }), auditSink: audit, logger: silentLogger, clock }));
     await runtime.suspend("payer", "approve me");
     await runtime.resume("payer", "alice");
     await runtime.suspend("payer", "deny me");

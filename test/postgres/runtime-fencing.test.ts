@@ -16,6 +16,7 @@ import { eventually } from "../runtime/fixtures.js";
 import { createTestSchema, type TestSchema } from "../support/postgres.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
 import { Crasher } from "../support/probe-agents.js";
+import { whenStarted } from "../support/runtimes.js";
 
 let schema: TestSchema;
 let base: PostgresStateStore;
@@ -189,8 +190,7 @@ describe("the runtime's reaction to STORE_UNAVAILABLE", () => {
     );
     const worker = new Worker("w");
     const audit = new MemoryAuditSink();
-    const runtime = new Runtime({ root: [worker], store, auditSink: audit, logger: silentLogger, keepAlive: false });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: [worker], store, auditSink: audit, logger: silentLogger, keepAlive: false }));
     try {
       await runtime.send("w", {});
       await eventually(() => worker.state.n === 1);

@@ -5,6 +5,7 @@ import { AgentProcess } from "../../src/process/agent-process.js";
 import { Supervisor } from "../../src/supervision/supervisor.js";
 import { simulate } from "../../src/testing/simulation/simulate.js";
 import { failureOf } from "./fixtures.js";
+import { whenStarted } from "../support/runtimes.js";
 
 /** Sends `count` numbered `item`s to `to`, one after the other, from one handler. */
 class Producer extends AgentProcess {
@@ -94,8 +95,7 @@ describe("a send waiting for room in a full mailbox waits on the runtime", () =>
 
   it("two agents each waiting for room in the other's full mailbox are a deadlock, reported with the waiting chain", async () => {
     for (const seed of [1, 2, 3, 4, 5]) {
-      const sim = simulate({ root: () => new Supervisor("root", { children: [new Flooder("a", "b"), new Flooder("b", "a")] }), seed, externalAwaits: "fail" });
-      await sim.start();
+      const sim = await whenStarted(simulate({ root: () => new Supervisor("root", { children: [new Flooder("a", "b"), new Flooder("b", "a")] }), seed, externalAwaits: "fail" }));
       void sim.send("a", "start", {});
       void sim.send("b", "start", {});
       const failure = await failureOf(sim.run());
@@ -109,8 +109,7 @@ describe("a send waiting for room in a full mailbox waits on the runtime", () =>
 
   it("a handler awaiting a real timer is still reported, not the sender waiting for room behind it", async () => {
     const root = (): Supervisor => new Supervisor("root", { children: [new SleepyConsumer("sleepy"), new Producer("p1", "sleepy")] });
-    const recorded = simulate({ root, seed: 7 });
-    await recorded.start();
+    const recorded = await whenStarted(simulate({ root, seed: 7 }));
     void recorded.send("p1", "go", { count: 3 });
     await recorded.run();
     const reported = recorded.trace.filter((s) => s.kind === "external-await");
@@ -118,8 +117,7 @@ describe("a send waiting for room in a full mailbox waits on the runtime", () =>
     expect(reported.every((s) => s.agent === "sleepy")).toBe(true);
     await recorded.stop();
 
-    const failing = simulate({ root, seed: 7, externalAwaits: "fail" });
-    await failing.start();
+    const failing = await whenStarted(simulate({ root, seed: 7, externalAwaits: "fail" }));
     void failing.send("p1", "go", { count: 3 });
     const failure = await failureOf(failing.run());
     expect(failure?.code).toBe("SIMULATION_EXTERNAL_AWAIT");

@@ -14,13 +14,13 @@ import { SimulationFailure } from "../../src/testing/simulation/simulation-failu
 import type { Simulation, SimulationStep } from "../../src/testing/simulation/types.js";
 import type { Ledger } from "./fixtures.js";
 import { bank, conserved } from "./fixtures.js";
+import { whenStarted } from "../support/runtimes.js";
 
 describe("a kill during sim.start()", () => {
   it("is a kill in the trace, and the start (and the run after it) goes on, over 200 seeds", { timeout: 60_000 }, async () => {
     let killedDuringStart = 0;
     for (let seed = 0; seed < 200; seed++) {
-      const sim = simulate({ root: bank, seed, faults: { kills: 0.02 }, invariants: [conserved] });
-      await sim.start();
+      const sim = await whenStarted(simulate({ root: bank, seed, faults: { kills: 0.02 }, invariants: [conserved] }));
       const opAt = sim.trace.length;
       if (sim.trace.some((step) => step.kind === "kill")) killedDuringStart++;
       expect(sim.view.status("ledger"), `seed ${seed}`).toBe("RUNNING");

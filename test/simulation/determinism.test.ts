@@ -3,13 +3,13 @@ import { simulate } from "../../src/testing/simulation/simulate.js";
 import type { SimulationStep } from "../../src/testing/simulation/types.js";
 import { runTsChild } from "../support/child-process.js";
 import { bank, type Ledger } from "./fixtures.js";
+import { whenStarted } from "../support/runtimes.js";
 
 const CHILD = "test/simulation/fixtures/trace-child.ts";
 
 /** Runs two concurrent transfers under `seed` to quiescence; the trace. */
 async function transfers(seed: number): Promise<readonly SimulationStep[]> {
-  const sim = simulate({ root: bank, seed });
-  await sim.start();
+  const sim = await whenStarted(simulate({ root: bank, seed }));
   void sim.send("coord-a", "transfer", { from: "x", to: "y", amount: 10 });
   void sim.send("coord-b", "transfer", { from: "y", to: "x", amount: 5 });
   await sim.run();
@@ -39,8 +39,7 @@ describe("a simulation's determinism", () => {
   });
 
   it("runs to quiescence: every message handled, nothing left ready, no timer left", async () => {
-    const sim = simulate({ root: bank, seed: 3 });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: bank, seed: 3 }));
     void sim.send("coord-a", "transfer", { from: "x", to: "y", amount: 10 });
     await sim.run();
     expect(sim.view.agent<Ledger>("ledger").state.accounts).toEqual({ x: 40, y: 60 });

@@ -21,6 +21,7 @@ import { simulate } from "../../src/testing/simulation/simulate.js";
 import type { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
 import type { SimulationFaults, SimulationView } from "../../src/testing/simulation/types.js";
 import { Payer } from "./fixtures.js";
+import { whenStarted } from "../support/runtimes.js";
 
 /** A balance, changed by `debit` and `credit` (sent, not asked). */
 class Balance extends AgentProcess<{ balance: number }> {
@@ -92,8 +93,7 @@ describe("faultPoint(name)", () => {
         return this.reply({ passed: true });
       }
     }
-    const runtime = new Runtime({ root: new Pointed("p"), keepAlive: false });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: new Pointed("p"), keepAlive: false }));
     expect((await runtime.ask("p", {})).payload).toEqual({ passed: true });
     await runtime.stop();
     await expect(faultPoint("x")).resolves.toBeUndefined();
@@ -101,16 +101,14 @@ describe("faultPoint(name)", () => {
   });
 
   it("is a step of its own under faults.points, keyed by agent, name and occurrence", async () => {
-    const sim = simulate({ root: buggyRoot, seed: 3, faults: { points: {} } });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: buggyRoot, seed: 3, faults: { points: {} } }));
     void sim.send("coord", "transfer", { amount: 5 });
     void sim.send("coord", "transfer", { amount: 6 });
     await sim.run();
     expect(sim.trace.filter((s) => s.kind === "point").map((s) => s.key)).toEqual(["point:coord:between-sends#1", "point:coord:between-sends#2"]);
     await sim.stop();
     // Without the option a point is no step: the schedules of code without points are unchanged.
-    const plain = simulate({ root: buggyRoot, seed: 3 });
-    await plain.start();
+    const plain = await whenStarted(simulate({ root: buggyRoot, seed: 3 }));
     void plain.send("coord", "transfer", { amount: 5 });
     await plain.run();
     expect(plain.trace.some((s) => s.kind === "point")).toBe(false);
@@ -140,8 +138,7 @@ describe("faultPoint(name)", () => {
         this.state.done += 1;
       }
     }
-    const sim = simulate({ root: () => new Careful("c"), seed: 1, startMs: 0, faults: { targets: [{ fault: "point.throw", point: "call", occurrence: 1 }, { fault: "point.delay", point: "call", occurrence: 2 }], points: { delayMs: 700 } } });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: () => new Careful("c"), seed: 1, startMs: 0, faults: { targets: [{ fault: "point.throw", point: "call", occurrence: 1 }, { fault: "point.delay", point: "call", occurrence: 2 }], points: { delayMs: 700 } } }));
     void sim.send("c", "go");
     void sim.send("c", "go");
     await sim.idle();
@@ -157,8 +154,7 @@ describe("faultPoint(name)", () => {
 describe("targeted faults", () => {
   it("crash bob when he takes his first credit: exactly there, whatever the seed", async () => {
     for (let seed = 0; seed < 20; seed++) {
-      const sim = simulate({ root: buggyRoot, seed, faults: { targets: [{ fault: "crash", agent: "bob", type: "credit", occurrence: 1 }] } });
-      await sim.start();
+      const sim = await whenStarted(simulate({ root: buggyRoot, seed, faults: { targets: [{ fault: "crash", agent: "bob", type: "credit", occurrence: 1 }] } }));
       void sim.send("coord", "transfer", { amount: 5 });
       void sim.send("coord", "transfer", { amount: 7 });
       await sim.run();
@@ -176,8 +172,7 @@ describe("targeted faults", () => {
 
 describe("audit-sink faults", () => {
   async function approve(faults: SimulationFaults): Promise<{ outcome: string; receipts: number; status: string | undefined }> {
-    const sim = simulate({ root: () => new Supervisor("root", { children: [new Payer("payer")] }), seed: 2, faults });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: () => new Supervisor("root", { children: [new Payer("payer")] }), seed: 2, faults }));
     void sim.send("payer", "pay", { amount: 5 });
     await sim.idle();
     const outcome = sim.resume("payer", "alice").then(() => "ok", (error: { code: string }) => error.code);

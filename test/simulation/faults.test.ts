@@ -3,6 +3,7 @@ import { simulate } from "../../src/testing/simulation/simulate.js";
 import { SimulatedCrash } from "../../src/testing/simulation/simulation-failure.js";
 import type { Simulation } from "../../src/testing/simulation/types.js";
 import { ALL_FAULTS, alone, faultOnce, Ledger, Payer } from "./fixtures.js";
+import { whenStarted } from "../support/runtimes.js";
 
 const ledger = (): ReturnType<typeof alone> => alone(new Ledger("ledger"));
 const payer = (): ReturnType<typeof alone> => alone(new Payer("payer"));
@@ -26,8 +27,7 @@ async function pendingPayment(sim: Simulation): Promise<string> {
 
 describe("faults a simulation injects", () => {
   it("a store write that fails rejects with STORE_UNAVAILABLE: the checkpointing handler fails and its agent restarts", async () => {
-    const sim = simulate({ root: ledger, chooser: faultOnce("store.set:ledger#1", "store.fail"), faults: ALL_FAULTS });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: ledger, chooser: faultOnce("store.set:ledger#1", "store.fail"), faults: ALL_FAULTS }));
     const answer = outcome(sim.ask("ledger", "deposit", { amount: 1 }));
     await sim.run();
     const { error } = await answer;
@@ -38,8 +38,7 @@ describe("faults a simulation injects", () => {
   });
 
   it("a store write that hangs never completes: the ask times out on virtual time, and stop() still finishes", async () => {
-    const sim = simulate({ root: ledger, chooser: faultOnce("store.set:ledger#1", "store.hang"), faults: ALL_FAULTS });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: ledger, chooser: faultOnce("store.set:ledger#1", "store.hang"), faults: ALL_FAULTS }));
     const started = sim.view.now;
     const answer = outcome(sim.ask("ledger", "deposit", { amount: 1 }, { timeoutMs: 5_000 }));
     await sim.run();
@@ -53,8 +52,7 @@ describe("faults a simulation injects", () => {
   });
 
   it("a lost write is acknowledged and visible until the next kill, then gone", async () => {
-    const sim = simulate({ root: ledger, chooser: faultOnce("store.set:ledger#1", "store.lose"), faults: ALL_FAULTS });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: ledger, chooser: faultOnce("store.set:ledger#1", "store.lose"), faults: ALL_FAULTS }));
     const answer = sim.ask("ledger", "deposit", { amount: 1 });
     await sim.run();
     await answer;
@@ -66,8 +64,7 @@ describe("faults a simulation injects", () => {
   });
 
   it("a crash in handle fails the message with the SimulatedCrash as cause", async () => {
-    const sim = simulate({ root: ledger, chooser: faultOnce("ledger<-_runtime:deposit#1", "crash"), faults: ALL_FAULTS });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: ledger, chooser: faultOnce("ledger<-_runtime:deposit#1", "crash"), faults: ALL_FAULTS }));
     const answer = outcome(sim.ask("ledger", "deposit", { amount: 1 }));
     await sim.run();
     const { error } = await answer;
@@ -86,8 +83,7 @@ describe("faults a simulation injects", () => {
       ["store.set:ledger#1", undefined],
       ["store.set:ledger#2", { x: 53 }],
     ] as const) {
-      const sim = simulate({ root: ledger, chooser: faultOnce(key, "crash"), faults: ALL_FAULTS });
-      await sim.start();
+      const sim = await whenStarted(simulate({ root: ledger, chooser: faultOnce(key, "crash"), faults: ALL_FAULTS }));
       if (key.endsWith("#2")) {
         const first = outcome(sim.ask("ledger", "deposit", { amount: 1 }));
         await sim.run();
@@ -116,8 +112,7 @@ describe("faults a simulation injects", () => {
   });
 
   it("a kill at a step discards that step and everything in memory; the runtime comes back from the store", async () => {
-    const sim = simulate({ root: payer, chooser: faultOnce("store.set:payer#2", "kill"), faults: ALL_FAULTS });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: payer, chooser: faultOnce("store.set:payer#2", "kill"), faults: ALL_FAULTS }));
     void sim.send("payer", "pay", { amount: 5 });
     await sim.run();
     const kill = sim.trace.find((s) => s.kind === "kill");

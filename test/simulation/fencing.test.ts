@@ -16,6 +16,7 @@ import { replay, simulate } from "../../src/testing/simulation/simulate.js";
 import type { Simulation, SimulationInvariant, SimulationOptions, SimulationStep } from "../../src/testing/simulation/types.js";
 import { alone, faultOnce, Ledger } from "./fixtures.js";
 import { Crasher } from "../support/probe-agents.js";
+import { whenStarted } from "../support/runtimes.js";
 
 /** Counts its `work` messages in state and checkpoints each; records what its writes were refused with. */
 class Worker extends AgentProcess<{ n: number; stopped?: boolean }> {
@@ -251,8 +252,7 @@ describe("STATE_FENCED under simulation: the agent stops at once", () => {
 
 describe("STORE_UNAVAILABLE under simulation: an ordinary failed persist", () => {
   it("a checkpoint that fails crashes the handler and the supervisor restarts the agent from the store; it runs and writes again, nothing fenced", async () => {
-    const sim = tracked(simulate({ root: () => alone(new Ledger("ledger")), chooser: faultOnce("store.set:ledger#1", "store.fail"), faults: { storeWrites: { fail: 1 } } }));
-    await sim.start();
+    const sim = await whenStarted(tracked(simulate({ root: () => alone(new Ledger("ledger")), chooser: faultOnce("store.set:ledger#1", "store.fail"), faults: { storeWrites: { fail: 1 } } })));
     const failed = outcome(sim.ask("ledger", "deposit", { amount: 1 }));
     await sim.run();
     expect((await failed).error).toMatchObject({ code: "HANDLER_FAILED", cause: { code: "STORE_UNAVAILABLE" } });
@@ -267,8 +267,7 @@ describe("STORE_UNAVAILABLE under simulation: an ordinary failed persist", () =>
   });
 
   it("a suspend whose marker write fails stays SUSPENDED with durable: false on record, and resumes", async () => {
-    const sim = tracked(simulate({ root: () => alone(new Worker("worker")), chooser: faultOnce("store.set:worker#1", "store.fail"), faults: { storeWrites: { fail: 1 } } }));
-    await sim.start();
+    const sim = await whenStarted(tracked(simulate({ root: () => alone(new Worker("worker")), chooser: faultOnce("store.set:worker#1", "store.fail"), faults: { storeWrites: { fail: 1 } } })));
     const suspended = outcome(sim.suspend("worker", "review"));
     await sim.run();
     expect((await suspended).error).toBeUndefined();
@@ -288,8 +287,7 @@ describe("STORE_UNAVAILABLE under simulation: an ordinary failed persist", () =>
     let failures = 0;
     for (let seed = 0; seed < 30; seed++) {
       const root = (): Supervisor => new Supervisor("root", { children: [new Ledger("ledger")], backoffBaseMs: 100, maxRestarts: 100 });
-      const sim = tracked(simulate({ root, seed, faults: { storeWrites: { fail: 0.3 } } }));
-      await sim.start();
+      const sim = await whenStarted(tracked(simulate({ root, seed, faults: { storeWrites: { fail: 0.3 } } })));
       const answers = [1, 2, 3, 4].map(() => outcome(sim.ask("ledger", "deposit", { amount: 1 })));
       await sim.run();
       const settled = await Promise.all(answers);

@@ -5,6 +5,7 @@ import { fastCheckChooser } from "../../src/testing/simulation/fast-check-choose
 import { simulate } from "../../src/testing/simulation/simulate.js";
 import type { Simulation } from "../../src/testing/simulation/types.js";
 import { Forwarder, Recorder } from "./fixtures.js";
+import { whenStarted } from "../support/runtimes.js";
 
 const system = (): Supervisor => new Supervisor("root", { children: [new Recorder("recorder"), new Forwarder("f1"), new Forwarder("f2")] });
 
@@ -40,8 +41,7 @@ describe("the runtime's guarantees under any schedule the simulation chooses", (
   it("FIFO per sender and recipient, priority before business, nothing lost or duplicated, nothing handled while SUSPENDED", async () => {
     await fc.assert(
       fc.asyncProperty(fc.scheduler(), sendsArbitrary, fc.nat({ max: 12 }), async (s, senders, pauseAt) => {
-        const sim = simulate({ root: system, chooser: fastCheckChooser(s) });
-        await sim.start();
+        const sim = await whenStarted(simulate({ root: system, chooser: fastCheckChooser(s) }));
         try {
           await exercise(sim, senders, pauseAt);
         } finally {

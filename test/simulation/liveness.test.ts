@@ -3,13 +3,13 @@ import { simulate } from "../../src/testing/simulation/simulate.js";
 import type { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
 import { Supervisor } from "../../src/supervision/supervisor.js";
 import { alone, Asker, bank, failureOf, Looper, Sleeper } from "./fixtures.js";
+import { whenStarted } from "../support/runtimes.js";
 
 const askers = (): Supervisor => new Supervisor("root", { children: [new Asker("a", "b"), new Asker("b", "a")] });
 
 describe("quiescence, deadlock and external awaits", () => {
   it("a cycle of asks is a deadlock, reported with the waiting chain before any ask times out", async () => {
-    const sim = simulate({ root: askers, seed: 1 });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: askers, seed: 1 }));
     void sim.send("a", "start", {});
     const started = sim.view.now;
     const failure = await failureOf(sim.run());
@@ -21,8 +21,7 @@ describe("quiescence, deadlock and external awaits", () => {
   });
 
   it("idle() stops when nothing is ready, without moving virtual time to the pending timers", async () => {
-    const sim = simulate({ root: () => alone(new Sleeper("idle-timer")), seed: 2 });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: () => alone(new Sleeper("idle-timer")), seed: 2 }));
     const started = sim.view.now;
     const suspended = sim.suspend("idle-timer", "hold", { expiresInMs: 60_000 });
     await sim.idle();
@@ -37,8 +36,7 @@ describe("quiescence, deadlock and external awaits", () => {
   });
 
   it("a handler awaiting a promise the simulation does not control is reported in the trace, and waited for", async () => {
-    const sim = simulate({ root: () => alone(new Sleeper("sleeper")), seed: 3 });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: () => alone(new Sleeper("sleeper")), seed: 3 }));
     void sim.send("sleeper", "nap", {});
     await sim.run();
     const reported = sim.trace.filter((s) => s.kind === "external-await");
@@ -48,8 +46,7 @@ describe("quiescence, deadlock and external awaits", () => {
   });
 
   it('with externalAwaits: "fail" such a handler fails the run with SIMULATION_EXTERNAL_AWAIT', async () => {
-    const sim = simulate({ root: () => alone(new Sleeper("sleeper")), seed: 3, externalAwaits: "fail" });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: () => alone(new Sleeper("sleeper")), seed: 3, externalAwaits: "fail" }));
     void sim.send("sleeper", "nap", {});
     const failure = await failureOf(sim.run());
     expect(failure?.code).toBe("SIMULATION_EXTERNAL_AWAIT");
@@ -57,8 +54,7 @@ describe("quiescence, deadlock and external awaits", () => {
   });
 
   it("a run that never becomes quiescent fails with SIMULATION_STEP_LIMIT", async () => {
-    const sim = simulate({ root: () => alone(new Looper("looper")), seed: 4, maxSteps: 50 });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: () => alone(new Looper("looper")), seed: 4, maxSteps: 50 }));
     void sim.send("looper", "go", {});
     const failure = await failureOf(sim.run());
     expect(failure?.code).toBe("SIMULATION_STEP_LIMIT");
@@ -67,15 +63,13 @@ describe("quiescence, deadlock and external awaits", () => {
 
   it("a run that becomes quiescent after exactly maxSteps steps is not cut; one step fewer is", async () => {
     const transfer = async (maxSteps: number): Promise<SimulationFailure | undefined> => {
-      const sim = simulate({ root: bank, seed: 6, maxSteps });
-      await sim.start();
+      const sim = await whenStarted(simulate({ root: bank, seed: 6, maxSteps }));
       void sim.send("coord-a", "transfer", { from: "x", to: "y", amount: 10 });
       const failure = await failureOf(sim.run());
       await sim.stop().catch(() => undefined);
       return failure;
     };
-    const free = simulate({ root: bank, seed: 6, maxSteps: 10_000 });
-    await free.start();
+    const free = await whenStarted(simulate({ root: bank, seed: 6, maxSteps: 10_000 }));
     void free.send("coord-a", "transfer", { from: "x", to: "y", amount: 10 });
     await free.run();
     const needed = free.trace.length;
@@ -85,8 +79,7 @@ describe("quiescence, deadlock and external awaits", () => {
   });
 
   it("stop() with asks still waiting finishes: their timeouts and the shutdown run on virtual time", async () => {
-    const sim = simulate({ root: askers, seed: 5, maxSteps: 100 });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root: askers, seed: 5, maxSteps: 100 }));
     const answer = sim.ask("a", "question", {}, { timeoutMs: 1_000 }).then(
       () => "answered",
       (error: { code: string }) => error.code,
@@ -99,13 +92,11 @@ describe("quiescence, deadlock and external awaits", () => {
 
 describe("one simulation at a time", () => {
   it("a second simulation cannot start while one runs (SIMULATION_BUSY); it can once the first stopped", async () => {
-    const first = simulate({ root: bank, seed: 1 });
-    await first.start();
+    const first = await whenStarted(simulate({ root: bank, seed: 1 }));
     const second = simulate({ root: bank, seed: 2 });
     await expect(second.start()).rejects.toMatchObject({ code: "SIMULATION_BUSY", name: "SimulationBusyError" });
     await first.stop();
-    const third = simulate({ root: bank, seed: 3 });
-    await third.start();
+    const third = await whenStarted(simulate({ root: bank, seed: 3 }));
     await third.stop();
   });
 

@@ -18,6 +18,7 @@ import { sequenceChooser } from "../../src/testing/simulation/sequence-chooser.j
 import { replay, simulate } from "../../src/testing/simulation/simulate.js";
 import { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
 import type { SimulationOptions, SimulationView } from "../../src/testing/simulation/types.js";
+import { whenStarted } from "../support/runtimes.js";
 
 /** Holds stock; a `reserve` takes one unit for the order. */
 class Warehouse extends AgentProcess<{ reserved: string[] }> {
@@ -82,8 +83,7 @@ describe("time as a choice", () => {
   it("a `time` step replays like any other", async () => {
     let failure: SimulationFailure | undefined;
     for (let seed = 0; failure === undefined && seed < 500; seed++) {
-      const sim = simulate({ root, seed, time: { races: 1 } });
-      await sim.start();
+      const sim = await whenStarted(simulate({ root, seed, time: { races: 1 } }));
       void sim.send("buyer", "buy", { order: "o1" });
       await sim.run();
       const twice = reservations(sim.view, "o1") > 1;
@@ -91,8 +91,7 @@ describe("time as a choice", () => {
       if (twice) failure = new SimulationFailure("SIMULATION_INVARIANT", "twice", [...sim.trace]);
     }
     expect(failure).toBeDefined();
-    const again = replay(JSON.parse(JSON.stringify((failure as SimulationFailure).trace)) as SimulationFailure["trace"], { root, time: { races: 1 } });
-    await again.start();
+    const again = await whenStarted(replay(JSON.parse(JSON.stringify((failure as SimulationFailure).trace)) as SimulationFailure["trace"], { root, time: { races: 1 } }));
     void again.send("buyer", "buy", { order: "o1" });
     await again.run();
     expect(reservations(again.view, "o1")).toBe(2);
@@ -102,8 +101,7 @@ describe("time as a choice", () => {
 
   it("time moves on at most `races` times while others are ready (a timer due at the same time may fire then too)", async () => {
     for (let seed = 0; seed < 50; seed++) {
-      const sim = simulate({ root, seed, time: { races: 1 } });
-      await sim.start();
+      const sim = await whenStarted(simulate({ root, seed, time: { races: 1 } }));
       for (let n = 1; n <= 4; n++) void sim.send("buyer", "buy", { order: `o${n}` });
       await sim.run();
       const moves = new Set(sim.trace.filter((s) => s.kind === "time").map((s) => s.detail?.split(",")[0]));
@@ -113,8 +111,7 @@ describe("time as a choice", () => {
   });
 
   it("stepLatencyMs: each step takes virtual time, and a timer past due is offered until it fires", async () => {
-    const sim = simulate({ root, seed: 4, startMs: 0, time: { stepLatencyMs: 300 } });
-    await sim.start();
+    const sim = await whenStarted(simulate({ root, seed: 4, startMs: 0, time: { stepLatencyMs: 300 } }));
     const t0 = sim.view.now;
     void sim.send("buyer", "buy", { order: "o1" });
     await sim.idle();

@@ -16,6 +16,7 @@ import { readAhead } from "../../src/state/read-ahead.js";
 import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { STATE_RECORD_VERSION } from "../../src/state/state-record.js";
 import { Supervisor } from "../../src/supervision/supervisor.js";
+import { whenStarted } from "../support/runtimes.js";
 
 class Idle extends AgentProcess {}
 
@@ -71,8 +72,7 @@ describe("an SqliteStateStore read ahead for a starting runtime", () => {
     );
     const agents = names.map((name) => new Idle(name));
     const reads = countSingleReads();
-    const runtime = new Runtime({ root: new Supervisor("root", { children: agents }), store, logger: silentLogger, keepAlive: false });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: new Supervisor("root", { children: agents }), store, logger: silentLogger, keepAlive: false }));
     try {
       expect(reads.count).toBe(0);
       names.forEach((name, i) => {

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, MemoryAuditSink, ProcessStatus, SUSPENSION_KEY, type AuditEvent, type Message } from "../../src/index.js";
-import { dynamicRig, Pausable, RecordingStore, rig, teardown, TimelineAudit } from "./helpers.js";
+import { dynamicRig, Pausable, rig, startedRig, teardown, TimelineAudit } from "./helpers.js";
 import { waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
@@ -42,8 +42,7 @@ describe("a halt (civitas.eval.halt) of a suspended agent", () => {
       }
     }
     const agent = new Pausable("a");
-    const r = rig([agent, new Halter("boss")]);
-    await r.runtime.start();
+    const r = await startedRig([agent, new Halter("boss")]);
     await r.runtime.suspend("a", "hold");
     await r.runtime.send("boss", { target: "a" });
     await waitUntil(() => agent.status === S.STOPPED, "STOPPED");
@@ -52,8 +51,7 @@ describe("a halt (civitas.eval.halt) of a suspended agent", () => {
 
   it("records nothing for a running agent (there is no pause to cancel)", async () => {
     const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await r.runtime.send("a", {}, { type: "civitas.eval.halt" });
     await waitUntil(() => agent.status === S.STOPPED, "STOPPED");
     expect(cancellations(r.audit.events)).toEqual([]);
@@ -67,8 +65,7 @@ describe("a halt (civitas.eval.halt) of a suspended agent", () => {
       record(event);
     };
     const agent = new Pausable("a");
-    const r = rig([agent], { audit });
-    await r.runtime.start();
+    const r = await startedRig([agent], { audit });
     await r.runtime.suspend("a", "hold");
     await r.runtime.send("a", {}, { type: "civitas.eval.halt" });
     await waitUntil(() => agent.status === S.STOPPED, "STOPPED");
@@ -79,10 +76,9 @@ describe("a halt (civitas.eval.halt) of a suspended agent", () => {
 
 describe("a graceful stop keeps the pause", () => {
   it("runtime.stop records no cancellation and keeps the marker", async () => {
-    const store = new RecordingStore();
     const agent = new Pausable("a");
-    const r = rig([agent], { store });
-    await r.runtime.start();
+    const r = await startedRig([agent]);
+    const { store } = r;
     await r.runtime.suspend("a", "hold");
     await r.runtime.stop();
     expect(cancellations(r.audit.events)).toEqual([]);

@@ -197,6 +197,13 @@ export function rig(root: RuntimeOptions["root"], options: RigOptions = {}): Rig
   return r;
 }
 
+/** A {@link rig} for `root`, started. */
+export async function startedRig(root: RuntimeOptions["root"], options: RigOptions = {}): Promise<Rig> {
+  const r = rig(root, options);
+  await r.runtime.start();
+  return r;
+}
+
 /** Stops every rig built since the last teardown (moving its clock on so no hang holds the stop) and checks its transitions. */
 export async function teardown(): Promise<void> {
   const rigs = live.splice(0);

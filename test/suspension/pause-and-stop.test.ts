@@ -15,9 +15,9 @@ import {
   type JsonObject,
   type Message,
 } from "../../src/index.js";
-import { dynamicRig, Pausable, RecordingStore, rig, teardown } from "../suspension/helpers.js";
+import { dynamicRig, Pausable, startedRig, teardown } from "../suspension/helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
-import { runtimes, sleep } from "../support/runtimes.js";
+import { runtimes, sleep, whenStarted } from "../support/runtimes.js";
 import { track } from "../support/outcome.js";
 
 const runtime = runtimes();
@@ -37,8 +37,7 @@ describe("this.suspend() + checkpoint() from a handler a stop came during", () =
         await this.checkpoint();
       }
     }
-    const rt1 = runtime([new Payer("payer", { shutdownTimeoutMs: 2000 })], { store });
-    await rt1.start();
+    const rt1 = await whenStarted(runtime([new Payer("payer", { shutdownTimeoutMs: 2000 })], { store }));
     await rt1.send("payer", {});
     await entered.promise;
     const stopping = rt1.stop(); // graceful: the message being handled finishes (S8: the marker is kept)
@@ -50,8 +49,7 @@ describe("this.suspend() + checkpoint() from a handler a stop came during", () =
     expect(stored?.[SUSPENSION_KEY]).toBeDefined(); // ... so its pause must be too
     // next process: it must not come back RUNNING with an unapproved action
     const again = new Payer("payer");
-    const rt2 = runtime([again], { store });
-    await rt2.start();
+    await whenStarted(runtime([again], { store }));
     expect(again.status).toBe(ProcessStatus.SUSPENDED);
   });
 });
@@ -113,10 +111,9 @@ describe("stop({ drain: 'all' }) and a pause that was asked for", () => {
 
 describe("a pause asked for from handle() and a graceful runtime.stop()", () => {
   it("is kept: the next runtime on the same store starts SUSPENDED and takes no business", async () => {
-    const store = new RecordingStore();
     const first = new SuspendThenBusy("a");
-    const r1 = rig([first], { store });
-    await r1.runtime.start();
+    const r1 = await startedRig([first]);
+    const { store } = r1;
     await r1.runtime.send("a", { op: "suspend-then-busy", seq: 1 });
     await waitUntil(() => first.entered === 1, "handling");
     // The operator stops the runtime gracefully while that handler is finishing.
@@ -127,8 +124,7 @@ describe("a pause asked for from handle() and a graceful runtime.stop()", () => 
     expect(first.handled).toEqual([1]);
 
     const second = new Pausable("a");
-    const r2 = rig([second], { store });
-    await r2.runtime.start();
+    const r2 = await startedRig([second], { store });
     await r2.runtime.send("a", { seq: 9 });
     await turns(20);
     expect(second.status).toBe(S.SUSPENDED);

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ProcessStatus, Supervisor, SUSPENSION_KEY, type RestartStrategy } from "../../src/index.js";
 import { Probe, gate, turns, waitUntil } from "../support/agents.js";
-import { dynamicRig, Pausable, pathOf, RecordingStore, rig, teardown } from "./helpers.js";
+import { dynamicRig, pathOf, Pausable, RecordingStore, rig, startedRig, teardown } from "./helpers.js";
 import { ProcessRunner } from "../../src/process/process-runner.js";
 import { rejectsWithCode, track } from "../support/outcome.js";
 
@@ -12,8 +12,7 @@ const S = ProcessStatus;
 describe("stopping a suspended agent (S7)", () => {
   it("runtime.stop stops it with no leaked loop: nothing queued is ever handled afterwards", async () => {
     const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await r.runtime.suspend("a");
     for (let seq = 1; seq <= 3; seq++) await r.runtime.send("a", { seq });
     const ready = vi.spyOn(ProcessRunner.prototype, "mailboxReady") // the loop's wake-up: the only agent here is "a";
@@ -30,18 +29,16 @@ describe("stopping a suspended agent (S7)", () => {
   });
 
   it("graceful runtime.stop keeps the marker: a new Runtime on the same store restores SUSPENDED with the same id", async () => {
-    const store = new RecordingStore();
     const first = new Pausable("a");
-    const r1 = rig([first], { store });
-    await r1.runtime.start();
+    const r1 = await startedRig([first]);
+    const { store } = r1;
     await r1.runtime.suspend("a", "over the weekend");
     const marker = first.suspension!;
     await r1.runtime.stop();
     expect(await store.marker("a")).toEqual(marker);
 
     const second = new Pausable("a");
-    const r2 = rig([second], { store });
-    await r2.runtime.start();
+    const r2 = await startedRig([second], { store });
     expect(second.status).toBe(S.SUSPENDED);
     expect(second.suspension).toEqual(marker);
     expect(second.suspends).toEqual([]);
@@ -49,16 +46,14 @@ describe("stopping a suspended agent (S7)", () => {
   });
 
   it("a process crash (no stop at all) keeps the marker too", async () => {
-    const store = new RecordingStore();
     const first = new Pausable("a");
-    const r1 = rig([first], { store });
-    await r1.runtime.start();
+    const r1 = await startedRig([first]);
+    const { store } = r1;
     await r1.runtime.suspend("a", "crash me");
     const marker = first.suspension!;
     // the first runtime is abandoned, as if the process died; a new one opens the same store
     const second = new Pausable("a");
-    const r2 = rig([second], { store });
-    await r2.runtime.start();
+    await startedRig([second], { store });
     expect(second.status).toBe(S.SUSPENDED);
     expect(second.suspension).toEqual(marker);
   });
@@ -140,8 +135,7 @@ describe("write-ahead pause across a sibling restart", () => {
     const store = new RecordingStore();
     const crasher = new Probe("c0");
     const sleeper = new Pausable("s1");
-    const r = rig(new Supervisor("sup", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [crasher, sleeper] }), { store });
-    await r.runtime.start();
+    const r = await startedRig(new Supervisor("sup", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [crasher, sleeper] }), { store });
     store.failSets = true;
     await r.runtime.suspend("s1", "not durable");
     store.failSets = false;

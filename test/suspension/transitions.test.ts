@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus, Supervisor, SUSPENSION_KEY, uuidv7 } from "../../src/index.js";
-import { dynamicRig, expectLegal, Pausable, pathOf, RecordingStore, rig, teardown } from "./helpers.js";
+import { dynamicRig, expectLegal, pathOf, Pausable, RecordingStore, startedRig, teardown } from "./helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { track } from "../support/outcome.js";
 
@@ -11,8 +11,7 @@ const S = ProcessStatus;
 describe("RUNNING -> SUSPENDED", () => {
   it("a self-suspend inside handle lets that message finish and takes no further business message", async () => {
     const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     const blocker = gate();
     agent.blocker = blocker;
     await r.runtime.send("a", { op: "suspend", reason: "needs approval", seq: 1 });
@@ -43,8 +42,7 @@ describe("RUNNING -> SUSPENDED", () => {
       }
     }
     const agent = new Mid("m");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await r.runtime.send("m", {});
     await waitUntil(() => agent.status === S.SUSPENDED, "SUSPENDED");
     await turns(5);
@@ -55,8 +53,7 @@ describe("RUNNING -> SUSPENDED", () => {
 describe("runtime.suspend of a busy agent", () => {
   it("resolves only after the message being handled finished; the next queued business message is not taken", async () => {
     const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     const blocker = gate();
     agent.blocker = blocker;
     await r.runtime.send("a", { op: "block", seq: 1 });
@@ -77,8 +74,7 @@ describe("runtime.suspend of a busy agent", () => {
 
   it("a suspend and a resume sent back to back are applied in the order sent", async () => {
     const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     const s1 = r.runtime.suspend("a", "one");
     const r1 = r.runtime.resume("a", "alice");
     await Promise.all([s1, r1]);
@@ -100,8 +96,7 @@ describe("runtime.suspend of a busy agent", () => {
       }
     }
     const agent = new SuspendThenCrash("a");
-    const r = rig(new Supervisor("root", { backoffBaseMs: 0, children: [agent] }));
-    await r.runtime.start();
+    const r = await startedRig(new Supervisor("root", { backoffBaseMs: 0, children: [agent] }));
     await r.runtime.send("a", {});
     await waitUntil(() => agent.incarnation === 2 && agent.status !== S.INITIALIZING, "restarted");
     await turns(20);
@@ -113,8 +108,7 @@ describe("runtime.suspend of a busy agent", () => {
 describe("SUSPENDED -> RUNNING", () => {
   it("resume brings the agent back to RUNNING and it handles what was queued", async () => {
     const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await r.runtime.suspend("a", "wait");
     await r.runtime.send("a", { seq: 1 });
     await turns(5);
@@ -129,17 +123,15 @@ describe("SUSPENDED -> RUNNING", () => {
 
 describe("INITIALIZING -> SUSPENDED", () => {
   it("a fresh runtime on a store holding a marker starts the agent SUSPENDED, without onSuspend, and start() resolves", async () => {
-    const store = new RecordingStore();
     const first = new Pausable("a");
-    const r1 = rig([first], { store });
-    await r1.runtime.start();
+    const r1 = await startedRig([first]);
+    const { store } = r1;
     await r1.runtime.suspend("a", "overnight");
     const marker = first.suspension;
     await r1.runtime.stop();
 
     const again = new Pausable("a");
-    const r2 = rig([again], { store });
-    await r2.runtime.start();
+    const r2 = await startedRig([again], { store });
     expect(again.status).toBe(S.SUSPENDED);
     expect(again.suspension).toEqual(marker);
     expect(again.suspends).toEqual([]);
@@ -161,8 +153,7 @@ describe("INITIALIZING -> SUSPENDED", () => {
       [SUSPENSION_KEY]: { reason: "seeded", since: "2024-01-02T03:04:05.678Z", approver: null, suspensionId },
     });
     const agent = new Pausable("a");
-    const r = rig([agent], { store });
-    await r.runtime.start();
+    const r = await startedRig([agent], { store });
     expect(agent.status).toBe(S.SUSPENDED);
     expect(agent.suspension).toEqual({ reason: "seeded", since: "2024-01-02T03:04:05.678Z", approver: null, suspensionId });
     expect(agent.state.counter).toBe(7);
@@ -174,8 +165,7 @@ describe("INITIALIZING -> SUSPENDED", () => {
 describe("SUSPENDED -> STOPPING -> STOPPED", () => {
   it("runtime.stop stops a suspended agent", async () => {
     const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await r.runtime.suspend("a");
     await r.runtime.stop();
     expect(agent.status).toBe(S.STOPPED);
@@ -201,8 +191,7 @@ describe("SUSPENDED -> STOPPING -> STOPPED", () => {
 
   it("civitas.eval.halt stops a suspended agent", async () => {
     const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await r.runtime.suspend("a");
     await r.runtime.send("a", { seq: 1 });
     await r.runtime.send("a", {}, { type: "civitas.eval.halt" });
@@ -215,8 +204,7 @@ describe("SUSPENDED -> STOPPING -> STOPPED", () => {
 describe("the status journal", () => {
   it("a busy suspend/resume/stop life records only legal transitions and never SUSPENDED -> CRASHED", async () => {
     const agents = [new Pausable("x0"), new Pausable("x1"), new Pausable("x2")];
-    const r = rig(new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: agents }));
-    await r.runtime.start();
+    const r = await startedRig(new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: agents }));
     for (let round = 0; round < 3; round++) {
       await r.runtime.suspend("x1", `r${round}`);
       await r.runtime.send("x0", { seq: round });
