@@ -8,18 +8,14 @@
  * identical re-emission counts once in verifyApproval.
  */
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { verifyApproval, verifyAuditLog } from "../../src/entries/audit.js";
 import { runTsChild, type ChildRun } from "../support/child-process.js";
+import { scratch } from "../support/scratch.js";
 
 const child = path.join(import.meta.dirname, "fixtures", "approvals-crash-child.ts");
-let dir: string | undefined;
-afterEach(() => {
-  if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
-  dir = undefined;
-});
+const { tempDir } = scratch("civitas-approvals-crash-");
 
 interface Line {
   ev: string;
@@ -48,7 +44,7 @@ function line(lines: Line[], ev: string): Line {
 
 describe("held actions across SIGKILL", () => {
   it("killed after the request's write and receipt: the restart restores it once; killed after the last vote's write and receipts, before the release is stored as used: the restart handles it once; then never again", async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-approvals-crash-"));
+    const dir = tempDir();
     const db = path.join(dir, "state.db");
     const log = path.join(dir, "audit.jsonl");
     const requested = await run("request", db, log, "written");
@@ -74,7 +70,7 @@ describe("held actions across SIGKILL", () => {
   }, 240_000);
 
   it("killed between a state write and its receipts (the request's, the last vote's) and after a receipt before the write that drops it: the restarts re-emit them, verifyApproval passes, the payment is handled once", async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-approvals-crash-"));
+    const dir = tempDir();
     const db = path.join(dir, "state.db");
     const log = path.join(dir, "audit.jsonl");
     const rowsOf = (event: string, approver?: string): number =>
@@ -120,7 +116,7 @@ describe("held actions across SIGKILL", () => {
   }, 240_000);
 
   it("killed during the handling: the approval is used up and the action is not handled a second time", async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-approvals-crash-"));
+    const dir = tempDir();
     const db = path.join(dir, "state.db");
     const log = path.join(dir, "audit.jsonl");
     const requested = await run("request", db, log, "written");

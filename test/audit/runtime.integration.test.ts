@@ -1,5 +1,5 @@
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
@@ -8,20 +8,14 @@ import { TestClock } from "../../src/testing/test-clock.js";
 import { waitUntil } from "../support/agents.js";
 import { silentLogger } from "../../src/index.js";
 import { Echo } from "../runtime/fixtures.js";
-import { KEY, lines, tempDir } from "../support/audit-log.js";
+import { KEY, lines, tempLogPerTest } from "../support/audit-log.js";
 import { whenStarted } from "../support/runtimes.js";
 
 describe("JsonlAuditSink as a Runtime's auditSink", () => {
-  let dir: string;
-  let cleanup: () => void;
-
-  beforeEach(() => {
-    ({ dir, cleanup } = tempDir());
-  });
-  afterEach(() => cleanup());
+  const tmp = tempLogPerTest();
 
   it("records suspend and resume receipts that verifySuspension proves, offline", async () => {
-    const file = path.join(dir, "audit", "audit.jsonl");
+    const file = path.join(tmp.dir, "audit", "audit.jsonl");
     const audit = new JsonlAuditSink(file, { key: KEY });
     const runtime = await whenStarted(new Runtime({ root: new Echo("payer"), auditSink: audit, logger: silentLogger }));
     await runtime.suspend("payer", "large payment");
@@ -45,7 +39,7 @@ describe("JsonlAuditSink as a Runtime's auditSink", () => {
   });
 
   it("records every kind of decision — approved, denied, expired, cancelled — and verifySuspension tells them apart", async () => {
-    const file = path.join(dir, "audit.jsonl");
+    const file = path.join(tmp.dir, "audit.jsonl");
     const audit = new JsonlAuditSink(file, { key: KEY });
     const clock = new TestClock();
     const workers = new DynamicSupervisor("workers");

@@ -2,25 +2,19 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { PostgresAuditSink } from "../../src/postgres/postgres-audit-sink.js";
 import { encodeRow } from "../../src/audit/audit-row.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
 import { runTsChild } from "../support/child-process.js";
-import { createTestSchema, PG_URL, UNREACHABLE_URL, type TestSchema } from "../support/postgres.js";
+import { PG_URL, testSchemaPerFile, UNREACHABLE_URL } from "../support/postgres.js";
 import { event, KEY, OTHER_KEY, resume, sampleEvents, suspend, tempDir } from "../support/audit-log.js";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-let schema: TestSchema;
-beforeAll(async () => {
-  schema = await createTestSchema("audit");
-});
-afterAll(async () => {
-  await schema.drop();
-});
+const schema = testSchemaPerFile("audit");
 
 /** The chain as `civitas audit export` writes it: each stored line and a newline. */
 async function exported(table: string): Promise<Buffer> {

@@ -2,13 +2,13 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { PostgresAuditSink } from "../../src/postgres/postgres-audit-sink.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
 import { civitas, civitasJson } from "../cli/fixtures/run-cli.js";
 import { runTsChild } from "../support/child-process.js";
-import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
+import { PG_URL, testSchemaPerFile } from "../support/postgres.js";
 import { event, KEY, resume, suspend, tempDir } from "../support/audit-log.js";
 
 // Issue 21, item 1: the chain is read back in numeric seq order (a text sort gave 0, 1, 10, 100, …
@@ -16,13 +16,7 @@ import { event, KEY, resume, suspend, tempDir } from "../support/audit-log.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-let schema: TestSchema;
-beforeAll(async () => {
-  schema = await createTestSchema("order");
-});
-afterAll(async () => {
-  await schema.drop();
-});
+const schema = testSchemaPerFile("order");
 
 describe("the PostgreSQL audit chain read in seq order", () => {
   it("a 2,100-row chain from two processes at once reads back whole and in order: rows(), the settlement lookup, verifySuspension, civitas audit export + verify", async () => {

@@ -5,21 +5,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StateFencedError } from "../../src/errors/errors.js";
 import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { runTsChild } from "../support/child-process.js";
-import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
+import { PG_URL, testSchemaPerFile } from "../support/postgres.js";
 import { blobFor } from "../support/crash-blob.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-let schema: TestSchema;
+const schema = testSchemaPerFile("fence");
 let base: PostgresStateStore;
-beforeAll(async () => {
-  schema = await createTestSchema("fence");
+beforeAll(() => {
   base = new PostgresStateStore({ pool: schema.pool }, { table: `${schema.name}.records`, fenceSequence: `${schema.name}.fences` });
 });
-afterAll(async () => {
-  await base.close();
-  await schema.drop();
-});
+afterAll(() => base.close());
 
 async function fencedError(promise: Promise<unknown>): Promise<StateFencedError> {
   const err: unknown = await promise.then(

@@ -1,24 +1,18 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { InvalidArgumentError, StateSchemaError } from "../../src/errors/errors.js";
 import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { STATE_RECORD_VERSION } from "../../src/state/state-record.js";
 import { StoreUnavailableError } from "../../src/state/store-unavailable-error.js";
 import { runTsChild } from "../support/child-process.js";
-import { createTestSchema, PG_URL, UNREACHABLE_URL, type TestSchema } from "../support/postgres.js";
+import { PG_URL, testSchemaPerFile, UNREACHABLE_URL } from "../support/postgres.js";
 import { describeStateStoreContract } from "../state/store-contract.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-let schema: TestSchema;
-beforeAll(async () => {
-  schema = await createTestSchema("store");
-});
-afterAll(async () => {
-  await schema.drop();
-});
+const schema = testSchemaPerFile("store");
 
 describeStateStoreContract("PostgresStateStore", async () => {
   const store = new PostgresStateStore({ connectionString: PG_URL }, { table: schema.table("contract") });
