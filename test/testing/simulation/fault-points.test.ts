@@ -8,20 +8,20 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { AgentProcess } from "../../src/process/agent-process.js";
-import type { Message } from "../../src/message/message.js";
-import { Runtime } from "../../src/runtime/runtime.js";
-import { faultPoint } from "../../src/runtime/fault-point.js";
-import { Supervisor } from "../../src/supervision/supervisor.js";
-import { runSimulationScenario } from "../../src/testing/simulation/run-scenario.js";
-import { simulationScenarioArbitrary, type SimulationCommand } from "../../src/testing/simulation/scenario.js";
-import { scheduleArbitrary } from "../../src/testing/simulation/schedule-arbitrary.js";
-import { sequenceChooser } from "../../src/testing/simulation/sequence-chooser.js";
-import { simulate } from "../../src/testing/simulation/simulate.js";
-import type { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
-import type { SimulationFaults, SimulationView } from "../../src/testing/simulation/types.js";
+import { AgentProcess } from "../../../src/process/agent-process.js";
+import type { Message } from "../../../src/message/message.js";
+import { Runtime } from "../../../src/runtime/runtime.js";
+import { faultPoint } from "../../../src/runtime/fault-point.js";
+import { Supervisor } from "../../../src/supervision/supervisor.js";
+import { runSimulationScenario } from "../../../src/testing/simulation/run-scenario.js";
+import { simulationScenarioArbitrary, type SimulationCommand } from "../../../src/testing/simulation/scenario.js";
+import { scheduleArbitrary } from "../../../src/testing/simulation/schedule-arbitrary.js";
+import { sequenceChooser } from "../../../src/testing/simulation/sequence-chooser.js";
+import { simulate } from "../../../src/testing/simulation/simulate.js";
+import type { SimulationFailure } from "../../../src/testing/simulation/simulation-failure.js";
+import type { SimulationFaults, SimulationView } from "../../../src/testing/simulation/types.js";
 import { Payer } from "./fixtures.js";
-import { whenStarted } from "../support/runtimes.js";
+import { whenStarted } from "../../support/runtimes.js";
 
 /** A balance, changed by `debit` and `credit` (sent, not asked). */
 class Balance extends AgentProcess<{ balance: number }> {

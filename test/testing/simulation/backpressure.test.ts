@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { MailboxOptions } from "../../src/mailbox/mailbox-options.js";
-import type { Message } from "../../src/message/message.js";
-import { AgentProcess } from "../../src/process/agent-process.js";
-import { Supervisor } from "../../src/supervision/supervisor.js";
-import { simulate } from "../../src/testing/simulation/simulate.js";
+import type { MailboxOptions } from "../../../src/mailbox/mailbox-options.js";
+import type { Message } from "../../../src/message/message.js";
+import { AgentProcess } from "../../../src/process/agent-process.js";
+import { Supervisor } from "../../../src/supervision/supervisor.js";
+import { simulate } from "../../../src/testing/simulation/simulate.js";
 import { failureOf } from "./fixtures.js";
-import { whenStarted } from "../support/runtimes.js";
+import { whenStarted } from "../../support/runtimes.js";
 
 /** Sends `count` numbered `item`s to `to`, one after the other, from one handler. */
 class Producer extends AgentProcess {

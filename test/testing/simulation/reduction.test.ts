@@ -7,9 +7,9 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { AgentProcess, type Message } from "../../src/index.js";
-import { exhaust, type Simulation } from "../../src/entries/testing.js";
-import { lostUpdate } from "../../examples/simulation/lost-update.js";
+import { AgentProcess, type Message } from "../../../src/index.js";
+import { exhaust, type Simulation } from "../../../src/entries/testing.js";
+import { lostUpdate } from "../../../examples/simulation/lost-update.js";
 
 /** What an agent of a random system does with a message: sends, asks (only to agents after it: no cycle of asks), checkpoints. */
 type Action = { readonly kind: "send" | "ask"; readonly to: number; readonly tag: string } | { readonly kind: "checkpoint" };

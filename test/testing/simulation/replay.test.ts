@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { replay, simulate } from "../../src/testing/simulation/simulate.js";
-import { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
-import type { Simulation, SimulationStep } from "../../src/testing/simulation/types.js";
+import { replay, simulate } from "../../../src/testing/simulation/simulate.js";
+import { SimulationFailure } from "../../../src/testing/simulation/simulation-failure.js";
+import type { Simulation, SimulationStep } from "../../../src/testing/simulation/types.js";
 import { bank, conserved } from "./fixtures.js";
 
 async function transfers(sim: Simulation): Promise<void> {

@@ -8,15 +8,15 @@
  */
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import type { Message } from "../../src/message/message.js";
-import { AgentProcess } from "../../src/process/agent-process.js";
-import { ProcessStatus } from "../../src/contracts/process-status.js";
-import { Supervisor } from "../../src/supervision/supervisor.js";
-import { replay, simulate } from "../../src/testing/simulation/simulate.js";
-import type { Simulation, SimulationInvariant, SimulationOptions, SimulationStep } from "../../src/testing/simulation/types.js";
+import type { Message } from "../../../src/message/message.js";
+import { AgentProcess } from "../../../src/process/agent-process.js";
+import { ProcessStatus } from "../../../src/contracts/process-status.js";
+import { Supervisor } from "../../../src/supervision/supervisor.js";
+import { replay, simulate } from "../../../src/testing/simulation/simulate.js";
+import type { Simulation, SimulationInvariant, SimulationOptions, SimulationStep } from "../../../src/testing/simulation/types.js";
 import { alone, faultOnce, Ledger } from "./fixtures.js";
-import { Crasher } from "../support/probe-agents.js";
-import { whenStarted } from "../support/runtimes.js";
+import { Crasher } from "../../support/probe-agents.js";
+import { whenStarted } from "../../support/runtimes.js";
 
 /** Counts its `work` messages in state and checkpoints each; records what its writes were refused with. */
 class Worker extends AgentProcess<{ n: number; stopped?: boolean }> {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { simulate } from "../../src/testing/simulation/simulate.js";
-import type { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
-import { Supervisor } from "../../src/supervision/supervisor.js";
+import { simulate } from "../../../src/testing/simulation/simulate.js";
+import type { SimulationFailure } from "../../../src/testing/simulation/simulation-failure.js";
+import { Supervisor } from "../../../src/supervision/supervisor.js";
 import { alone, Asker, bank, failureOf, Looper, Sleeper } from "./fixtures.js";
-import { whenStarted } from "../support/runtimes.js";
+import { whenStarted } from "../../support/runtimes.js";
 
 const askers = (): Supervisor => new Supervisor("root", { children: [new Asker("a", "b"), new Asker("b", "a")] });
 

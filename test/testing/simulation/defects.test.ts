@@ -6,15 +6,15 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { runSimulationScenario } from "../../src/testing/simulation/run-scenario.js";
-import { simulationScenario } from "../../src/testing/simulation/scenario.js";
-import { scheduleArbitrary } from "../../src/testing/simulation/schedule-arbitrary.js";
-import { replay, simulate } from "../../src/testing/simulation/simulate.js";
-import { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
-import type { Simulation, SimulationStep } from "../../src/testing/simulation/types.js";
+import { runSimulationScenario } from "../../../src/testing/simulation/run-scenario.js";
+import { simulationScenario } from "../../../src/testing/simulation/scenario.js";
+import { scheduleArbitrary } from "../../../src/testing/simulation/schedule-arbitrary.js";
+import { replay, simulate } from "../../../src/testing/simulation/simulate.js";
+import { SimulationFailure } from "../../../src/testing/simulation/simulation-failure.js";
+import type { Simulation, SimulationStep } from "../../../src/testing/simulation/types.js";
 import type { Ledger } from "./fixtures.js";
 import { bank, conserved } from "./fixtures.js";
-import { whenStarted } from "../support/runtimes.js";
+import { whenStarted } from "../../support/runtimes.js";
 
 describe("a kill during sim.start()", () => {
   it("is a kill in the trace, and the start (and the run after it) goes on, over 200 seeds", { timeout: 60_000 }, async () => {

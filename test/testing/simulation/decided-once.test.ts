@@ -4,16 +4,16 @@
  * its marker write, and lasting takeovers (fenced writes).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { AuditEvent } from "../../src/audit/audit-event.js";
-import { OwnerFences } from "../../src/audit/owner-fence.js";
-import type { Message } from "../../src/message/message.js";
-import { AgentProcess } from "../../src/process/agent-process.js";
-import { ProcessStatus } from "../../src/contracts/process-status.js";
-import type { SuspensionMarker } from "../../src/state/suspension-marker.js";
-import { simulate } from "../../src/testing/simulation/simulate.js";
-import type { Simulation, SimulationFaults, SimulationInvariant, SimulationView } from "../../src/testing/simulation/types.js";
-import { randomChooser } from "../../src/testing/simulation/random-chooser.js";
-import type { Chooser } from "../../src/testing/simulation/types.js";
+import type { AuditEvent } from "../../../src/audit/audit-event.js";
+import { OwnerFences } from "../../../src/audit/owner-fence.js";
+import type { Message } from "../../../src/message/message.js";
+import { AgentProcess } from "../../../src/process/agent-process.js";
+import { ProcessStatus } from "../../../src/contracts/process-status.js";
+import type { SuspensionMarker } from "../../../src/state/suspension-marker.js";
+import { simulate } from "../../../src/testing/simulation/simulate.js";
+import type { Simulation, SimulationFaults, SimulationInvariant, SimulationView } from "../../../src/testing/simulation/types.js";
+import { randomChooser } from "../../../src/testing/simulation/random-chooser.js";
+import type { Chooser } from "../../../src/testing/simulation/types.js";
 import { alone, faultOnce } from "./fixtures.js";
 
 /**

@@ -7,10 +7,10 @@
  */
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import type { AuditEvent } from "../../src/audit/audit-event.js";
-import { randomChooser } from "../../src/testing/simulation/random-chooser.js";
-import { replay, simulate } from "../../src/testing/simulation/simulate.js";
-import type { Chooser, Simulation, SimulationOptions, SimulationStep } from "../../src/testing/simulation/types.js";
+import type { AuditEvent } from "../../../src/audit/audit-event.js";
+import { randomChooser } from "../../../src/testing/simulation/random-chooser.js";
+import { replay, simulate } from "../../../src/testing/simulation/simulate.js";
+import type { Chooser, Simulation, SimulationOptions, SimulationStep } from "../../../src/testing/simulation/types.js";
 import { alone, faultOnce, Payer } from "./fixtures.js";
 
 const payer = (): ReturnType<typeof alone> => alone(new Payer("payer"));

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { simulate } from "../../src/testing/simulation/simulate.js";
-import { SimulatedCrash } from "../../src/testing/simulation/simulation-failure.js";
-import type { Simulation } from "../../src/testing/simulation/types.js";
+import { simulate } from "../../../src/testing/simulation/simulate.js";
+import { SimulatedCrash } from "../../../src/testing/simulation/simulation-failure.js";
+import type { Simulation } from "../../../src/testing/simulation/types.js";
 import { ALL_FAULTS, alone, faultOnce, Ledger, Payer } from "./fixtures.js";
-import { whenStarted } from "../support/runtimes.js";
+import { whenStarted } from "../../support/runtimes.js";
 
 const ledger = (): ReturnType<typeof alone> => alone(new Ledger("ledger"));
 const payer = (): ReturnType<typeof alone> => alone(new Payer("payer"));

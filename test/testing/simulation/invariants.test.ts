@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { ProcessRunner } from "../../src/process/process-runner.js";
-import { ProcessStatus } from "../../src/contracts/process-status.js";
-import { BuiltInInvariants } from "../../src/testing/simulation/built-in-invariants.js";
-import { AuditLog } from "../../src/testing/simulation/simulated-audit-sink.js";
-import { simulate } from "../../src/testing/simulation/simulate.js";
-import { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
+import type { ProcessRunner } from "../../../src/process/process-runner.js";
+import { ProcessStatus } from "../../../src/contracts/process-status.js";
+import { BuiltInInvariants } from "../../../src/testing/simulation/built-in-invariants.js";
+import { AuditLog } from "../../../src/testing/simulation/simulated-audit-sink.js";
+import { simulate } from "../../../src/testing/simulation/simulate.js";
+import { SimulationFailure } from "../../../src/testing/simulation/simulation-failure.js";
 import { bank, type Ledger } from "./fixtures.js";
 
 /** A runner as the delivery check reads it: a name, a status and a count of business messages taken. */

@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { Supervisor } from "../../src/supervision/supervisor.js";
-import { fastCheckChooser } from "../../src/testing/simulation/fast-check-chooser.js";
-import { simulate } from "../../src/testing/simulation/simulate.js";
-import type { Simulation } from "../../src/testing/simulation/types.js";
+import { Supervisor } from "../../../src/supervision/supervisor.js";
+import { fastCheckChooser } from "../../../src/testing/simulation/fast-check-chooser.js";
+import { simulate } from "../../../src/testing/simulation/simulate.js";
+import type { Simulation } from "../../../src/testing/simulation/types.js";
 import { Forwarder, Recorder } from "./fixtures.js";
-import { whenStarted } from "../support/runtimes.js";
+import { whenStarted } from "../../support/runtimes.js";
 
 const system = (): Supervisor => new Supervisor("root", { children: [new Recorder("recorder"), new Forwarder("f1"), new Forwarder("f2")] });
 

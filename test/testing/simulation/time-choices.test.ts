@@ -8,17 +8,17 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { AgentProcess } from "../../src/process/agent-process.js";
-import type { Message } from "../../src/message/message.js";
-import { Supervisor } from "../../src/supervision/supervisor.js";
-import { runSimulationScenario } from "../../src/testing/simulation/run-scenario.js";
-import { simulationScenarioArbitrary, type SimulationCommand } from "../../src/testing/simulation/scenario.js";
-import { scheduleArbitrary } from "../../src/testing/simulation/schedule-arbitrary.js";
-import { sequenceChooser } from "../../src/testing/simulation/sequence-chooser.js";
-import { replay, simulate } from "../../src/testing/simulation/simulate.js";
-import { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
-import type { SimulationOptions, SimulationView } from "../../src/testing/simulation/types.js";
-import { whenStarted } from "../support/runtimes.js";
+import { AgentProcess } from "../../../src/process/agent-process.js";
+import type { Message } from "../../../src/message/message.js";
+import { Supervisor } from "../../../src/supervision/supervisor.js";
+import { runSimulationScenario } from "../../../src/testing/simulation/run-scenario.js";
+import { simulationScenarioArbitrary, type SimulationCommand } from "../../../src/testing/simulation/scenario.js";
+import { scheduleArbitrary } from "../../../src/testing/simulation/schedule-arbitrary.js";
+import { sequenceChooser } from "../../../src/testing/simulation/sequence-chooser.js";
+import { replay, simulate } from "../../../src/testing/simulation/simulate.js";
+import { SimulationFailure } from "../../../src/testing/simulation/simulation-failure.js";
+import type { SimulationOptions, SimulationView } from "../../../src/testing/simulation/types.js";
+import { whenStarted } from "../../support/runtimes.js";
 
 /** Holds stock; a `reserve` takes one unit for the order. */
 class Warehouse extends AgentProcess<{ reserved: string[] }> {

@@ -3,9 +3,9 @@
  * depth-first search over the simulation's choices (issue 13, item 5).
  */
 import { describe, expect, it } from "vitest";
-import { AgentProcess, type Message } from "../../src/index.js";
-import { exhaust, type Simulation } from "../../src/entries/testing.js";
-import { moneyInFlight } from "../../examples/simulation/money-in-flight.js";
+import { AgentProcess, type Message } from "../../../src/index.js";
+import { exhaust, type Simulation } from "../../../src/entries/testing.js";
+import { moneyInFlight } from "../../../examples/simulation/money-in-flight.js";
 
 /** Takes its messages and does nothing else: no reply, no write, so deliveries are the only choices. */
 class Quiet extends AgentProcess {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { findCycle, formatChain, type WaitEdge } from "../../src/testing/simulation/wait-graph.js";
+import { findCycle, formatChain, type WaitEdge } from "../../../src/testing/simulation/wait-graph.js";
 
 const ask = (from: string, to: string): WaitEdge => ({ from, to, type: "q", via: "ask" });
 const put = (from: string, to: string): WaitEdge => ({ from, to, type: "flood", via: "put" });

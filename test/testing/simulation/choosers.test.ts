@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { fastCheckChooser } from "../../src/testing/simulation/fast-check-chooser.js";
-import { pctChooser } from "../../src/testing/simulation/pct-chooser.js";
-import { randomChooser } from "../../src/testing/simulation/random-chooser.js";
-import { simulate } from "../../src/testing/simulation/simulate.js";
-import { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
-import type { Chooser, SimulationChoice } from "../../src/testing/simulation/types.js";
+import { fastCheckChooser } from "../../../src/testing/simulation/fast-check-chooser.js";
+import { pctChooser } from "../../../src/testing/simulation/pct-chooser.js";
+import { randomChooser } from "../../../src/testing/simulation/random-chooser.js";
+import { simulate } from "../../../src/testing/simulation/simulate.js";
+import { SimulationFailure } from "../../../src/testing/simulation/simulation-failure.js";
+import type { Chooser, SimulationChoice } from "../../../src/testing/simulation/types.js";
 import { bank, conserved } from "./fixtures.js";
 
 /** Runs two concurrent transfers under `chooser`; the failure, if the lost update happened. */

@@ -5,8 +5,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { AgentProcess, type Message } from "../../src/index.js";
-import { runSimulationScenario, sequenceChooser, simulationScenario, simulationScenarioArbitrary, SimulationFailure, type SimulationCommand } from "../../src/entries/testing.js";
+import { AgentProcess, type Message } from "../../../src/index.js";
+import { runSimulationScenario, sequenceChooser, simulationScenario, simulationScenarioArbitrary, SimulationFailure, type SimulationCommand } from "../../../src/entries/testing.js";
 
 /** Answers `get` with its count; `add` adds to it. */
 class Counter extends AgentProcess<{ count: number }> {

@@ -8,12 +8,12 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { SimulationFailure, type SimulationScenario } from "../../src/entries/testing.js";
-import type { PlantedBug } from "../../examples/simulation/bank.js";
-import { doublePayment } from "../../examples/simulation/double-payment.js";
-import { lostUpdate } from "../../examples/simulation/lost-update.js";
-import { moneyInFlight } from "../../examples/simulation/money-in-flight.js";
-import { plantedBugProperty, replayPlantedBug } from "../../examples/simulation/property.js";
+import { SimulationFailure, type SimulationScenario } from "../../../src/entries/testing.js";
+import type { PlantedBug } from "../../../examples/simulation/bank.js";
+import { doublePayment } from "../../../examples/simulation/double-payment.js";
+import { lostUpdate } from "../../../examples/simulation/lost-update.js";
+import { moneyInFlight } from "../../../examples/simulation/money-in-flight.js";
+import { plantedBugProperty, replayPlantedBug } from "../../../examples/simulation/property.js";
 
 const BUGS: ReadonlyArray<readonly [string, PlantedBug]> = [
   ["lost update", lostUpdate],

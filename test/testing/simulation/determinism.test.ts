@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { simulate } from "../../src/testing/simulation/simulate.js";
-import type { SimulationStep } from "../../src/testing/simulation/types.js";
-import { runTsChild } from "../support/child-process.js";
+import { simulate } from "../../../src/testing/simulation/simulate.js";
+import type { SimulationStep } from "../../../src/testing/simulation/types.js";
+import { runTsChild } from "../../support/child-process.js";
 import { bank, type Ledger } from "./fixtures.js";
-import { whenStarted } from "../support/runtimes.js";
+import { whenStarted } from "../../support/runtimes.js";
 
-const CHILD = "test/simulation/fixtures/trace-child.ts";
+const CHILD = "test/testing/simulation/fixtures/trace-child.ts";
 
 /** Runs two concurrent transfers under `seed` to quiescence; the trace. */
 async function transfers(seed: number): Promise<readonly SimulationStep[]> {

@@ -4,12 +4,12 @@
  * balance, then telling it the new balances (a lost update when two
  * transfers interleave: the planted read-modify-write race).
  */
-import { AgentProcess } from "../../src/process/agent-process.js";
-import type { Message } from "../../src/message/message.js";
-import { Supervisor } from "../../src/supervision/supervisor.js";
-import { randomChooser } from "../../src/testing/simulation/random-chooser.js";
-import { SimulationFailure } from "../../src/testing/simulation/simulation-failure.js";
-import type { Chooser, SimulationFaultKind, SimulationInvariant } from "../../src/testing/simulation/types.js";
+import { AgentProcess } from "../../../src/process/agent-process.js";
+import type { Message } from "../../../src/message/message.js";
+import { Supervisor } from "../../../src/supervision/supervisor.js";
+import { randomChooser } from "../../../src/testing/simulation/random-chooser.js";
+import { SimulationFailure } from "../../../src/testing/simulation/simulation-failure.js";
+import type { Chooser, SimulationFaultKind, SimulationInvariant } from "../../../src/testing/simulation/types.js";
 
 /** Holds the accounts; answers `balance`, applies `set`, `deposit` (checkpointed). */
 export class Ledger extends AgentProcess<{ accounts: Record<string, number> }> {
