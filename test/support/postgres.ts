@@ -57,14 +57,6 @@ export function testSchemaPerFile(label: string): TestSchema {
     if (schema === undefined) throw new Error(`the test schema '${label}' is made in beforeAll: read it inside a hook or a test`);
     return schema;
   };
-  return {
-    get name() {
-      return current().name;
-    },
-    get pool() {
-      return current().pool;
-    },
-    table: (prefix) => current().table(prefix),
-    drop: () => current().drop(),
-  };
+  // Every member is read from the schema of the moment (its functions are closures: no `this`).
+  return new Proxy({} as TestSchema, { get: (_target, key) => Reflect.get(current(), key) as unknown });
 }

@@ -8,7 +8,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus } from "../../src/index.js";
-import { heldAuthorizer, Pausable, startedRig, teardown } from "./helpers.js";
+import { heldAuthorizer, Pausable, pausableRig, startedRig, teardown } from "./helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { track } from "../support/outcome.js";
 
@@ -50,8 +50,7 @@ describe("runtime.stop() while authorizeResume is deciding, with a sibling still
 describe("control while a resume is being authorized", () => {
   it("civitas.eval.halt stops a SUSPENDED agent even while its authorizeResume has not answered", async () => {
     const { authorizeResume, asked } = heldAuthorizer(); // the policy engine never answers (decision never opened)
-    const a = new Pausable("a");
-    const r = await startedRig([a], { authorizeResume });
+    const { agent: a, ...r } = await pausableRig("a", { authorizeResume });
     await r.runtime.suspend("a", "hold");
     const resuming = track(r.runtime.resume("a", "alice"));
     await waitUntil(() => asked() === 1, "authorizeResume called");

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, MemoryAuditSink, ProcessStatus, SUSPENSION_KEY, type AuditEvent, type Message } from "../../src/index.js";
-import { dynamicRig, Pausable, rig, startedRig, teardown, TimelineAudit } from "./helpers.js";
+import { dynamicRig, Pausable, pausableRig, rig, startedRig, teardown, TimelineAudit } from "./helpers.js";
 import { waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
@@ -50,8 +50,7 @@ describe("a halt (civitas.eval.halt) of a suspended agent", () => {
   });
 
   it("records nothing for a running agent (there is no pause to cancel)", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     await r.runtime.send("a", {}, { type: "civitas.eval.halt" });
     await waitUntil(() => agent.status === S.STOPPED, "STOPPED");
     expect(cancellations(r.audit.events)).toEqual([]);
@@ -64,8 +63,7 @@ describe("a halt (civitas.eval.halt) of a suspended agent", () => {
       if (event.event === "agent.suspend.cancelled") throw new Error("disk full");
       record(event);
     };
-    const agent = new Pausable("a");
-    const r = await startedRig([agent], { audit });
+    const { agent: agent, ...r } = await pausableRig("a", { audit });
     await r.runtime.suspend("a", "hold");
     await r.runtime.send("a", {}, { type: "civitas.eval.halt" });
     await waitUntil(() => agent.status === S.STOPPED, "STOPPED");
@@ -76,8 +74,7 @@ describe("a halt (civitas.eval.halt) of a suspended agent", () => {
 
 describe("a graceful stop keeps the pause", () => {
   it("runtime.stop records no cancellation and keeps the marker", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const r = await pausableRig();
     const { store } = r;
     await r.runtime.suspend("a", "hold");
     await r.runtime.stop();

@@ -24,7 +24,7 @@ import {
   type SuspensionMarker,
 } from "../../src/index.js";
 import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
-import { Pausable, rig, startedRig, suspendedRig, teardown, TimelineAudit } from "./helpers.js";
+import { Pausable, pausableRig, rig, startedRig, suspendedRig, teardown, TimelineAudit } from "./helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { rejectsWithCode } from "../support/outcome.js";
 import { whenStarted } from "../support/runtimes.js";
@@ -189,8 +189,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
   });
 
   it("denying a running agent without a suspensionId is a no-op (the decider still checked)", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     await r.runtime.deny("a", "bob");
     await rejectsWithCode(r.runtime.deny("a", " "), "INVALID_APPROVER");
     expect(agent.status).toBe(S.RUNNING);
@@ -199,8 +198,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
   });
 
   it("a deny sent while the agent ran does not deny a pause the handler then in progress asks for (it could not have seen it)", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     const blocker = gate();
     agent.blocker = blocker;
     await r.runtime.send("a", { op: "block", seq: 1 });

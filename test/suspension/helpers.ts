@@ -328,6 +328,12 @@ export async function suspendedRig(options: SuspendedRigOptions = {}): Promise<R
   return { agent, ...r };
 }
 
+/** A started {@link rig} of one {@link Pausable} named `name`, not paused. */
+export async function pausableRig(name = "a", options: RigOptions = {}): Promise<Rig & { readonly agent: Pausable }> {
+  const agent = new Pausable(name);
+  return { agent, ...(await startedRig([agent], options)) };
+}
+
 /** Options of {@link dynamicRig}: the rig's, and the DynamicSupervisor's. */
 export interface DynamicRigOptions extends RigOptions {
   /** Options of the DynamicSupervisor "dyn", applied after `backoffBaseMs: 0`. */

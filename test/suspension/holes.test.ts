@@ -7,7 +7,7 @@ import {
   type JsonObject,
   type Message,
 } from "../../src/index.js";
-import { Pausable, rig, startedRig, teardown } from "./helpers.js";
+import { Pausable, pausableRig, rig, startedRig, teardown } from "./helpers.js";
 import { rejectsWithCode, track } from "../support/outcome.js";
 import { turns, waitUntil } from "../support/agents.js";
 import { whenStarted } from "../support/runtimes.js";
@@ -64,8 +64,7 @@ describe("capability and broadcast routing into a suspended agent (documented tr
 
 describe("ask into a suspended agent", () => {
   it("waits and times out with ASK_TIMEOUT (the request stays queued; its late reply is dropped and counted)", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     await r.runtime.suspend("a");
     const asking = track(r.runtime.ask("a", { op: "echo", seq: 1 }, { timeoutMs: 5_000 }));
     await r.clock.advance(4_999);
@@ -79,8 +78,7 @@ describe("ask into a suspended agent", () => {
   });
 
   it("an ask that is still waiting when the agent is resumed gets its answer", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const r = await pausableRig();
     await r.runtime.suspend("a");
     const asking = r.runtime.ask("a", { op: "echo", seq: 7 }, { timeoutMs: 60_000 });
     await turns(5);
@@ -126,8 +124,7 @@ describe("listSuspended", () => {
 
 describe("self-suspend outside handle", () => {
   it("called from a timer on an idle agent, it still suspends it (and runs onSuspend once)", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     await turns(5);
     r.clock.setTimeout(() => agent.suspend("from a timer"), 500);
     await r.clock.advance(500);
@@ -157,8 +154,7 @@ describe("self-suspend outside handle", () => {
   });
 
   it("suspend(reason) with a non-string reason throws INVALID_ARGUMENT and changes nothing", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     let thrown: unknown;
     try {
       agent.suspend(42 as unknown as string);

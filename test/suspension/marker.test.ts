@@ -10,7 +10,7 @@ import {
   type Message,
 } from "../../src/index.js";
 import { isoTime } from "../../src/time/clock.js";
-import { expectIsoMs, Pausable, RecordingStore, rig, startedRig, teardown } from "./helpers.js";
+import { expectIsoMs, Pausable, pausableRig, RecordingStore, rig, startedRig, teardown } from "./helpers.js";
 import { rejectsWithCode } from "../support/outcome.js";
 import { turns, waitUntil } from "../support/agents.js";
 
@@ -32,8 +32,7 @@ describe("the marker (S4)", () => {
   });
 
   it("is { reason, since (ISO ms), approver: null, suspensionId, identity }, in state, in the store and on agent.suspension", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     expect(agent.suspension).toBeUndefined();
     await r.clock.advance(1234);
     await r.runtime.suspend("a", "needs a human");
@@ -70,8 +69,7 @@ describe("the marker (S4)", () => {
   });
 
   it("user code that deletes or edits state[SUSPENSION_KEY] and checkpoints cannot un-suspend", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     const { store } = r;
     await r.runtime.suspend("a", "hold");
     const marker = agent.suspension!;
@@ -101,8 +99,7 @@ describe("the marker (S4)", () => {
   });
 
   it("user code cannot suspend durably by writing a fake marker into state while RUNNING", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     const { store } = r;
     agent.state[SUSPENSION_KEY] = { reason: "fake", since: isoTime(0), approver: null, suspensionId: uuidv7() };
     await agent.checkpoint();
@@ -111,8 +108,7 @@ describe("the marker (S4)", () => {
   });
 
   it("a cleared marker is a removed key, not null (state, store, getter)", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     agent.state.keep = 1;
     await r.runtime.suspend("a");
     await r.runtime.resume("a", "alice");
@@ -152,8 +148,7 @@ describe("the marker (S4)", () => {
 
 describe("write-ahead safety (S5)", () => {
   it("a store that rejects during suspend: still SUSPENDED, suspend resolves, warned, audited durable:false, span degraded", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent], { tracing: true });
+    const { agent: agent, ...r } = await pausableRig("a", { tracing: true });
     const { store } = r;
     await r.runtime.send("a", { seq: 1 });
     await waitUntil(() => agent.handled.length === 1, "first message");
@@ -185,8 +180,7 @@ describe("write-ahead safety (S5)", () => {
   });
 
   it("with a healthy store the same suspend is durable:true and its span carries no degraded event", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent], { tracing: true });
+    const r = await pausableRig("a", { tracing: true });
     await r.runtime.suspend("a", "fine");
     expect(r.audit.ofType("agent.suspend", "a")[0]!.details.durable).toBe(true);
     const span = r.tracing!.named("civitas.agent.suspend")[0]!;
@@ -196,8 +190,7 @@ describe("write-ahead safety (S5)", () => {
   });
 
   it("the in-memory pause comes first: status is SUSPENDED while the marker's store.set is still in flight", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     const { store } = r;
     const seen: string[] = [];
     store.onSet = (_name, state) => seen.push(`${agent.status}:${markerKind(state)}`);

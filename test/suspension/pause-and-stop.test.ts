@@ -15,7 +15,7 @@ import {
   type JsonObject,
   type Message,
 } from "../../src/index.js";
-import { dynamicRig, Pausable, startedRig, teardown } from "../suspension/helpers.js";
+import { dynamicRig, Pausable, pausableRig, startedRig, teardown } from "../suspension/helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { runtimes, sleep, whenStarted } from "../support/runtimes.js";
 import { track } from "../support/outcome.js";
@@ -123,8 +123,7 @@ describe("a pause asked for from handle() and a graceful runtime.stop()", () => 
     await stopping;
     expect(first.handled).toEqual([1]);
 
-    const second = new Pausable("a");
-    const r2 = await startedRig([second], { store });
+    const { agent: second, ...r2 } = await pausableRig("a", { store });
     await r2.runtime.send("a", { seq: 9 });
     await turns(20);
     expect(second.status).toBe(S.SUSPENDED);

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, ProcessStatus, type Message, type Pause } from "../../src/index.js";
-import { Pausable, startedRig, teardown } from "./helpers.js";
+import { pausableRig, startedRig, teardown } from "./helpers.js";
 import { waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
@@ -68,8 +68,7 @@ describe("this.suspend() returns the pause", () => {
 
 describe("runtime.suspend() resolves with the pause", () => {
   it("resolves with the suspensionId and deadline of the pause entered, the same as the marker's", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     const pause = await r.runtime.suspend("a", "big payment", { expiresInMs: 1_000 });
     expect(pause).toEqual({ suspensionId: agent.suspension!.suspensionId, expiresAt: iso(START_MS + 1_000) });
     await r.runtime.deny("a", "bob", { suspensionId: pause.suspensionId });
@@ -77,8 +76,7 @@ describe("runtime.suspend() resolves with the pause", () => {
   });
 
   it("without a deadline has no expiresAt; suspending a suspended agent resolves with its current pause (and a new deadline when given)", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     const first = await r.runtime.suspend("a", "review");
     expect(first).toEqual({ suspensionId: agent.suspension!.suspensionId });
     expect(Object.hasOwn(first, "expiresAt")).toBe(false);

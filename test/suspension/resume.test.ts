@@ -2,7 +2,7 @@ import type { Context } from "@opentelemetry/api";
 import { BasicTracerProvider, type ReadableSpan, type Span, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ProcessStatus, ResumeRefusedError, SUSPENSION_KEY, type AuthorizeResume, type SuspensionMarker } from "../../src/index.js";
-import { expectIsoMs, heldAuthorizer, Pausable, rig, startedRig, suspendedRig, teardown, TimelineAudit } from "./helpers.js";
+import { expectIsoMs, heldAuthorizer, Pausable, pausableRig, rig, startedRig, suspendedRig, teardown, TimelineAudit } from "./helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { rejectsWithCode, track } from "../support/outcome.js";
 
@@ -55,8 +55,7 @@ describe("approver validation (S6)", () => {
   });
 
   it("an invalid approver is refused even for a RUNNING agent (the no-op still validates)", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const r = await pausableRig();
     await rejectsWithCode(r.runtime.resume("a", ""), "INVALID_APPROVER");
     await rejectsWithCode(r.runtime.resume("a", "\t\n"), "INVALID_APPROVER");
   });
@@ -173,8 +172,7 @@ describe("resume by identity (STALE_APPROVAL) and the no-op resume", () => {
   });
 
   it("resume of a RUNNING agent without suspensionId is a no-op: no hook, audit, persist or onResume", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     await r.runtime.resume("a", "alice");
     expect(agent.status).toBe(S.RUNNING);
     expect(agent.resumes).toEqual([]);
@@ -245,8 +243,7 @@ describe("effect order", () => {
 
   it("the next business message is taken only after runtime.resume resolved (no hooks, no tracing)", async () => {
     const timeline: string[] = [];
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     await r.runtime.suspend("a");
     await r.runtime.send("a", { seq: 1 });
     agent.timeline = timeline;
@@ -258,8 +255,7 @@ describe("effect order", () => {
 
   it("runtime.stop while authorizeResume is still deciding keeps the pause: no agent.resume receipt, marker kept in the store", async () => {
     const { authorizeResume, decision, asked } = heldAuthorizer();
-    const agent = new Pausable("a");
-    const r = await startedRig([agent], { authorizeResume });
+    const { agent: agent, ...r } = await pausableRig("a", { authorizeResume });
     await r.runtime.suspend("a", "hold");
     const marker = agent.suspension!;
     const resuming = track(r.runtime.resume("a", "alice"));

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ProcessStatus, Supervisor, SUSPENSION_KEY, type RestartStrategy } from "../../src/index.js";
 import { Probe, gate, turns, waitUntil } from "../support/agents.js";
-import { dynamicRig, pathOf, Pausable, RecordingStore, rig, startedRig, teardown } from "./helpers.js";
+import { dynamicRig, pathOf, Pausable, pausableRig, RecordingStore, rig, startedRig, teardown } from "./helpers.js";
 import { ProcessRunner } from "../../src/process/process-runner.js";
 import { rejectsWithCode, track } from "../support/outcome.js";
 
@@ -11,8 +11,7 @@ const S = ProcessStatus;
 
 describe("stopping a suspended agent (S7)", () => {
   it("runtime.stop stops it with no leaked loop: nothing queued is ever handled afterwards", async () => {
-    const agent = new Pausable("a");
-    const r = await startedRig([agent]);
+    const { agent: agent, ...r } = await pausableRig();
     await r.runtime.suspend("a");
     for (let seq = 1; seq <= 3; seq++) await r.runtime.send("a", { seq });
     const ready = vi.spyOn(ProcessRunner.prototype, "mailboxReady") // the loop's wake-up: the only agent here is "a";
@@ -29,16 +28,14 @@ describe("stopping a suspended agent (S7)", () => {
   });
 
   it("graceful runtime.stop keeps the marker: a new Runtime on the same store restores SUSPENDED with the same id", async () => {
-    const first = new Pausable("a");
-    const r1 = await startedRig([first]);
+    const { agent: first, ...r1 } = await pausableRig();
     const { store } = r1;
     await r1.runtime.suspend("a", "over the weekend");
     const marker = first.suspension!;
     await r1.runtime.stop();
     expect(await store.marker("a")).toEqual(marker);
 
-    const second = new Pausable("a");
-    const r2 = await startedRig([second], { store });
+    const { agent: second, ...r2 } = await pausableRig("a", { store });
     expect(second.status).toBe(S.SUSPENDED);
     expect(second.suspension).toEqual(marker);
     expect(second.suspends).toEqual([]);
@@ -46,8 +43,7 @@ describe("stopping a suspended agent (S7)", () => {
   });
 
   it("a process crash (no stop at all) keeps the marker too", async () => {
-    const first = new Pausable("a");
-    const r1 = await startedRig([first]);
+    const { agent: first, ...r1 } = await pausableRig();
     const { store } = r1;
     await r1.runtime.suspend("a", "crash me");
     const marker = first.suspension!;
