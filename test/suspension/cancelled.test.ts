@@ -4,8 +4,8 @@
  * comes before its marker is cleared. A graceful stop keeps the pause.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { AgentProcess, MemoryAuditSink, ProcessStatus, SUSPENSION_KEY, type AuditEvent, type Message } from "../../src/index.js";
-import { dynamicRig, Pausable, pausableRig, rig, startedRig, teardown, TimelineAudit } from "./helpers.js";
+import { AgentProcess, ProcessStatus, SUSPENSION_KEY, type AuditEvent, type Message } from "../../src/index.js";
+import { auditFailingOn, dynamicRig, Pausable, pausableRig, rig, startedRig, teardown, TimelineAudit } from "./helpers.js";
 import { waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
@@ -50,20 +50,15 @@ describe("a halt (civitas.eval.halt) of a suspended agent", () => {
   });
 
   it("records nothing for a running agent (there is no pause to cancel)", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.send("a", {}, { type: "civitas.eval.halt" });
     await waitUntil(() => agent.status === S.STOPPED, "STOPPED");
     expect(cancellations(r.audit.events)).toEqual([]);
   });
 
   it("keeps the marker when the receipt cannot be recorded (the log and the store agree the pause is live), and still stops", async () => {
-    const audit = new MemoryAuditSink();
-    const record = audit.emit.bind(audit);
-    audit.emit = (event: AuditEvent): void => {
-      if (event.event === "agent.suspend.cancelled") throw new Error("disk full");
-      record(event);
-    };
-    const { agent: agent, ...r } = await pausableRig("a", { audit });
+    const audit = auditFailingOn("agent.suspend.cancelled");
+    const { agent, ...r } = await pausableRig("a", { audit });
     await r.runtime.suspend("a", "hold");
     await r.runtime.send("a", {}, { type: "civitas.eval.halt" });
     await waitUntil(() => agent.status === S.STOPPED, "STOPPED");

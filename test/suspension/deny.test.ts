@@ -189,7 +189,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
   });
 
   it("denying a running agent without a suspensionId is a no-op (the decider still checked)", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.deny("a", "bob");
     await rejectsWithCode(r.runtime.deny("a", " "), "INVALID_APPROVER");
     expect(agent.status).toBe(S.RUNNING);
@@ -198,7 +198,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
   });
 
   it("a deny sent while the agent ran does not deny a pause the handler then in progress asks for (it could not have seen it)", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     const blocker = gate();
     agent.blocker = blocker;
     await r.runtime.send("a", { op: "block", seq: 1 });

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, ProcessStatus, SUSPENSION_KEY, type AuditEvent, type Message } from "../../src/index.js";
 import { MemoryAuditSink } from "../../src/audit/memory-audit-sink.js";
 import { TestClock } from "../../src/testing/test-clock.js";
-import { Pausable, pausableRig, RecordingStore, rig, startedRig, teardown } from "./helpers.js";
+import { auditFailingOn, Pausable, pausableRig, RecordingStore, rig, startedRig, teardown } from "./helpers.js";
 import { rejectsWithCode } from "../support/outcome.js";
 import { turns, waitUntil } from "../support/agents.js";
 
@@ -27,7 +27,7 @@ function denials(events: readonly AuditEvent[]): AuditEvent[] {
 
 describe("a pause with a deadline", () => {
   it("stores the deadline in the marker and the suspend receipt, and is denied by 'expiry' when it passes, not before", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a", "big payment", { expiresInMs: 1_000 });
     const marker = agent.suspension!;
     expect(marker.expiresAt).toBe(iso(START_MS + 1_000));
@@ -73,7 +73,7 @@ describe("a pause with a deadline", () => {
   });
 
   it("expiresInMs: 0 denies the pause at once, at the next loop boundary", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a", "hold", { expiresInMs: 0 });
     await waitUntil(() => agent.denies.length === 1, "denied");
     expect(agent.status).toBe(S.RUNNING);
@@ -102,7 +102,7 @@ describe("a pause with a deadline", () => {
     ["NaN", Number.NaN],
     ["a string", "1000"],
   ])("INVALID_ARGUMENT for an expiresInMs that is %s (runtime.suspend and this.suspend), before anything is sent", async (_what, bad) => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     const error = await rejectsWithCode(r.runtime.suspend("a", "hold", { expiresInMs: bad as number }), "INVALID_ARGUMENT");
     expect(error.message).toContain("expiresInMs");
     expect(() => agent.suspend("hold", { expiresInMs: bad as number })).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT" }) as Error);
@@ -116,7 +116,7 @@ describe("the deadline's timer", () => {
     ["a resume", "resume"],
     ["a deny", "deny"],
   ] as const)("is cleared by %s: nothing happens when the deadline would have passed", async (_what, how) => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     const idle = r.clock.pendingTimers;
     await r.runtime.suspend("a", "hold", { expiresInMs: 1_000 });
     expect(r.clock.pendingTimers).toBe(idle + 1);
@@ -168,7 +168,7 @@ describe("the deadline's timer", () => {
 
 describe("a repeated suspend and the deadline", () => {
   it("keeps since, suspensionId and the deadline when it gives none; replaces the deadline when it gives one", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a", "first", { expiresInMs: 1_000 });
     const { since, suspensionId, expiresAt } = agent.suspension!;
     await r.clock.advance(500);
@@ -189,13 +189,8 @@ describe("a repeated suspend and the deadline", () => {
 
 describe("an expiry whose receipt cannot be recorded", () => {
   it("leaves the pause in place (it can still be resumed) and logs why", async () => {
-    const audit = new MemoryAuditSink();
-    const record = audit.emit.bind(audit);
-    audit.emit = (event: AuditEvent): void => {
-      if (event.event === "agent.deny") throw new Error("disk full");
-      record(event);
-    };
-    const { agent: agent, ...r } = await pausableRig("a", { audit });
+    const audit = auditFailingOn("agent.deny");
+    const { agent, ...r } = await pausableRig("a", { audit });
     await r.runtime.suspend("a", "hold", { expiresInMs: 100 });
     await r.clock.advance(100);
     await waitUntil(() => r.logs.some((l) => l.level === "error" && l.message.includes("could not be denied")), "the failure logged");

@@ -30,7 +30,7 @@ import type { TracerProvider } from "@opentelemetry/api";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { testTracing, type TestTracing } from "../support/tracing.js";
 
-import { gate, type Gate } from "../support/agents.js";
+import { gate, waitUntil, type Gate } from "../support/agents.js";
 
 
 // ---- store ------------------------------------------------------------------
@@ -347,6 +347,28 @@ export async function dynamicRig(options: DynamicRigOptions = {}): Promise<{ rea
   const r = rig(new Supervisor("root", { children: [dyn] }), rigOptions);
   await r.runtime.start();
   return { r, dyn, store: r.store };
+}
+
+/** A {@link dynamicRig} with one spawned {@link Pausable}, "w", busy in a handler until `blocker` opens. */
+export async function busyDynamicWorker(options: DynamicRigOptions = {}): Promise<{ readonly r: Rig; readonly dyn: DynamicSupervisor; readonly store: RecordingStore; readonly w: Pausable; readonly blocker: Gate }> {
+  const { r, dyn, store } = await dynamicRig(options);
+  const w = await dyn.spawn(Pausable, "w");
+  const blocker = gate();
+  w.blocker = blocker;
+  await r.runtime.send("w", { op: "block", seq: 1 });
+  await waitUntil(() => w.entered === 1, "busy");
+  return { r, dyn, store, w, blocker };
+}
+
+/** A {@link MemoryAuditSink} whose `emit` throws ("disk full") for every event named `failing`, and records the others. */
+export function auditFailingOn(failing: string): MemoryAuditSink {
+  const audit = new MemoryAuditSink();
+  const record = audit.emit.bind(audit);
+  audit.emit = (event: AuditEvent): void => {
+    if (event.event === failing) throw new Error("disk full");
+    record(event);
+  };
+  return audit;
 }
 
 /** What {@link heldAuthorizer} returns. */

@@ -64,7 +64,7 @@ describe("capability and broadcast routing into a suspended agent (documented tr
 
 describe("ask into a suspended agent", () => {
   it("waits and times out with ASK_TIMEOUT (the request stays queued; its late reply is dropped and counted)", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a");
     const asking = track(r.runtime.ask("a", { op: "echo", seq: 1 }, { timeoutMs: 5_000 }));
     await r.clock.advance(4_999);
@@ -124,7 +124,7 @@ describe("listSuspended", () => {
 
 describe("self-suspend outside handle", () => {
   it("called from a timer on an idle agent, it still suspends it (and runs onSuspend once)", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     await turns(5);
     r.clock.setTimeout(() => agent.suspend("from a timer"), 500);
     await r.clock.advance(500);
@@ -154,7 +154,7 @@ describe("self-suspend outside handle", () => {
   });
 
   it("suspend(reason) with a non-string reason throws INVALID_ARGUMENT and changes nothing", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     let thrown: unknown;
     try {
       agent.suspend(42 as unknown as string);

@@ -32,7 +32,7 @@ describe("the marker (S4)", () => {
   });
 
   it("is { reason, since (ISO ms), approver: null, suspensionId, identity }, in state, in the store and on agent.suspension", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     expect(agent.suspension).toBeUndefined();
     await r.clock.advance(1234);
     await r.runtime.suspend("a", "needs a human");
@@ -69,7 +69,7 @@ describe("the marker (S4)", () => {
   });
 
   it("user code that deletes or edits state[SUSPENSION_KEY] and checkpoints cannot un-suspend", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     const { store } = r;
     await r.runtime.suspend("a", "hold");
     const marker = agent.suspension!;
@@ -99,7 +99,7 @@ describe("the marker (S4)", () => {
   });
 
   it("user code cannot suspend durably by writing a fake marker into state while RUNNING", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     const { store } = r;
     agent.state[SUSPENSION_KEY] = { reason: "fake", since: isoTime(0), approver: null, suspensionId: uuidv7() };
     await agent.checkpoint();
@@ -108,7 +108,7 @@ describe("the marker (S4)", () => {
   });
 
   it("a cleared marker is a removed key, not null (state, store, getter)", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     agent.state.keep = 1;
     await r.runtime.suspend("a");
     await r.runtime.resume("a", "alice");
@@ -148,7 +148,7 @@ describe("the marker (S4)", () => {
 
 describe("write-ahead safety (S5)", () => {
   it("a store that rejects during suspend: still SUSPENDED, suspend resolves, warned, audited durable:false, span degraded", async () => {
-    const { agent: agent, ...r } = await pausableRig("a", { tracing: true });
+    const { agent, ...r } = await pausableRig("a", { tracing: true });
     const { store } = r;
     await r.runtime.send("a", { seq: 1 });
     await waitUntil(() => agent.handled.length === 1, "first message");
@@ -190,7 +190,7 @@ describe("write-ahead safety (S5)", () => {
   });
 
   it("the in-memory pause comes first: status is SUSPENDED while the marker's store.set is still in flight", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     const { store } = r;
     const seen: string[] = [];
     store.onSet = (_name, state) => seen.push(`${agent.status}:${markerKind(state)}`);

@@ -15,7 +15,7 @@ import {
   type JsonObject,
   type Message,
 } from "../../src/index.js";
-import { dynamicRig, Pausable, pausableRig, startedRig, teardown } from "../suspension/helpers.js";
+import { busyDynamicWorker, Pausable, pausableRig, startedRig, teardown } from "../suspension/helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { runtimes, sleep, whenStarted } from "../support/runtimes.js";
 import { track } from "../support/outcome.js";
@@ -72,12 +72,7 @@ class SuspendThenBusy extends Pausable {
 
 describe("stop({ drain: 'all' }) and a pause that was asked for", () => {
   it("a runtime.suspend queued before stop(drain: 'all') keeps the queued business unhandled", async () => {
-    const { r, dyn } = await dynamicRig();
-    const w = await dyn.spawn(Pausable, "w");
-    const blocker = gate();
-    w.blocker = blocker;
-    await r.runtime.send("w", { op: "block", seq: 1 });
-    await waitUntil(() => w.entered === 1, "busy");
+    const { r, dyn, w, blocker } = await busyDynamicWorker();
     // The operator pauses the agent first; its queued business is unapproved from here on.
     const suspending = track(r.runtime.suspend("w", "freeze"));
     await turns(5);
@@ -91,12 +86,7 @@ describe("stop({ drain: 'all' }) and a pause that was asked for", () => {
   });
 
   it("a this.suspend() from handle() during a drain-all stop is honoured: no further business is taken", async () => {
-    const { r, dyn } = await dynamicRig();
-    const w = await dyn.spawn(Pausable, "w");
-    const blocker = gate();
-    w.blocker = blocker;
-    await r.runtime.send("w", { op: "block", seq: 1 });
-    await waitUntil(() => w.entered === 1, "busy");
+    const { r, dyn, w, blocker } = await busyDynamicWorker();
     await r.runtime.send("w", { op: "suspend", reason: "approve seq 2", seq: 2 });
     await r.runtime.send("w", { seq: 3 });
     await r.runtime.send("w", { seq: 4 });

@@ -68,7 +68,7 @@ describe("this.suspend() returns the pause", () => {
 
 describe("runtime.suspend() resolves with the pause", () => {
   it("resolves with the suspensionId and deadline of the pause entered, the same as the marker's", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     const pause = await r.runtime.suspend("a", "big payment", { expiresInMs: 1_000 });
     expect(pause).toEqual({ suspensionId: agent.suspension!.suspensionId, expiresAt: iso(START_MS + 1_000) });
     await r.runtime.deny("a", "bob", { suspensionId: pause.suspensionId });
@@ -76,7 +76,7 @@ describe("runtime.suspend() resolves with the pause", () => {
   });
 
   it("without a deadline has no expiresAt; suspending a suspended agent resolves with its current pause (and a new deadline when given)", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     const first = await r.runtime.suspend("a", "review");
     expect(first).toEqual({ suspensionId: agent.suspension!.suspensionId });
     expect(Object.hasOwn(first, "expiresAt")).toBe(false);

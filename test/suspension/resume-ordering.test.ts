@@ -27,7 +27,7 @@ class SteppingClock extends TestClock {
 describe("a resume is ordered against the pause by UUIDv7", () => {
   it("a resume sent after the pause began is not dropped because the clock was stepped back", async () => {
     const clock = new SteppingClock();
-    const { agent: agent, ...r } = await pausableRig("a", { clock });
+    const { agent, ...r } = await pausableRig("a", { clock });
     await r.runtime.send("a", { op: "suspend", reason: "approve" });
     await waitUntil(() => agent.status === S.SUSPENDED, "suspended");
     clock.offsetMs = -60_000; // the wall clock is corrected back a minute while the approval is pending

@@ -172,7 +172,7 @@ describe("resume by identity (STALE_APPROVAL) and the no-op resume", () => {
   });
 
   it("resume of a RUNNING agent without suspensionId is a no-op: no hook, audit, persist or onResume", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.resume("a", "alice");
     expect(agent.status).toBe(S.RUNNING);
     expect(agent.resumes).toEqual([]);
@@ -243,7 +243,7 @@ describe("effect order", () => {
 
   it("the next business message is taken only after runtime.resume resolved (no hooks, no tracing)", async () => {
     const timeline: string[] = [];
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a");
     await r.runtime.send("a", { seq: 1 });
     agent.timeline = timeline;
@@ -255,7 +255,7 @@ describe("effect order", () => {
 
   it("runtime.stop while authorizeResume is still deciding keeps the pause: no agent.resume receipt, marker kept in the store", async () => {
     const { authorizeResume, decision, asked } = heldAuthorizer();
-    const { agent: agent, ...r } = await pausableRig("a", { authorizeResume });
+    const { agent, ...r } = await pausableRig("a", { authorizeResume });
     await r.runtime.suspend("a", "hold");
     const marker = agent.suspension!;
     const resuming = track(r.runtime.resume("a", "alice"));

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ProcessStatus, Supervisor, SUSPENSION_KEY, type RestartStrategy } from "../../src/index.js";
 import { Probe, gate, turns, waitUntil } from "../support/agents.js";
-import { dynamicRig, pathOf, Pausable, pausableRig, RecordingStore, rig, startedRig, teardown } from "./helpers.js";
+import { busyDynamicWorker, dynamicRig, pathOf, Pausable, pausableRig, RecordingStore, rig, startedRig, teardown } from "./helpers.js";
 import { ProcessRunner } from "../../src/process/process-runner.js";
 import { rejectsWithCode, track } from "../support/outcome.js";
 
@@ -11,7 +11,7 @@ const S = ProcessStatus;
 
 describe("stopping a suspended agent (S7)", () => {
   it("runtime.stop stops it with no leaked loop: nothing queued is ever handled afterwards", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a");
     for (let seq = 1; seq <= 3; seq++) await r.runtime.send("a", { seq });
     const ready = vi.spyOn(ProcessRunner.prototype, "mailboxReady") // the loop's wake-up: the only agent here is "a";
@@ -230,12 +230,7 @@ describe("marker lifecycle on permanent removal (S8)", () => {
   });
 
   it("a control request still queued when its agent is removed for good rejects with MAILBOX_CLOSED instead of hanging", async () => {
-    const { r, dyn } = await dynamicRig();
-    const w = await dyn.spawn(Pausable, "w");
-    const blocker = gate();
-    w.blocker = blocker;
-    await r.runtime.send("w", { op: "block", seq: 1 });
-    await waitUntil(() => w.entered === 1, "busy");
+    const { r, dyn, w, blocker } = await busyDynamicWorker();
     const suspending = track(r.runtime.suspend("w", "late"));
     const despawning = dyn.despawn("w");
     await turns(10);

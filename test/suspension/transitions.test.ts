@@ -10,7 +10,7 @@ const S = ProcessStatus;
 
 describe("RUNNING -> SUSPENDED", () => {
   it("a self-suspend inside handle lets that message finish and takes no further business message", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     const blocker = gate();
     agent.blocker = blocker;
     await r.runtime.send("a", { op: "suspend", reason: "needs approval", seq: 1 });
@@ -51,7 +51,7 @@ describe("RUNNING -> SUSPENDED", () => {
 
 describe("runtime.suspend of a busy agent", () => {
   it("resolves only after the message being handled finished; the next queued business message is not taken", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     const blocker = gate();
     agent.blocker = blocker;
     await r.runtime.send("a", { op: "block", seq: 1 });
@@ -71,7 +71,7 @@ describe("runtime.suspend of a busy agent", () => {
   });
 
   it("a suspend and a resume sent back to back are applied in the order sent", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     const s1 = r.runtime.suspend("a", "one");
     const r1 = r.runtime.resume("a", "alice");
     await Promise.all([s1, r1]);
@@ -104,7 +104,7 @@ describe("runtime.suspend of a busy agent", () => {
 
 describe("SUSPENDED -> RUNNING", () => {
   it("resume brings the agent back to RUNNING and it handles what was queued", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a", "wait");
     await r.runtime.send("a", { seq: 1 });
     await turns(5);
@@ -146,7 +146,7 @@ describe("INITIALIZING -> SUSPENDED", () => {
       counter: 7,
       [SUSPENSION_KEY]: { reason: "seeded", since: "2024-01-02T03:04:05.678Z", approver: null, suspensionId },
     });
-    const { agent: agent, ...r } = await pausableRig("a", { store });
+    const { agent, ...r } = await pausableRig("a", { store });
     expect(agent.status).toBe(S.SUSPENDED);
     expect(agent.suspension).toEqual({ reason: "seeded", since: "2024-01-02T03:04:05.678Z", approver: null, suspensionId });
     expect(agent.state.counter).toBe(7);
@@ -157,7 +157,7 @@ describe("INITIALIZING -> SUSPENDED", () => {
 
 describe("SUSPENDED -> STOPPING -> STOPPED", () => {
   it("runtime.stop stops a suspended agent", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a");
     await r.runtime.stop();
     expect(agent.status).toBe(S.STOPPED);
@@ -182,7 +182,7 @@ describe("SUSPENDED -> STOPPING -> STOPPED", () => {
   });
 
   it("civitas.eval.halt stops a suspended agent", async () => {
-    const { agent: agent, ...r } = await pausableRig();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a");
     await r.runtime.send("a", { seq: 1 });
     await r.runtime.send("a", {}, { type: "civitas.eval.halt" });
