@@ -23,6 +23,17 @@ function files(): { db: string; log: string } {
   return { db: path.join(dir, "state.db"), log: path.join(dir, "audit.jsonl") };
 }
 
+/** Two restarts that report: nothing is pending, the approval is used up, and the payment is handled once (the second restart pays nothing more). */
+async function expectPaidOnce(db: string, log: string, approvalId: string | undefined): Promise<void> {
+  const first = await run("report", db, log);
+  expect(line(first.lines, "start").pending).toEqual([]);
+  const report = line(first.lines, "report");
+  expect(report.records).toEqual([{ approvalId, status: "approved", consumed: true, votes: 2 }]);
+  expect(report.paid).toHaveLength(1);
+  const again = await run("report", db, log);
+  expect(line(again.lines, "report").paid).toEqual(report.paid);
+}
+
 /** The log verifies, and so does the approval: approved by ben after ana's vote, and handled. */
 async function expectApprovedByAnaAndBen(log: string, approvalId: string): Promise<void> {
   expect((await verifyAuditLog(log, { key: "approvals-crash-key" })).ok).toBe(true);
@@ -67,14 +78,7 @@ describe("held actions across SIGKILL", () => {
     const voted = await run("last-vote", db, log, "approved-written");
     expect(line(voted.lines, "start").pending).toEqual([approvalId]);
 
-    const first = await run("report", db, log);
-    expect(line(first.lines, "start").pending).toEqual([]);
-    const report = line(first.lines, "report");
-    expect(report.records).toEqual([{ approvalId, status: "approved", consumed: true, votes: 2 }]);
-    expect(report.paid).toHaveLength(1);
-
-    const again = await run("report", db, log);
-    expect(line(again.lines, "report").paid).toEqual(report.paid);
+    await expectPaidOnce(db, log, approvalId);
     await expectApprovedByAnaAndBen(log, approvalId!);
   }, 240_000);
 
@@ -104,13 +108,7 @@ describe("held actions across SIGKILL", () => {
     expect(rowsOf("approval.voted", "ben")).toBe(0);
     expect(rowsOf("approval.decided")).toBe(0);
 
-    const first = await run("report", db, log);
-    expect(line(first.lines, "start").pending).toEqual([]);
-    const report = line(first.lines, "report");
-    expect(report.records).toEqual([{ approvalId, status: "approved", consumed: true, votes: 2 }]);
-    expect(report.paid).toHaveLength(1);
-    const again = await run("report", db, log);
-    expect(line(again.lines, "report").paid).toEqual(report.paid);
+    await expectPaidOnce(db, log, approvalId);
 
     expect(rowsOf("approval.voted", "ben")).toBe(1);
     expect(rowsOf("approval.decided")).toBe(1);
