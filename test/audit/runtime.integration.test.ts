@@ -11,6 +11,15 @@ import { Echo } from "../runtime/fixtures.js";
 import { KEY, lines, tempLogPerTest } from "../support/audit-log.js";
 import { whenStarted } from "../support/runtimes.js";
 
+/** The log verifies, and so do payer's suspensions, with no failure: what verifySuspension says of them. */
+async function verifiedPayer(file: string): Promise<Awaited<ReturnType<typeof verifySuspension>>> {
+  expect((await verifyAuditLog(file, { key: KEY })).ok).toBe(true);
+  const payer = await verifySuspension(file, "payer", { key: KEY });
+  expect(payer.failures).toEqual([]);
+  expect(payer.status).toBe("verified");
+  return payer;
+}
+
 describe("JsonlAuditSink as a Runtime's auditSink", () => {
   const tmp = tempLogPerTest();
 
@@ -28,10 +37,7 @@ describe("JsonlAuditSink as a Runtime's auditSink", () => {
     await runtime.stop();
     await audit.close();
 
-    expect((await verifyAuditLog(file, { key: KEY })).ok).toBe(true);
-    const result = await verifySuspension(file, "payer", { key: KEY });
-    expect(result.failures).toEqual([]);
-    expect(result.status).toBe("verified");
+    const result = await verifiedPayer(file);
     expect(result.suspensions.map((s) => [s.reason, s.approver, s.status])).toEqual([
       ["large payment", "alice", "verified"],
       ["second look", "bob", "verified"],
@@ -61,10 +67,7 @@ describe("JsonlAuditSink as a Runtime's auditSink", () => {
     await runtime.stop();
     await audit.close();
 
-    expect((await verifyAuditLog(file, { key: KEY })).ok).toBe(true);
-    const payer = await verifySuspension(file, "payer", { key: KEY });
-    expect(payer.failures).toEqual([]);
-    expect(payer.status).toBe("verified");
+    const payer = await verifiedPayer(file);
     expect(payer.suspensions.map((s) => [s.reason, s.status, s.decision, s.decidedBy, s.cause])).toEqual([
       ["approve me", "verified", "approved", "alice", undefined],
       ["deny me", "verified", "denied", "bob", undefined],

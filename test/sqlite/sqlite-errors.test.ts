@@ -16,6 +16,15 @@ import { scratch } from "../support/scratch.js";
 
 const { tempDir, track } = scratch("civitas-review-");
 
+/** A fresh file whose table `createTable` made, and what opening a SqliteStateStore on it throws. */
+function openedOn(createTable: string): { file: string; error: unknown } {
+  const file = path.join(tempDir(), "state.db");
+  const raw = new Database(file);
+  raw.exec(createTable);
+  raw.close();
+  return { file, error: caught(() => track(new SqliteStateStore(file))) };
+}
+
 // ---------------------------------------------------------------- opening a store
 describe("SqliteStateStore: an unusable file is refused with a CivitasError (SPEC §1)", () => {
   it("a directory path is refused with a CivitasError naming the path, not a raw SqliteError", () => {
@@ -61,11 +70,7 @@ describe("SqliteStateStore: an unusable file is refused with a CivitasError (SPE
 
 describe("SqliteStateStore on a file whose table has another shape", () => {
   it("an existing table without a primary key on name is refused with a CivitasError, not a raw SqliteError from prepare()", () => {
-    const file = path.join(tempDir(), "state.db");
-    const raw = new Database(file);
-    raw.exec("CREATE TABLE civitas_state (name TEXT, version INTEGER NOT NULL, state TEXT NOT NULL, updated_at TEXT NOT NULL)");
-    raw.close();
-    const error = caught(() => track(new SqliteStateStore(file)));
+    const { file, error } = openedOn("CREATE TABLE civitas_state (name TEXT, version INTEGER NOT NULL, state TEXT NOT NULL, updated_at TEXT NOT NULL)");
     expectCivitasError(error, "STORE_UNAVAILABLE");
     expect((error as Error).message).toContain("'name' is not the primary key");
     // refused before any side effect: the user's file is not switched to WAL on the way
@@ -76,11 +81,7 @@ describe("SqliteStateStore on a file whose table has another shape", () => {
   });
 
   it("a table whose version column has TEXT affinity (records it wrote would read back as version '1.0') is refused up front", () => {
-    const file = path.join(tempDir(), "state.db");
-    const raw = new Database(file);
-    raw.exec("CREATE TABLE civitas_state (name TEXT PRIMARY KEY, version TEXT NOT NULL, state TEXT NOT NULL, updated_at TEXT NOT NULL)");
-    raw.close();
-    const error = caught(() => track(new SqliteStateStore(file)));
+    const { error } = openedOn("CREATE TABLE civitas_state (name TEXT PRIMARY KEY, version TEXT NOT NULL, state TEXT NOT NULL, updated_at TEXT NOT NULL)");
     expectCivitasError(error, "STORE_UNAVAILABLE");
     expect((error as Error).message).toContain("column 'version' is TEXT, not INTEGER");
   });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ProcessStatus, Supervisor, SUSPENSION_KEY, type RestartStrategy } from "../../src/index.js";
+import { ProcessStatus, Supervisor, SUSPENSION_KEY, type DynamicSupervisor, type RestartStrategy } from "../../src/index.js";
 import { Probe, gate, turns, waitUntil } from "../support/agents.js";
 import { busyDynamicWorker, dynamicRig, pathOf, Pausable, pausableRig, RecordingStore, rig, startedRig, teardown } from "./helpers.js";
 import { ProcessRunner } from "../../src/process/process-runner.js";
@@ -8,6 +8,13 @@ import { rejectsWithCode, track } from "../support/outcome.js";
 afterEach(teardown);
 
 const S = ProcessStatus;
+
+/** No marker of "w" is left in the store, and a fresh "w" spawned under `dyn` runs. */
+async function expectNoMarkerAndRespawnable(store: RecordingStore, dyn: DynamicSupervisor): Promise<void> {
+  expect(await store.marker("w")).toBeUndefined();
+  const fresh = await dyn.spawn(Pausable, "w");
+  expect(fresh.status).toBe(S.RUNNING);
+}
 
 describe("stopping a suspended agent (S7)", () => {
   it("runtime.stop stops it with no leaked loop: nothing queued is ever handled afterwards", async () => {
@@ -171,9 +178,7 @@ describe("marker lifecycle on permanent removal (S8)", () => {
     expect(w.status).toBe(S.STOPPED);
     expect(w.entered).toBe(0);
     expect(w.handled).toEqual([]);
-    expect(await store.marker("w")).toBeUndefined();
-    const fresh = await dyn.spawn(Pausable, "w");
-    expect(fresh.status).toBe(S.RUNNING);
+    await expectNoMarkerAndRespawnable(store, dyn);
   });
 
   it("an agent's own this.stop(name) under a DynamicSupervisor (spawner) clears the child's marker", async () => {
@@ -209,9 +214,7 @@ describe("marker lifecycle on permanent removal (S8)", () => {
     await r.runtime.send("w", { op: "crash" });
     await waitUntil(() => dyn.children.length === 0, "w removed after exhausting restarts");
     expect(r.logs.some((l) => l.level === "error" && l.message.includes("exceeded 1 restarts"))).toBe(true);
-    expect(await store.marker("w")).toBeUndefined();
-    const fresh = await dyn.spawn(Pausable, "w");
-    expect(fresh.status).toBe(S.RUNNING);
+    await expectNoMarkerAndRespawnable(store, dyn);
   });
 
   it("despawn clears a marker the store still holds after a resume whose persist failed (no zombie suspension)", async () => {
@@ -224,9 +227,7 @@ describe("marker lifecycle on permanent removal (S8)", () => {
     expect(w.status).toBe(S.RUNNING);
     expect(await store.marker("w")).toBeDefined();
     await dyn.despawn("w");
-    expect(await store.marker("w")).toBeUndefined();
-    const fresh = await dyn.spawn(Pausable, "w");
-    expect(fresh.status).toBe(S.RUNNING);
+    await expectNoMarkerAndRespawnable(store, dyn);
   });
 
   it("a control request still queued when its agent is removed for good rejects with MAILBOX_CLOSED instead of hanging", async () => {
