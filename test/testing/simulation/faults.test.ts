@@ -25,6 +25,16 @@ async function pendingPayment(sim: Simulation): Promise<string> {
   return sim.view.agent<Payer>("payer").suspension?.suspensionId as string;
 }
 
+/** A pending payment resumed by alice while a kill lands between the resume's receipt and its marker write; run until the restarted payer is RUNNING. */
+async function resumedAcrossAKill(): Promise<{ sim: Simulation; suspensionId: string }> {
+  const sim = simulate({ root: payer, chooser: faultOnce("store.set:payer#4", "kill"), faults: ALL_FAULTS });
+  const suspensionId = await pendingPayment(sim);
+  void outcome(sim.resume("payer", "alice", { suspensionId }));
+  await sim.run();
+  expect(sim.view.status("payer")).toBe("RUNNING");
+  return { sim, suspensionId };
+}
+
 describe("faults a simulation injects", () => {
   it("a store write that fails rejects with STORE_UNAVAILABLE: the checkpointing handler fails and its agent restarts", async () => {
     const sim = await whenStarted(simulate({ root: ledger, chooser: faultOnce("store.set:ledger#1", "store.fail"), faults: ALL_FAULTS }));
@@ -149,11 +159,7 @@ describe("kill and restart", () => {
     // Found by the simulator (issue 13): the agent.resume receipt is acknowledged, the marker clear is lost with the
     // process, and the pause comes back under the same id. The decision on record is completed during the restart
     // (issue 21: it used to wait for the next decision), never receipted again: one agent.resume for one suspension.
-    const sim = simulate({ root: payer, chooser: faultOnce("store.set:payer#4", "kill"), faults: ALL_FAULTS });
-    const suspensionId = await pendingPayment(sim);
-    void outcome(sim.resume("payer", "alice", { suspensionId }));
-    await sim.run();
-    expect(sim.view.status("payer")).toBe("RUNNING");
+    const { sim, suspensionId } = await resumedAcrossAKill();
     expect(sim.view.agent<Payer>("payer").suspension).toBeUndefined();
     expect(sim.view.agent<Payer>("payer").state).toMatchObject({ paid: 1 });
     expect(sim.view.agent<Payer>("payer").state.pending).toBeUndefined();
@@ -168,11 +174,7 @@ describe("kill and restart", () => {
   });
 
   it("a denial of a restored pause whose approval is on record (completed at the restart) is refused STALE_APPROVAL", async () => {
-    const sim = simulate({ root: payer, chooser: faultOnce("store.set:payer#4", "kill"), faults: ALL_FAULTS });
-    const suspensionId = await pendingPayment(sim);
-    void outcome(sim.resume("payer", "alice", { suspensionId }));
-    await sim.run();
-    expect(sim.view.status("payer")).toBe("RUNNING");
+    const { sim, suspensionId } = await resumedAcrossAKill();
     const denial = outcome(sim.deny("payer", "bob", { suspensionId, reason: "too late" }));
     await sim.run();
     expect((await denial).error).toMatchObject({ code: "STALE_APPROVAL" });
