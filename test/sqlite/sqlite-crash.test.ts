@@ -2,11 +2,11 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { runTsChild } from "../support/child-process.js";
 import { blobFor } from "../support/crash-blob.js";
+import { expectSqliteIntact } from "../support/sqlite.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const writer = path.join(here, "fixtures", "sqlite-crash-writer.ts");
@@ -66,12 +66,7 @@ describe("SqliteStateStore under SIGKILL", () => {
       // The restarted writer found exactly what the last check found.
       expect(run.startedFrom).toBe(stored);
 
-      const raw = new Database(file);
-      try {
-        expect(raw.pragma("integrity_check", { simple: true })).toBe("ok");
-      } finally {
-        raw.close();
-      }
+      expectSqliteIntact(file);
 
       const store = new SqliteStateStore(file);
       try {
