@@ -24,7 +24,7 @@ import {
   type SuspensionMarker,
 } from "../../src/index.js";
 import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
-import { Pausable, pausableRig, rig, startedRig, suspendedRig, teardown, TimelineAudit } from "./helpers.js";
+import { Pausable, pausableRig, rig, startedRig, suspendedRig, suspendedRigWithThrowingAuthorizer, teardown, TimelineAudit } from "./helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { rejectsWithCode } from "../support/outcome.js";
 import { whenStarted } from "../support/runtimes.js";
@@ -237,12 +237,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
   });
 
   it("a hook that throws refuses too, keeping the error as cause", async () => {
-    const boom = new Error("policy engine down");
-    const { runtime, agent } = await suspendedRig({
-      authorizeResume: () => {
-        throw boom;
-      },
-    });
+    const { runtime, agent, boom } = await suspendedRigWithThrowingAuthorizer();
     const error = await rejectsWithCode(runtime.deny("a", "bob"), "RESUME_REFUSED");
     expect(error.cause).toBe(boom);
     expect(agent.status).toBe(S.SUSPENDED);

@@ -334,6 +334,17 @@ export async function pausableRig(name = "a", options: RigOptions = {}): Promise
   return { agent, ...(await startedRig([agent], options)) };
 }
 
+/** A {@link suspendedRig} whose `authorizeResume` throws `boom` ("policy engine down"). */
+export async function suspendedRigWithThrowingAuthorizer(): Promise<Rig & { readonly agent: Pausable; readonly boom: Error }> {
+  const boom = new Error("policy engine down");
+  const r = await suspendedRig({
+    authorizeResume: () => {
+      throw boom;
+    },
+  });
+  return { ...r, boom };
+}
+
 /** Options of {@link dynamicRig}: the rig's, and the DynamicSupervisor's. */
 export interface DynamicRigOptions extends RigOptions {
   /** Options of the DynamicSupervisor "dyn", applied after `backoffBaseMs: 0`. */
