@@ -32,7 +32,9 @@ export { BacklogWriteError, ReservedStateKeyError } from "./errors/backlog-error
 export { createMessage, isReply } from "./message/message.js";
 export type { Message, MessageInit } from "./message/message.js";
 export type { JsonCompatible, JsonObject, JsonPayload, JsonValue } from "./message/json.js";
-export { toWire, fromWire, MAX_WIRE_BYTES, WIRE_SCHEMA_VERSION } from "./message/wire.js";
+export { toWire } from "./message/to-wire.js";
+export { fromWire } from "./message/from-wire.js";
+export { MAX_WIRE_BYTES, WIRE_SCHEMA_VERSION } from "./message/wire.js";
 export type { WireMessage } from "./message/wire.js";
 export { SYSTEM_MESSAGE_TYPES } from "./message/system-types.js";
 export type { SystemMessageType } from "./message/system-types.js";

@@ -14,7 +14,8 @@
 export { decodeMessage, decodeWire, encodeMessage, encodeWire } from "../nats/codec.js";
 export type { WireSerializer } from "../nats/codec.js";
 export { NatsTransport } from "../nats/nats-transport.js";
-export type { NatsTransportOptions, RemoteAgentStatus } from "../nats/nats-transport.js";
+export type { NatsTransportOptions } from "../nats/nats-transport-options.js";
+export type { RemoteAgentStatus } from "../nats/nats-transport.js";
 export { TransportUnavailableError } from "../errors/errors.js";
 export type { HostedAgent, Transport, TransportHost } from "../bus/transport.js";
 export { AgentUnreachableError, ControlTimeoutError, RemoteControlError } from "../errors/errors.js";

@@ -1,8 +1,11 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, InvalidWireMessageError } from "../errors/errors.js";
 import type { Message } from "../message/message.js";
-import { checkWireSize, fromWire, readMessage, toWire, type WireMessage } from "../message/wire.js";
-import { decodeMsgpack, encodeMsgpackEnvelope, encodeMsgpackMessage, encodeMsgpackShared, utf8Bytes } from "./msgpack-envelope.js";
+import { fromWire } from "../message/from-wire.js";
+import { readMessage, toWire } from "../message/to-wire.js";
+import { checkWireSize, type WireMessage } from "../message/wire.js";
+import { decodeMsgpack } from "./msgpack-decode.js";
+import { encodeMsgpackEnvelope, encodeMsgpackMessage, encodeMsgpackShared, utf8Bytes } from "./msgpack-envelope.js";
 import { readRegularEnvelope } from "./msgpack-reader.js";
 import { pythonJsonText } from "./python-json.js";
 

@@ -1,9 +1,9 @@
-import { Decoder, Encoder } from "@msgpack/msgpack";
+import { Encoder } from "@msgpack/msgpack";
 import type { Message } from "../message/message.js";
 import type { WireMessage } from "../message/wire.js";
+import { ATTEMPT, CORRELATION_ID, NO_REPLY, PARENT_SPAN_ID, PAYLOAD, PRIORITY, RECIPIENT, REPLY_TO, SENDER, SPAN_ID, TIMESTAMP, TRACE_FLAGS, TRACE_ID, TTL_MS, TYPE, UNPARENTED_FIRST_ATTEMPT, VERSION_AND_ID } from "./msgpack-keys.js";
 
 const encoder = new Encoder();
-const decoder = new Decoder();
 const utf8 = new TextEncoder();
 
 /** The size of the buffer envelopes are written into. */
@@ -90,31 +90,6 @@ function writeUtf8String(value: string): void {
   }
   pos += utf8.encodeInto(value, out.subarray(pos, pos + length)).written;
 }
-
-/** The MessagePack bytes of a key (a fixstr), and of `schema_version: 1` with the key after it. */
-function keyBytes(...keys: string[]): Uint8Array {
-  return Uint8Array.from(keys.flatMap((key) => [0xa0 | key.length, ...Buffer.from(key, "latin1")]));
-}
-const VERSION_AND_ID = Uint8Array.from([...keyBytes("schema_version"), 0x01, ...keyBytes("id")]);
-const TYPE = keyBytes("type");
-const SENDER = keyBytes("sender");
-const RECIPIENT = keyBytes("recipient");
-const CORRELATION_ID = keyBytes("correlation_id");
-const REPLY_TO = keyBytes("reply_to");
-const PAYLOAD = keyBytes("payload");
-const TIMESTAMP = keyBytes("timestamp");
-const TRACE_ID = keyBytes("trace_id");
-const SPAN_ID = keyBytes("span_id");
-const PARENT_SPAN_ID = keyBytes("parent_span_id");
-const ATTEMPT = keyBytes("attempt");
-const PRIORITY = keyBytes("priority");
-const TTL_MS = keyBytes("ttl_ms");
-const TRACE_FLAGS = keyBytes("trace_flags");
-
-/** The keys and `null`s from `correlation_id` to the `payload` key of a message that is neither a request nor a reply. */
-const NO_REPLY = Uint8Array.from([...keyBytes("correlation_id"), 0xc0, ...keyBytes("reply_to"), 0xc0, ...keyBytes("payload")]);
-/** From `parent_span_id` (`null`) to the `priority` key, with `attempt` 0: a message sent outside any handler, on its first attempt. */
-const UNPARENTED_FIRST_ATTEMPT = Uint8Array.from([...keyBytes("parent_span_id"), 0xc0, ...keyBytes("attempt"), 0x00, ...keyBytes("priority")]);
 
 /** Writes a run of constant bytes at once (for a dozen bytes or fewer, {@link writeKey}'s loop costs less than `set`). */
 function writeSegment(bytes: Uint8Array): void {
@@ -409,32 +384,6 @@ function writeMessage(m: Message): void {
   if (m.traceFlags != null) {
     writeKey(TRACE_FLAGS);
     writeValue(m.traceFlags);
-  }
-}
-
-const LONE_SURROGATE = /\p{Cs}/u;
-
-/**
- * Decodes one MessagePack value filling all of `bytes` (throws on trailing
- * bytes, truncation, a `__proto__` key, and a string that is not well-formed
- * Unicode: @msgpack/msgpack decodes some invalid UTF-8, such as an encoded
- * surrogate, into a lone surrogate that no encoder could write back).
- * @internal
- */
-export function decodeMsgpack(bytes: Uint8Array): unknown {
-  const value: unknown = decoder.decode(bytes);
-  assertWellFormed(value, 0);
-  return value;
-}
-
-function assertWellFormed(value: unknown, depth: number): void {
-  if (typeof value === "string") {
-    if (LONE_SURROGATE.test(value)) throw new TypeError("a MessagePack string holds invalid UTF-8 (a lone surrogate)");
-  } else if (typeof value === "object" && value !== null && depth < 1100) {
-    for (const key of Object.keys(value)) {
-      if (LONE_SURROGATE.test(key)) throw new TypeError("a MessagePack map key holds invalid UTF-8 (a lone surrogate)");
-      assertWellFormed((value as Record<string, unknown>)[key], depth + 1);
-    }
   }
 }
 

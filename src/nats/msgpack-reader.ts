@@ -1,6 +1,9 @@
 import type { JsonObject, JsonValue } from "../message/json.js";
 import type { Message } from "../message/message.js";
-import { WIRE_KEYS, WIRE_SCHEMA_VERSION, wireSecondsToMs } from "../message/wire.js";
+import { wireSecondsToMs } from "../message/from-wire.js";
+import { WIRE_SCHEMA_VERSION } from "../message/wire.js";
+import { KEY_BYTES, KEY_STARTS } from "./msgpack-keys.js";
+import { latin1Slice } from "./latin1-slice.js";
 
 /**
  * Why the fast reader gave up: the general path (`fromWire(decodeWire(bytes))`)
@@ -8,10 +11,6 @@ import { WIRE_KEYS, WIRE_SCHEMA_VERSION, wireSecondsToMs } from "../message/wire
  */
 class NotRegular extends Error {}
 const NOT_REGULAR = new NotRegular("not a regular envelope");
-
-/** The MessagePack bytes of the wire keys (all fixstr) one after another, to compare without decoding; key `i` starts at `KEY_STARTS[i]`. */
-const KEY_BYTES: Uint8Array = Uint8Array.from(WIRE_KEYS.flatMap((key) => [0xa0 | key.length, ...Buffer.from(key, "latin1")]));
-const KEY_STARTS: Int32Array = Int32Array.from(WIRE_KEYS.map((_, i) => WIRE_KEYS.slice(0, i).reduce((sum, key) => sum + 1 + key.length, 0)));
 
 /** Nesting the fast reader follows inside a payload; deeper payloads (rare) take the general path, which allows `MAX_JSON_DEPTH`. */
 const MAX_FAST_DEPTH = 64;
@@ -21,17 +20,6 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 const NONE: Uint8Array = new Uint8Array(0);
 let bytes = NONE;
-/**
- * Node's own latin1 reader of a Buffer, which `buffer.toString("latin1", from, to)` reaches
- * through its encoding lookup and bounds adjustment: called directly for the ids, read
- * per message (the bounds are checked by the caller). Undocumented: when it is
- * missing, `toString` is used.
- */
-type Latin1Slice = (this: Buffer, from: number, to: number) => string;
-const latin1Slice: Latin1Slice = (Buffer.prototype as unknown as { latin1Slice?: Latin1Slice }).latin1Slice ?? function (this: Buffer, from: number, to: number): string {
-  return this.toString("latin1", from, to);
-};
-
 /** `bytes` as a Buffer when nats.js handed one (it does): ASCII is then read as latin1, without a view object. */
 let buffer: Buffer | undefined;
 let pos = 0;

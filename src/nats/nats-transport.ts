@@ -1,46 +1,21 @@
-import { connect, type NatsConnection, type NodeConnectionOptions, type Subscription } from "@nats-io/transport-node";
+import type { Subscription } from "@nats-io/transport-node";
 import type { ControlOperation, HostedAgent, Transport, TransportHost } from "../bus/transport.js";
 import { notFound } from "../bus/message-bus.js";
-import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError, TransportUnavailableError } from "../errors/errors.js";
 import { RESOLVED } from "../mailbox/mailbox-internals.js";
 import { newSpanId, newTraceId, uuidv7 } from "../message/ids.js";
 import type { JsonObject } from "../message/json.js";
 import type { Message } from "../message/message.js";
-import { checkSerializer, decodeMessage, encodeForBus, encodeMessage, type WireSerializer } from "./codec.js";
+import { decodeMessage, encodeForBus, encodeMessage, type WireSerializer } from "./codec.js";
 import { admitInbound, readAnnouncement } from "./inbound.js";
 import { BusLink } from "./bus-link.js";
+import { openConnection } from "./nats-connection.js";
+import { checkTransportOptions, type NatsTransportOptions } from "./nats-transport-options.js";
 import { ControlServer, controlSubject, requestControl } from "../bus/control-protocol.js";
 import { systemClock } from "../time/clock.js";
 import { answerControl, natsControlChannel } from "./remote-control.js";
 import { RemoteDirectory } from "./remote-directory.js";
 import { ANNOUNCE_SUBJECT, assertSubjectName, DEREGISTER_SUBJECT, REGISTER_SUBJECT, REPLY_PREFIX, subjectOf } from "./subjects.js";
-
-/** Options of a {@link NatsTransport}: where the server is, how envelopes are encoded, and any nats.js connection option (auth, TLS …). */
-export interface NatsTransportOptions extends Omit<NodeConnectionOptions, "servers" | "name"> {
-  /** The NATS server(s) to connect to, e.g. `"127.0.0.1:4222"`. Required unless `connection` is given. */
-  servers?: string | string[];
-  /**
-   * A connection you opened and own: the transport uses it and never drains
-   * or closes it (`runtime.stop()` closes only a connection the transport created).
-   */
-  connection?: NatsConnection;
-  /** How envelopes are encoded; readers take either. @defaultValue "msgpack" (as Python Civitas) */
-  serializer?: WireSerializer;
-  /** The connection's name, shown by the server's monitoring. @defaultValue "civitas-ts" */
-  name?: string;
-  /**
-   * How long `start()` waits for the other civitas-ts runtimes to list their
-   * agents (it stops waiting 100 ms after the last answer). @defaultValue 2000
-   */
-  discoveryMs?: number;
-  /**
-   * How long a send waits for a lost connection to come back before it
-   * rejects with `TRANSPORT_UNAVAILABLE` (an `AbortSignal` ends it sooner).
-   * @defaultValue 30000
-   */
-  sendTimeoutMs?: number;
-}
 
 /** An agent's status, as its owner reports it to {@link NatsTransport.status}. */
 export interface RemoteAgentStatus {
@@ -102,19 +77,7 @@ export class NatsTransport implements Transport {
    *   `servers` nor `connection`, an unknown `serializer`, a negative `discoveryMs` or `sendTimeoutMs`.
    */
   constructor(options: NatsTransportOptions) {
-    if (typeof options !== "object" || (options as unknown) === null) {
-      throw new InvalidArgumentError("options", `new NatsTransport() needs { servers } (or { connection }), got ${describeValue(options)}`);
-    }
-    if (options.connection === undefined && options.servers === undefined) {
-      throw new InvalidArgumentError("servers", "new NatsTransport() needs the NATS server to connect to, e.g. { servers: \"127.0.0.1:4222\" }, or a connection you opened ({ connection })");
-    }
-    checkSerializer(options.serializer ?? "msgpack", "new NatsTransport()");
-    for (const key of ["discoveryMs", "sendTimeoutMs"] as const) {
-      const value = options[key];
-      if (value !== undefined && !(typeof value === "number" && Number.isFinite(value) && value >= 0)) {
-        throw new InvalidArgumentError(key, `new NatsTransport(): ${key} must be a non-negative number of milliseconds, got ${describeValue(value)}`);
-      }
-    }
+    checkTransportOptions(options);
     this.options = options;
     this.serializer = options.serializer ?? "msgpack";
   }
@@ -151,14 +114,14 @@ export class NatsTransport implements Transport {
     this.phase = "starting";
     for (const agent of host.agents()) assertSubjectName(agent.name);
     this.host = host;
-    const { connection, servers, serializer: _s, discoveryMs: _d, sendTimeoutMs: _t, name, ...rest } = this.options;
+    const connection = this.options.connection;
     let nc = connection;
     if (nc === undefined) {
       try {
-        nc = await connect({ maxReconnectAttempts: -1, ...rest, ...(servers === undefined ? {} : { servers }), name: name ?? "civitas-ts" });
+        nc = await openConnection(this.options);
       } catch (error) {
         this.phase = "stopped";
-        throw new TransportUnavailableError(`NatsTransport could not connect to ${describeValue(servers)}: ${(error as Error).message}; check that nats-server runs there and the options (auth, TLS) match`, { cause: error });
+        throw error;
       }
     }
     this.controlServer = new ControlServer(host);

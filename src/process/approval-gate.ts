@@ -10,7 +10,7 @@ import { frozenWire } from "../approvals/stored-approvals.js";
 import { uuidv7 } from "../message/ids.js";
 import type { JsonObject } from "../message/json.js";
 import type { Message } from "../message/message.js";
-import { toWire } from "../message/wire.js";
+import { toWire } from "../message/to-wire.js";
 import type { TimerHandle } from "../time/clock.js";
 import { refuse } from "./effects.js";
 import type { ProcessRunner } from "./process-runner.js";

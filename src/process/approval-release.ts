@@ -6,7 +6,7 @@ import { ResumeRefusedError } from "../errors/errors.js";
 import { forceMessage, queuedBusiness } from "../mailbox/mailbox-internals.js";
 import type { JsonObject } from "../message/json.js";
 import type { Message } from "../message/message.js";
-import { fromWire } from "../message/wire.js";
+import { fromWire } from "../message/from-wire.js";
 import { isoTime } from "../time/clock.js";
 import { settlesWithin } from "../time/deadline.js";
 import { answer, refuse } from "./effects.js";

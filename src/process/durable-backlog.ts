@@ -5,7 +5,8 @@ import { queuedBusiness, restoreToFront, withdrawMessage } from "../mailbox/mail
 import type { MailboxKeeper } from "../mailbox/mailbox.js";
 import type { JsonObject, JsonValue } from "../message/json.js";
 import type { Message } from "../message/message.js";
-import { fromWire, toWire } from "../message/wire.js";
+import { fromWire } from "../message/from-wire.js";
+import { toWire } from "../message/to-wire.js";
 import { ProcessStatus } from "../contracts/process-status.js";
 import type { ProcessRunner } from "./process-runner.js";
 

@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { APPROVALS_KEY, type JsonObject } from "../../src/index.js";
 import { simulate } from "../../src/entries/testing.js";
 import { Payments, paymentsPolicy } from "./fixtures.js";
+import { whenStarted } from "../support/runtimes.js";
 
 const SEEDS = 60;
 
@@ -51,8 +52,7 @@ describe("approvals under simulation", () => {
     const outcomes = new Map<string, number>();
     for (let seed = 0; seed < SEEDS; seed++) {
       const random = prng(seed);
-      const sim = simulate({ root: () => new Payments("payments"), seed, runtime: { approvalPolicy: paymentsPolicy } });
-      await sim.start();
+      const sim = await whenStarted(simulate({ root: () => new Payments("payments"), seed, runtime: { approvalPolicy: paymentsPolicy } }));
       void sim.ask("payments", "pay", { amountCents: 250_000, to: "ACME" }, { timeoutMs: 1_000_000 }).catch(() => undefined);
       await sim.idle();
       const stored = (): JsonObject[] => (sim.view.stored("payments")?.[APPROVALS_KEY] as JsonObject[] | undefined) ?? [];

@@ -8,18 +8,40 @@
  * identical re-emission counts once in verifyApproval.
  */
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { verifyApproval, verifyAuditLog } from "../../src/entries/audit.js";
 import { runTsChild, type ChildRun } from "../support/child-process.js";
+import { scratch } from "../support/scratch.js";
 
 const child = path.join(import.meta.dirname, "fixtures", "approvals-crash-child.ts");
-let dir: string | undefined;
-afterEach(() => {
-  if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
-  dir = undefined;
-});
+const { tempDir } = scratch("civitas-approvals-crash-");
+
+/** A scratch directory's state database and audit log, removed after the test. */
+function files(): { db: string; log: string } {
+  const dir = tempDir();
+  return { db: path.join(dir, "state.db"), log: path.join(dir, "audit.jsonl") };
+}
+
+/** Two restarts that report: nothing is pending, the approval is used up, and the payment is handled once (the second restart pays nothing more). */
+async function expectPaidOnce(db: string, log: string, approvalId: string | undefined): Promise<void> {
+  const first = await run("report", db, log);
+  expect(line(first.lines, "start").pending).toEqual([]);
+  const report = line(first.lines, "report");
+  expect(report.records).toEqual([{ approvalId, status: "approved", consumed: true, votes: 2 }]);
+  expect(report.paid).toHaveLength(1);
+  const again = await run("report", db, log);
+  expect(line(again.lines, "report").paid).toEqual(report.paid);
+}
+
+/** The log verifies, and so does the approval: approved by ben after ana's vote, and handled. */
+async function expectApprovedByAnaAndBen(log: string, approvalId: string): Promise<void> {
+  expect((await verifyAuditLog(log, { key: "approvals-crash-key" })).ok).toBe(true);
+  const verified = await verifyApproval(log, approvalId, { key: "approvals-crash-key" });
+  expect(verified.failures).toEqual([]);
+  expect(verified).toMatchObject({ status: "verified", decision: "approved", decidedBy: "ben", handled: true });
+  expect(verified.votes.map((v) => v.approver)).toEqual(["ana", "ben"]);
+}
 
 interface Line {
   ev: string;
@@ -48,9 +70,7 @@ function line(lines: Line[], ev: string): Line {
 
 describe("held actions across SIGKILL", () => {
   it("killed after the request's write and receipt: the restart restores it once; killed after the last vote's write and receipts, before the release is stored as used: the restart handles it once; then never again", async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-approvals-crash-"));
-    const db = path.join(dir, "state.db");
-    const log = path.join(dir, "audit.jsonl");
+    const { db, log } = files();
     const requested = await run("request", db, log, "written");
     const [approvalId] = line(requested.lines, "written").approvals as string[];
     expect(approvalId).toBeDefined();
@@ -58,25 +78,12 @@ describe("held actions across SIGKILL", () => {
     const voted = await run("last-vote", db, log, "approved-written");
     expect(line(voted.lines, "start").pending).toEqual([approvalId]);
 
-    const first = await run("report", db, log);
-    expect(line(first.lines, "start").pending).toEqual([]);
-    const report = line(first.lines, "report");
-    expect(report.records).toEqual([{ approvalId, status: "approved", consumed: true, votes: 2 }]);
-    expect(report.paid).toHaveLength(1);
-
-    const again = await run("report", db, log);
-    expect(line(again.lines, "report").paid).toEqual(report.paid);
-    expect((await verifyAuditLog(log, { key: "approvals-crash-key" })).ok).toBe(true);
-    const verified = await verifyApproval(log, approvalId!, { key: "approvals-crash-key" });
-    expect(verified.failures).toEqual([]);
-    expect(verified).toMatchObject({ status: "verified", decision: "approved", decidedBy: "ben", handled: true });
-    expect(verified.votes.map((v) => v.approver)).toEqual(["ana", "ben"]);
+    await expectPaidOnce(db, log, approvalId);
+    await expectApprovedByAnaAndBen(log, approvalId!);
   }, 240_000);
 
   it("killed between a state write and its receipts (the request's, the last vote's) and after a receipt before the write that drops it: the restarts re-emit them, verifyApproval passes, the payment is handled once", async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-approvals-crash-"));
-    const db = path.join(dir, "state.db");
-    const log = path.join(dir, "audit.jsonl");
+    const { db, log } = files();
     const rowsOf = (event: string, approver?: string): number =>
       fs
         .readFileSync(log, "utf8")
@@ -101,28 +108,16 @@ describe("held actions across SIGKILL", () => {
     expect(rowsOf("approval.voted", "ben")).toBe(0);
     expect(rowsOf("approval.decided")).toBe(0);
 
-    const first = await run("report", db, log);
-    expect(line(first.lines, "start").pending).toEqual([]);
-    const report = line(first.lines, "report");
-    expect(report.records).toEqual([{ approvalId, status: "approved", consumed: true, votes: 2 }]);
-    expect(report.paid).toHaveLength(1);
-    const again = await run("report", db, log);
-    expect(line(again.lines, "report").paid).toEqual(report.paid);
+    await expectPaidOnce(db, log, approvalId);
 
     expect(rowsOf("approval.voted", "ben")).toBe(1);
     expect(rowsOf("approval.decided")).toBe(1);
     expect(rowsOf("approval.consumed")).toBe(1);
-    expect((await verifyAuditLog(log, { key: "approvals-crash-key" })).ok).toBe(true);
-    const verified = await verifyApproval(log, approvalId!, { key: "approvals-crash-key" });
-    expect(verified.failures).toEqual([]);
-    expect(verified).toMatchObject({ status: "verified", decision: "approved", decidedBy: "ben", handled: true });
-    expect(verified.votes.map((v) => v.approver)).toEqual(["ana", "ben"]);
+    await expectApprovedByAnaAndBen(log, approvalId!);
   }, 240_000);
 
   it("killed during the handling: the approval is used up and the action is not handled a second time", async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-approvals-crash-"));
-    const db = path.join(dir, "state.db");
-    const log = path.join(dir, "audit.jsonl");
+    const { db, log } = files();
     const requested = await run("request", db, log, "written");
     const [approvalId] = line(requested.lines, "written").approvals as string[];
     const handling = await run("handle-stall", db, log, "handling");

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { InMemoryStateStore, MemoryAuditSink, type ApprovalView } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { rejection } from "../support/outcome.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 import { waitUntil } from "../support/agents.js";
 import { Payments, paymentsPolicy } from "./fixtures.js";
 
@@ -28,8 +28,7 @@ describe("escalation and expiry", () => {
     const clock = new TestClock();
     const audit = new MemoryAuditSink();
     const payments = new Payments("payments");
-    const rt = runtime(payments, { clock, approvalPolicy: paymentsPolicy, auditSink: audit });
-    await rt.start();
+    const rt = await whenStarted(runtime(payments, { clock, approvalPolicy: paymentsPolicy, auditSink: audit }));
     const paying = rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 600_000 });
     const request = await onePending(rt);
     expect(request.escalateAt).toBe(new Date(clock.now() + 60_000).toISOString());
@@ -48,8 +47,7 @@ describe("escalation and expiry", () => {
     const clock = new TestClock();
     const audit = new MemoryAuditSink();
     const payments = new Payments("payments");
-    const rt = runtime(payments, { clock, approvalPolicy: paymentsPolicy, auditSink: audit });
-    await rt.start();
+    const rt = await whenStarted(runtime(payments, { clock, approvalPolicy: paymentsPolicy, auditSink: audit }));
     const paying = rejection(rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 600_000 }));
     const request = await onePending(rt);
     await rt.approvals.approve(request.approvalId, "ana");
@@ -69,16 +67,14 @@ describe("escalation and expiry", () => {
   it("a deadline that passed while the process was down expires the restored request at start", async () => {
     const clock = new TestClock();
     const store = new InMemoryStateStore();
-    const first = runtime(new Payments("payments"), { clock, store, approvalPolicy: paymentsPolicy });
-    await first.start();
+    const first = await whenStarted(runtime(new Payments("payments"), { clock, store, approvalPolicy: paymentsPolicy }));
     void first.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 600_000 }).catch(() => undefined);
     const request = await onePending(first);
     await first.stop();
     await clock.advance(500_000); // down for longer than the request's expiry
     const payments = new Payments("payments");
     const audit = new MemoryAuditSink();
-    const second = runtime(payments, { clock, store, approvalPolicy: paymentsPolicy, auditSink: audit });
-    await second.start();
+    const second = await whenStarted(runtime(payments, { clock, store, approvalPolicy: paymentsPolicy, auditSink: audit }));
     await clock.advance(0);
     await waitUntil(() => audit.ofType("approval.decided").length === 1, "the expiry on restore");
     const after = await second.approvals.get(request.approvalId);

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { APPROVALS_KEY, DynamicSupervisor, InMemoryStateStore, MemoryAuditSink, Supervisor, type JsonObject } from "../../src/index.js";
 import { ApprovalDeniedError } from "../../src/approvals/approval-errors.js";
 import { rejection } from "../support/outcome.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 import { waitUntil } from "../support/agents.js";
 import { Payments, paymentsPolicy } from "./fixtures.js";
 
@@ -18,8 +18,7 @@ describe("a removed agent's pending approval requests", () => {
     const store = new InMemoryStateStore();
     const audit = new MemoryAuditSink();
     const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
-    const rt = runtime(new Supervisor("root", { children: [dyn] }), { store, auditSink: audit, approvalPolicy: paymentsPolicy });
-    await rt.start();
+    const rt = await whenStarted(runtime(new Supervisor("root", { children: [dyn] }), { store, auditSink: audit, approvalPolicy: paymentsPolicy }));
     const payments = await dyn.spawn(Payments, "payments");
     const paying = rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 30_000 });
     const asked = rejection(paying);
@@ -63,8 +62,7 @@ describe("a removed agent's pending approval requests", () => {
     const store = new InMemoryStateStore();
     const audit = new MemoryAuditSink();
     const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
-    const rt = runtime(new Supervisor("root", { children: [dyn] }), { store, auditSink: audit, approvalPolicy: paymentsPolicy });
-    await rt.start();
+    const rt = await whenStarted(runtime(new Supervisor("root", { children: [dyn] }), { store, auditSink: audit, approvalPolicy: paymentsPolicy }));
     await dyn.spawn(Payments, "payments");
     void rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 30_000 }).catch(() => undefined);
     await waitUntil(() => audit.ofType("approval.requested").length === 1, "the request");

@@ -8,7 +8,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { APPROVALS_KEY, createMessage, InMemoryStateStore, MemoryAuditSink, type ApprovalView, type JsonObject, type Message } from "../../src/index.js";
 import { rejection } from "../support/outcome.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 import { turns, waitUntil } from "../support/agents.js";
 import { Payments, paymentsPolicy } from "./fixtures.js";
 
@@ -39,8 +39,7 @@ const TWO_STAGES = { stages: [{ approvers: ["ana", "ben"], min: 1 }, { approvers
 async function heldPayment(options: { store?: InMemoryStateStore; policy?: typeof paymentsPolicy } = {}) {
   const payments = new Payments("payments");
   const store = options.store ?? new InMemoryStateStore();
-  const rt = runtime(payments, { store, approvalPolicy: options.policy ?? paymentsPolicy });
-  await rt.start();
+  const rt = await whenStarted(runtime(payments, { store, approvalPolicy: options.policy ?? paymentsPolicy }));
   void rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 30_000 }).catch(() => undefined);
   const [request] = await pendingOf(rt);
   return { rt, payments, store, request: request! };
@@ -56,8 +55,7 @@ describe("forged approvals", () => {
     (wire.payload as JsonObject).to = "MALLORY";
     await store.set("payments", state);
     const payments = new Payments("payments");
-    const again = runtime(payments, { store, approvalPolicy: paymentsPolicy });
-    await again.start();
+    const again = await whenStarted(runtime(payments, { store, approvalPolicy: paymentsPolicy }));
     await again.approvals.approve(request.approvalId, "ana");
     const error = await rejection(again.approvals.approve(request.approvalId, "ben"));
     expect(error.code).toBe("APPROVAL_DIGEST_MISMATCH");
@@ -91,8 +89,7 @@ describe("forged approvals", () => {
     }
     const store = new InMemoryStateStore();
     const forger = new Forger("payments");
-    const rt = runtime(forger, { store, approvalPolicy: paymentsPolicy });
-    await rt.start();
+    const rt = await whenStarted(runtime(forger, { store, approvalPolicy: paymentsPolicy }));
     void rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 30_000 }).catch(() => undefined);
     const [request] = await pendingOf(rt);
     const stored = ((await store.get("payments"))![APPROVALS_KEY] as JsonObject[])[0]!;
@@ -101,8 +98,7 @@ describe("forged approvals", () => {
     expect(((await store.get("payments"))![APPROVALS_KEY] as JsonObject[])[0]!.status).toBe("pending");
     await rt.stop();
     const restored = new Payments("payments");
-    const again = runtime(restored, { store, approvalPolicy: paymentsPolicy });
-    await again.start();
+    const again = await whenStarted(runtime(restored, { store, approvalPolicy: paymentsPolicy }));
     await again.ask("payments", {}, { type: "balance" });
     expect((await again.approvals.get(request!.approvalId)).status).toBe("pending");
     attempt("forge an approved record in state", forger.state.paid.length === 0 && restored.state.paid.length === 0);
@@ -122,8 +118,7 @@ describe("forged approvals", () => {
     await store.set("payments", state);
     const audit = new MemoryAuditSink();
     const payments = new Payments("payments");
-    const again = runtime(payments, { store, auditSink: audit, approvalPolicy: paymentsPolicy });
-    await again.start();
+    const again = await whenStarted(runtime(payments, { store, auditSink: audit, approvalPolicy: paymentsPolicy }));
     await again.ask("payments", {}, { type: "balance" });
     await turns(20);
     const planted = audit.events.filter((e) => e.event === "approval.voted" || e.event === "approval.decided");

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { actionDigest, MemoryAuditSink, type ApprovalView } from "../../src/index.js";
 import { rejection } from "../support/outcome.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 import { waitUntil } from "../support/agents.js";
 import { FINANCE, Payments, paymentsPolicy, SelfHeldPayments } from "./fixtures.js";
 import { testTracing } from "../support/tracing.js";
@@ -60,8 +60,7 @@ describe("the policy gate holds one action, not the agent", () => {
 
   it("a deny ends the request: the asker gets APPROVAL_DENIED with the reason and decider, onApprovalDenied runs, nothing is handled", async () => {
     const payments = new Payments("payments");
-    const rt = runtime(payments, { approvalPolicy: paymentsPolicy });
-    await rt.start();
+    const rt = await whenStarted(runtime(payments, { approvalPolicy: paymentsPolicy }));
     const paying = rt.ask("payments", { amountCents: 500_000, to: "ACME" }, { type: "pay", timeoutMs: 10_000 });
     const [request] = await pending(rt);
     await rt.approvals.approve(request!.approvalId, "ana");
@@ -110,8 +109,7 @@ describe("the policy gate holds one action, not the agent", () => {
     ["null", () => null],
   ])("a policy that answers %s denies the message (fail closed, POLICY_FAILED)", async (_name, answer) => {
     const payments = new Payments("payments");
-    const rt = runtime(payments, { approvalPolicy: answer as never });
-    await rt.start();
+    const rt = await whenStarted(runtime(payments, { approvalPolicy: answer as never }));
     expect((await rejection(rt.ask("payments", { amountCents: 1 }, { type: "pay" }))).code).toBe("POLICY_FAILED");
     expect(payments.state.paid).toEqual([]);
   });
@@ -119,16 +117,14 @@ describe("the policy gate holds one action, not the agent", () => {
   it("an agent's own approvalPolicy option replaces the runtime's, and null turns it off", async () => {
     const gated = new Payments("gated", { approvalPolicy: () => ({ decision: "deny", reason: "own policy" }) });
     const free = new Payments("free", { approvalPolicy: null });
-    const rt = runtime([gated, free], { approvalPolicy: () => ({ decision: "deny", reason: "runtime policy" }) });
-    await rt.start();
+    const rt = await whenStarted(runtime([gated, free], { approvalPolicy: () => ({ decision: "deny", reason: "runtime policy" }) }));
     expect((await rejection(rt.ask("gated", {}, { type: "balance" }))).message).toContain("own policy");
     expect((await rt.ask("free", {}, { type: "balance" })).payload).toEqual({ balanceCents: 1_000_000 });
   });
 
   it("a handler holds its current message with requireApproval(); after approval the same message comes back once", async () => {
     const payments = new SelfHeldPayments("payments");
-    const rt = runtime(payments);
-    await rt.start();
+    const rt = await whenStarted(runtime(payments));
     const paying = rt.ask("payments", { amountCents: 300_000, to: "ACME" }, { type: "pay", timeoutMs: 10_000 });
     const [request] = await pending(rt);
     expect(request!.reason).toBe("large payment (handler)");
@@ -144,8 +140,7 @@ describe("who may decide", () => {
   it("refuses, with coded errors and before any effect, a bad approver, an unknown id, and an approver the stage does not accept (recorded as refused)", async () => {
     const audit = new MemoryAuditSink();
     const payments = new Payments("payments");
-    const rt = runtime(payments, { approvalPolicy: paymentsPolicy, auditSink: audit });
-    await rt.start();
+    const rt = await whenStarted(runtime(payments, { approvalPolicy: paymentsPolicy, auditSink: audit }));
     void rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 10_000 }).catch(() => undefined);
     const [request] = await pending(rt);
     expect((await rejection(rt.approvals.approve(request!.approvalId, "  "))).code).toBe("INVALID_APPROVER");
@@ -164,8 +159,7 @@ describe("who may decide", () => {
 
   it("authorizeApproval may refuse a vote (RESUME_REFUSED); the vote is not counted", async () => {
     const payments = new Payments("payments");
-    const rt = runtime(payments, { approvalPolicy: paymentsPolicy, authorizeApproval: (_view, who) => who !== "ben" });
-    await rt.start();
+    const rt = await whenStarted(runtime(payments, { approvalPolicy: paymentsPolicy, authorizeApproval: (_view, who) => who !== "ben" }));
     void rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 10_000 }).catch(() => undefined);
     const [request] = await pending(rt);
     expect((await rejection(rt.approvals.approve(request!.approvalId, "ben"))).code).toBe("RESUME_REFUSED");
@@ -177,8 +171,7 @@ describe("traces", () => {
   it("the span of the held message and the span of its handling after approval carry the approval id and the same message id", async () => {
     const tracing = testTracing();
     const payments = new Payments("payments");
-    const rt = runtime(payments, { approvalPolicy: paymentsPolicy, tracerProvider: tracing.provider });
-    await rt.start();
+    const rt = await whenStarted(runtime(payments, { approvalPolicy: paymentsPolicy, tracerProvider: tracing.provider }));
     const paying = rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 10_000 });
     const [request] = await pending(rt);
     await rt.approvals.approve(request!.approvalId, "ana");

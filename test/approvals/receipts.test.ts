@@ -5,22 +5,18 @@
  * reused receipt id stand for another vote or decision.
  */
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { APPROVALS_KEY, InMemoryStateStore, MemoryAuditSink, type JsonObject } from "../../src/index.js";
 import { JsonlAuditSink, verifyApproval } from "../../src/entries/audit.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 import { waitUntil } from "../support/agents.js";
 import { Payments, paymentsPolicy } from "./fixtures.js";
+import { scratch } from "../support/scratch.js";
 
 const runtime = runtimes();
 const KEY = "receipts-key";
-let dir: string | undefined;
-afterEach(() => {
-  if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
-  dir = undefined;
-});
+const { tempDir } = scratch("civitas-receipts-");
 
 interface Row {
   event: string;
@@ -30,7 +26,7 @@ interface Row {
 
 /** A payment held, approved by ana and ben, and handled, on a signed log; returns the log and the sink (still open). */
 async function approvedAndHandled(): Promise<{ log: string; sink: JsonlAuditSink; approvalId: string; rows: () => Row[] }> {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), "civitas-receipts-"));
+  const dir = tempDir();
   const log = path.join(dir, "audit.jsonl");
   const sink = new JsonlAuditSink(log, { key: KEY });
   const payments = new Payments("payments");
@@ -63,8 +59,7 @@ describe("write-ahead approval receipts", () => {
     const store = new InMemoryStateStore();
     const audit = new MemoryAuditSink();
     const payments = new Payments("payments");
-    const rt = runtime(payments, { store, auditSink: audit, approvalPolicy: paymentsPolicy });
-    await rt.start();
+    const rt = await whenStarted(runtime(payments, { store, auditSink: audit, approvalPolicy: paymentsPolicy }));
     const paying = rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 30_000 });
     await waitUntil(() => audit.ofType("approval.requested").length === 1, "the request's receipt");
     const approvalId = audit.ofType("approval.requested")[0]!.details.approvalId as string;

@@ -12,7 +12,7 @@ import { APPROVALS_KEY, type ApprovalPolicy, type ApprovalView, type JsonObject 
 import { simulate } from "../../src/entries/testing.js";
 import { randomChooser } from "../../src/testing/simulation/random-chooser.js";
 import type { Chooser, Simulation, SimulationOptions, SimulationStep } from "../../src/testing/simulation/types.js";
-import { faultOnce } from "../simulation/fixtures.js";
+import { faultOnce } from "../testing/simulation/fixtures.js";
 import { Payments } from "./fixtures.js";
 
 /** Two of three finance approvers, with no deadline: `sim.run()` lets virtual time pass, and nothing may expire meanwhile. */

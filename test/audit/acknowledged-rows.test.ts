@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import type { AuditRow } from "../../src/audit/audit-row.js";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
-import { event, KEY, lines, suspend, tempLogPerTest } from "../audit/fixtures/log.js";
+import { event, KEY, lines, suspend, tempLogPerTest } from "../support/audit-log.js";
 
 describe("a JsonlAuditSink acknowledges only rows its log keeps", () => {
   const log = tempLogPerTest();

@@ -6,7 +6,7 @@ import type { AuditEvent } from "../../src/audit/audit-event.js";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
 import { keyResolver, verifyAuditLog, walkAuditLog } from "../../src/audit/verify-audit-log.js";
 import { verifySuspension, type SuspensionStatus } from "../../src/audit/verify-suspension.js";
-import { event, KEY, resume, sampleEvents, suspend, tempDir, writeLog } from "./fixtures/log.js";
+import { event, KEY, resume, sampleEvents, suspend, tempDir, writeLog } from "../support/audit-log.js";
 
 const AGENTS = ["payer", "auditor", "mailer"] as const;
 

@@ -1,12 +1,12 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { AuditRow } from "../../src/audit/audit-row.js";
 import { repairAuditLog } from "../../src/audit/repair-audit-log.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
 import { runTsChild } from "../support/child-process.js";
-import { KEY, tempDir } from "./fixtures/log.js";
+import { KEY, tempLogPerTest } from "../support/audit-log.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const writer = path.join(here, "fixtures", "audit-crash-writer.ts");
@@ -35,16 +35,10 @@ async function runAndKill(file: string, killAfterAcks: number): Promise<CrashRun
 }
 
 describe("JsonlAuditSink under SIGKILL", () => {
-  let dir: string;
-  let cleanup: () => void;
-
-  beforeEach(() => {
-    ({ dir, cleanup } = tempDir());
-  });
-  afterEach(() => cleanup());
+  const tmp = tempLogPerTest();
 
   it("keeps every acknowledged row and a verifiable chain across repeated kills (repairing torn tails between runs)", async () => {
-    const file = path.join(dir, "audit.jsonl");
+    const file = path.join(tmp.dir, "audit.jsonl");
     let rows = 0;
     let tornSeen = 0;
     for (const killAfterAcks of [0, 1, 5, 60, 300]) {

@@ -8,7 +8,7 @@ import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
 import { MemoryAuditSink } from "../../src/audit/memory-audit-sink.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
 import type { AuditEvent } from "../../src/audit/audit-event.js";
-import { event, KEY, tempLogPerTest } from "./fixtures/log.js";
+import { event, KEY, tempLogPerTest } from "../support/audit-log.js";
 
 const log = tempLogPerTest();
 

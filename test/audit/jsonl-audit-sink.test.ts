@@ -5,7 +5,7 @@ import { canonicalJson, GENESIS_PREV, hashRow, macOf, type AuditRow } from "../.
 import { AuditCorruptError, AuditKeyMissingError, AuditSinkClosedError } from "../../src/audit/audit-errors.js";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
-import { event, KEY, lines, OTHER_KEY, sampleEvents, tempDir, writeLog } from "./fixtures/log.js";
+import { event, KEY, lines, OTHER_KEY, sampleEvents, tempDir, writeLog } from "../support/audit-log.js";
 
 describe("JsonlAuditSink", () => {
   let dir: string;

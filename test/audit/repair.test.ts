@@ -5,7 +5,7 @@ import { AuditCorruptError } from "../../src/audit/audit-errors.js";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
 import { repairAuditLog } from "../../src/audit/repair-audit-log.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
-import { event, KEY, lines, sampleEvents, tempDir, writeLines, writeLog } from "./fixtures/log.js";
+import { event, KEY, lines, sampleEvents, tempDir, writeLines, writeLog } from "../support/audit-log.js";
 
 describe("torn tails and repairAuditLog", () => {
   let dir: string;

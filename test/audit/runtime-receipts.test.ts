@@ -4,11 +4,11 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { AuditRow } from "../../src/audit/audit-row.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
 import { runTsChild } from "../support/child-process.js";
-import { KEY, tempDir } from "./fixtures/log.js";
+import { KEY, tempLogPerTest } from "../support/audit-log.js";
 
 const child = path.join(path.dirname(fileURLToPath(import.meta.url)), "fixtures", "runtime-receipts-child.ts");
 
@@ -36,28 +36,22 @@ function events(rows: readonly AuditRow[], event: string): string[] {
 }
 
 describe("a runtime's lifecycle receipts survive a SIGKILL", () => {
-  let dir: string;
-  let cleanup: () => void;
-
-  beforeEach(() => {
-    ({ dir, cleanup } = tempDir());
-  });
-  afterEach(() => cleanup());
+  const tmp = tempLogPerTest();
 
   it("killed right after runtime.start() resolved, the log holds every agent.start row, verified", async () => {
-    const file = path.join(dir, "audit.jsonl");
+    const file = path.join(tmp.dir, "audit.jsonl");
     const rows = await killedAfter(file, "started", "started");
     expect(events(rows, "agent.start")).toEqual(["payer", "auditor", "mailer"]);
   }, 30_000);
 
   it("killed right after a reply, the log holds every agent.start row, verified", async () => {
-    const file = path.join(dir, "audit.jsonl");
+    const file = path.join(tmp.dir, "audit.jsonl");
     const rows = await killedAfter(file, "reply", "replied");
     expect(events(rows, "agent.start")).toEqual(["payer", "auditor", "mailer"]);
   }, 30_000);
 
   it("killed right after an ask that crashed its agent was refused, the log holds the crash row, verified", async () => {
-    const file = path.join(dir, "audit.jsonl");
+    const file = path.join(tmp.dir, "audit.jsonl");
     const rows = await killedAfter(file, "crash", "failed");
     expect(events(rows, "agent.start").slice(0, 3)).toEqual(["payer", "auditor", "mailer"]);
     expect(events(rows, "agent.crash")).toEqual(["payer"]);

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
@@ -8,22 +8,25 @@ import { TestClock } from "../../src/testing/test-clock.js";
 import { waitUntil } from "../support/agents.js";
 import { silentLogger } from "../../src/index.js";
 import { Echo } from "../runtime/fixtures.js";
-import { KEY, lines, tempDir } from "./fixtures/log.js";
+import { KEY, lines, tempLogPerTest } from "../support/audit-log.js";
+import { whenStarted } from "../support/runtimes.js";
+
+/** The log verifies, and so do payer's suspensions, with no failure: what verifySuspension says of them. */
+async function verifiedPayer(file: string): Promise<Awaited<ReturnType<typeof verifySuspension>>> {
+  expect((await verifyAuditLog(file, { key: KEY })).ok).toBe(true);
+  const payer = await verifySuspension(file, "payer", { key: KEY });
+  expect(payer.failures).toEqual([]);
+  expect(payer.status).toBe("verified");
+  return payer;
+}
 
 describe("JsonlAuditSink as a Runtime's auditSink", () => {
-  let dir: string;
-  let cleanup: () => void;
-
-  beforeEach(() => {
-    ({ dir, cleanup } = tempDir());
-  });
-  afterEach(() => cleanup());
+  const tmp = tempLogPerTest();
 
   it("records suspend and resume receipts that verifySuspension proves, offline", async () => {
-    const file = path.join(dir, "audit", "audit.jsonl");
+    const file = path.join(tmp.dir, "audit", "audit.jsonl");
     const audit = new JsonlAuditSink(file, { key: KEY });
-    const runtime = new Runtime({ root: new Echo("payer"), auditSink: audit, logger: silentLogger });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: new Echo("payer"), auditSink: audit, logger: silentLogger }));
     await runtime.suspend("payer", "large payment");
     // The suspend receipt is on disk before suspend resolves.
     expect(lines(file).some((l) => l.includes('"event":"agent.suspend"'))).toBe(true);
@@ -34,10 +37,7 @@ describe("JsonlAuditSink as a Runtime's auditSink", () => {
     await runtime.stop();
     await audit.close();
 
-    expect((await verifyAuditLog(file, { key: KEY })).ok).toBe(true);
-    const result = await verifySuspension(file, "payer", { key: KEY });
-    expect(result.failures).toEqual([]);
-    expect(result.status).toBe("verified");
+    const result = await verifiedPayer(file);
     expect(result.suspensions.map((s) => [s.reason, s.approver, s.status])).toEqual([
       ["large payment", "alice", "verified"],
       ["second look", "bob", "verified"],
@@ -45,12 +45,11 @@ describe("JsonlAuditSink as a Runtime's auditSink", () => {
   });
 
   it("records every kind of decision — approved, denied, expired, cancelled — and verifySuspension tells them apart", async () => {
-    const file = path.join(dir, "audit.jsonl");
+    const file = path.join(tmp.dir, "audit.jsonl");
     const audit = new JsonlAuditSink(file, { key: KEY });
     const clock = new TestClock();
     const workers = new DynamicSupervisor("workers");
-    const runtime = new Runtime({ root: new Supervisor("root", { children: [new Echo("payer"), workers] }), auditSink: audit, logger: silentLogger, clock });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: new Supervisor("root", { children: [new Echo("payer"), workers] }), auditSink: audit, logger: silentLogger, clock }));
     await runtime.suspend("payer", "approve me");
     await runtime.resume("payer", "alice");
     await runtime.suspend("payer", "deny me");
@@ -68,10 +67,7 @@ describe("JsonlAuditSink as a Runtime's auditSink", () => {
     await runtime.stop();
     await audit.close();
 
-    expect((await verifyAuditLog(file, { key: KEY })).ok).toBe(true);
-    const payer = await verifySuspension(file, "payer", { key: KEY });
-    expect(payer.failures).toEqual([]);
-    expect(payer.status).toBe("verified");
+    const payer = await verifiedPayer(file);
     expect(payer.suspensions.map((s) => [s.reason, s.status, s.decision, s.decidedBy, s.cause])).toEqual([
       ["approve me", "verified", "approved", "alice", undefined],
       ["deny me", "verified", "denied", "bob", undefined],

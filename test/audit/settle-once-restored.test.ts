@@ -22,7 +22,7 @@ import type { SuspensionMarker } from "../../src/state/suspension-marker.js";
 import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { createTestSchema, type TestSchema } from "../support/postgres.js";
-import { KEY, tempDir } from "./fixtures/log.js";
+import { KEY, tempDir } from "../support/audit-log.js";
 
 class Payer extends AgentProcess {
   readonly resumes: string[] = [];

@@ -16,7 +16,7 @@ import { effectiveSettlement } from "../../src/audit/owner-fence.js";
 import { JsonlSettlements } from "../../src/audit/recorded-settlement.js";
 import { SettlementIndex } from "../../src/audit/settlement-index.js";
 import { walkAuditLog } from "../../src/audit/verify-audit-log.js";
-import { event, KEY, OTHER_KEY, tempDir, tempLogPerTest } from "./fixtures/log.js";
+import { event, KEY, OTHER_KEY, tempDir, tempLogPerTest } from "../support/audit-log.js";
 
 const log = tempLogPerTest();
 const AGENTS = ["a", "b"];

@@ -3,7 +3,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { canonicalJson, hashRow, macOf, type AuditRow } from "../../src/audit/audit-row.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
-import { KEY, lines, OTHER_KEY, sampleEvents, tempDir, writeLines, writeLog } from "./fixtures/log.js";
+import { KEY, lines, OTHER_KEY, sampleEvents, tempDir, writeLines, writeLog } from "../support/audit-log.js";
 
 /** Re-computes hash and mac of rows (seq renumbered, prev re-chained) under `key`: what an attacker with a key can do. */
 function resign(rows: AuditRow[], key: string, from = 0): string[] {

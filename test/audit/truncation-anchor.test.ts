@@ -10,7 +10,7 @@ import { AgentProcess, Runtime, silentLogger, type AuditSink, type StateStore } 
 import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { createTestSchema, type TestSchema } from "../support/postgres.js";
-import { KEY, tempDir } from "./fixtures/log.js";
+import { KEY, tempDir } from "../support/audit-log.js";
 
 class Payer extends AgentProcess {}
 

@@ -9,7 +9,7 @@ import { repairAuditLog } from "../../src/audit/repair-audit-log.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
 import { CivitasError } from "../../src/index.js";
-import { event, KEY, tempDir, writeLog } from "./fixtures/log.js";
+import { event, KEY, tempDir, writeLog } from "../support/audit-log.js";
 
 function expectUnreadable(error: unknown, file: string, reason: string): void {
   expect(error).toBeInstanceOf(AuditUnreadableError);

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import { describe, expect, it } from "vitest";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
-import { cancel, deny, event, KEY, resume, suspend, tempLogPerTest, writeLog } from "./fixtures/log.js";
+import { cancel, deny, event, KEY, resume, suspend, tempLogPerTest, writeLog } from "../support/audit-log.js";
 
 describe("verifySuspension", () => {
   const log = tempLogPerTest();

@@ -11,7 +11,7 @@ import type { Message } from "civitas-ts";
 import { createMessage, Mailbox } from "../../src/index.js";
 import { turns } from "../runtime/fixtures.js";
 import { codeOf, outcome } from "../support/outcome.js";
-import { supervisedRuntimes, until } from "../support/runtimes.js";
+import { whenStarted, supervisedRuntimes, until } from "../support/runtimes.js";
 import { Sink, Doer, Stuck } from "../support/probe-agents.js";
 
 const supervised = supervisedRuntimes();
@@ -33,8 +33,7 @@ describe("a message type that is not a string", () => {
   it("an agent's send/ask with a non-string type rejects with a CivitasError, not a TypeError", async () => {
     const sink = new Sink("sink");
     const doer = new Doer("doer");
-    const rt = supervised([sink, doer]);
-    await rt.start();
+    const rt = await whenStarted(supervised([sink, doer]));
     const codes: string[] = [];
     for (const type of [42, null, {}]) {
       doer.fn = async (self) => self.send("sink", { a: 1 }, { type: type as unknown as string });
@@ -48,8 +47,7 @@ describe("a message type that is not a string", () => {
 
   it("runtime.send/ask with a non-string type rejects with a CivitasError, not a TypeError", async () => {
     const sink = new Sink("sink");
-    const rt = supervised([sink]);
-    await rt.start();
+    const rt = await whenStarted(supervised([sink]));
     const send = await outcome(rt.send("sink", { a: 1 }, { type: 42 as unknown as string }), 200);
     const ask = await outcome(rt.ask("sink", { a: 1 }, { type: null as unknown as string, timeoutMs: 50 }), 200);
     expect(send !== "pending" && !send.ok && codeOf(send.error)).toBe("INVALID_ARGUMENT");
@@ -61,8 +59,7 @@ describe("a message type that is not a string", () => {
 describe("broadcast / sendCapable with bad input", () => {
   it("broadcast with a non-string pattern rejects with a CivitasError, not a TypeError", async () => {
     const doer = new Doer("doer");
-    const rt = supervised([doer, new Sink("s1")]);
-    await rt.start();
+    const rt = await whenStarted(supervised([doer, new Sink("s1")]));
     doer.fn = async (self) => self.broadcast(42 as unknown as string, { a: 1 });
     const reply = await rt.ask("doer", {});
     expect(reply.payload.code).toBe("INVALID_ARGUMENT");
@@ -72,8 +69,7 @@ describe("broadcast / sendCapable with bad input", () => {
     const a = new Sink("a", { capabilities: ["cap"] });
     const b = new Sink("b", { capabilities: ["cap"] });
     const doer = new Doer("doer");
-    const rt = supervised([a, b, doer]);
-    await rt.start();
+    const rt = await whenStarted(supervised([a, b, doer]));
     doer.fn = async (self) => self.sendCapable("cap", { n: 1 }, { ttlMs: -1 });
     expect((await rt.ask("doer", {})).payload.code).toBe("INVALID_ARGUMENT");
     doer.fn = async (self) => self.sendCapable("cap", { n: 2 });
@@ -86,16 +82,14 @@ describe("broadcast / sendCapable with bad input", () => {
 
 describe("a signal that is not an AbortSignal", () => {
   it("runtime.ask with a signal that is not an AbortSignal rejects with a CivitasError", async () => {
-    const rt = supervised([new Sink("s")]);
-    await rt.start();
+    const rt = await whenStarted(supervised([new Sink("s")]));
     const error = await errorOf(rt.ask("s", {}, { signal: null as unknown as AbortSignal, timeoutMs: 100 }));
     expect(codeOf(error)).toBe("INVALID_ARGUMENT");
   });
 
   it("runtime.send waiting on a full mailbox with a signal that is not an AbortSignal rejects with a CivitasError", async () => {
     const s = new Stuck("s", { mailboxSize: 1 });
-    const rt = supervised([s]);
-    await rt.start();
+    const rt = await whenStarted(supervised([s]));
     await rt.send("s", {}); // being handled
     await turns();
     await rt.send("s", {}); // fills the lane

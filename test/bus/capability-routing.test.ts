@@ -11,7 +11,7 @@ import type { CivitasError } from "civitas-ts";
 import { AgentProcess, ErrorAction, ProcessStatus, type Message } from "civitas-ts";
 import { DynamicSupervisor } from "../../src/index.js";
 import { eventually } from "../runtime/fixtures.js";
-import { supervisedRuntimes, until, runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted, supervisedRuntimes, until } from "../support/runtimes.js";
 import { Sink, Doer, CodeReplier } from "../support/probe-agents.js";
 
 const supervised = supervisedRuntimes();
@@ -29,8 +29,7 @@ describe("broadcast with a stopped match", () => {
     const quitter = new Quitter("w-quit");
     const live = new Sink("w-live");
     const doer = new Doer("doer");
-    const rt = supervised([quitter, live, doer]);
-    await rt.start();
+    const rt = await whenStarted(supervised([quitter, live, doer]));
     await rt.send("w-quit", {});
     await until(() => quitter.status === ProcessStatus.STOPPED);
     doer.fn = async (self) => ({ count: await self.broadcast("w-*", { hello: true }) });
@@ -46,8 +45,7 @@ describe("sendCapable takes turns", () => {
     const a = new Sink("a", { capabilities: ["cap"] });
     const b = new Sink("b", { capabilities: ["cap"] });
     const doer = new CodeReplier("doer");
-    const rt = supervised([a, b, doer]);
-    await rt.start();
+    const rt = await whenStarted(supervised([a, b, doer]));
     doer.fn = async (self) => self.sendCapable("cap", { n: 1 }, { type: "" });
     expect((await rt.ask("doer", {})).payload.code).toBe("INVALID_ARGUMENT");
     doer.fn = async (self) => self.sendCapable("cap", { n: 2 });
@@ -59,8 +57,7 @@ describe("sendCapable takes turns", () => {
   it("removing the agent whose turn just passed does not make the next one lose its turn", async () => {
     const dyn = new DynamicSupervisor("pool");
     const doer = new CodeReplier("doer");
-    const rt = supervised([doer, dyn]);
-    await rt.start();
+    const rt = await whenStarted(supervised([doer, dyn]));
     const w1 = await dyn.spawn(Sink, "w1", { capabilities: ["cap"] });
     const w2 = await dyn.spawn(Sink, "w2", { capabilities: ["cap"] });
     const w3 = await dyn.spawn(Sink, "w3", { capabilities: ["cap"] });
@@ -77,8 +74,7 @@ describe("sendCapable takes turns", () => {
   it("agents that declare a capability again after all were removed take turns from the first", async () => {
     const dyn = new DynamicSupervisor("pool");
     const doer = new CodeReplier("doer");
-    const rt = supervised([doer, dyn]);
-    await rt.start();
+    const rt = await whenStarted(supervised([doer, dyn]));
     await dyn.spawn(Sink, "old", { capabilities: ["cap"] });
     doer.fn = async (self) => self.sendCapable("cap", { n: 1 });
     await rt.ask("doer", {});
@@ -119,8 +115,7 @@ describe("capability routing", () => {
         }
       }
     }
-    const rt = runtime([new Router("router"), quitter, worker]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Router("router"), quitter, worker]));
     await rt.send("w1", { quit: true });
     await eventually(() => quitter.status === ProcessStatus.STOPPED, "w1 to stop");
     await rt.send("router", {});
@@ -138,8 +133,7 @@ describe("capability routing", () => {
         outcome = await this.broadcast("w*", { hello: true }).catch((e: CivitasError) => e.code);
       }
     }
-    const rt = runtime([new Caster("caster"), w1, w2]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Caster("caster"), w1, w2]));
     await rt.send("w1", { quit: true });
     await eventually(() => w1.status === ProcessStatus.STOPPED, "w1 to stop");
     await rt.send("caster", {});

@@ -18,7 +18,7 @@ import { TestClock } from "../../src/testing/test-clock.js";
 import { Echo, eventually, Silent, turns } from "../runtime/fixtures.js";
 import { gate, type Gate } from "../support/agents.js";
 import { rejection, rejectsWithCode, track } from "../support/outcome.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 
 const built = runtimes({ stop: "full" });
 
@@ -41,8 +41,7 @@ class Slow extends AgentProcess {
 
 describe("MessageBus routing", () => {
   it("rejects sends and asks to unknown recipients with AGENT_NOT_FOUND", async () => {
-    const rt = runtime([new Echo("echo")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Echo("echo")]));
     const sent = await rejectsWithCode(rt.send("nobody", { x: 1 }), "AGENT_NOT_FOUND");
     expect(sent).toBeInstanceOf(AgentNotFoundError);
     expect((sent as AgentNotFoundError).agent).toBe("nobody");
@@ -60,8 +59,7 @@ describe("MessageBus routing", () => {
         codes.sendCapable = await this.sendCapable("haunting", {}).catch((e: { code?: string }) => e.code);
       }
     }
-    const rt = runtime([new Sender("sender")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Sender("sender")]));
     await rt.send("sender", {});
     await eventually(() => Object.keys(codes).length === 3, "the sender to try all three");
     expect(codes).toEqual({ send: "AGENT_NOT_FOUND", ask: "AGENT_NOT_FOUND", sendCapable: "AGENT_NOT_FOUND" });
@@ -71,8 +69,7 @@ describe("MessageBus routing", () => {
 describe("MessageBus request/reply", () => {
   it("pairs concurrent asks with their own replies", async () => {
     const echoes = [new Echo("echo-1"), new Echo("echo-2"), new Echo("echo-3")];
-    const rt = runtime(echoes);
-    await rt.start();
+    const rt = await whenStarted(runtime(echoes));
     const asks = Array.from({ length: 30 }, (_, i) => rt.ask(`echo-${(i % 3) + 1}`, { i }, { timeoutMs: 5_000 }));
     const replies = await Promise.all(asks);
     replies.forEach((reply, i) => {
@@ -87,8 +84,7 @@ describe("MessageBus request/reply", () => {
 
   it("pairs replies that arrive out of order", async () => {
     const slow = new Slow("slow");
-    const rt = runtime([slow, new Echo("fast")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([slow, new Echo("fast")]));
     const first = track(rt.ask("slow", { n: 1 }, { timeoutMs: 5_000 }));
     await eventually(() => slow.gates.length === 1, "slow to take the ask");
     const second = await rt.ask("fast", { n: 2 }, { timeoutMs: 5_000 });
@@ -107,8 +103,7 @@ describe("MessageBus request/reply", () => {
         return this.reply({ relayed: reply.payload });
       }
     }
-    const rt = runtime([new Asker("asker"), new Echo("echo")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Asker("asker"), new Echo("echo")]));
     const reply = await rt.ask("asker", { q: "why" }, { timeoutMs: 5_000 });
     expect(reply.payload).toEqual({ relayed: { q: "why", from: "echo" } });
     expect(answers).toEqual([{ q: "why", from: "echo" }]);
@@ -162,8 +157,7 @@ describe("MessageBus request/reply", () => {
         }
       }
     }
-    const rt = runtime([new Asker("asker"), slow], clock);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Asker("asker"), slow], clock));
     await rt.send("asker", {}, { type: "go" });
     await eventually(() => slow.gates.length === 1, "slow to take the ask");
     await clock.advance(30);
@@ -180,8 +174,7 @@ describe("MessageBus request/reply", () => {
 describe("MessageBus timeouts and cancellation", () => {
   it("rejects with AskTimeoutError carrying agent and timeoutMs, with the awaiting callers in its stack", async () => {
     const clock = new TestClock();
-    const rt = runtime([new Silent("silent")], clock);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Silent("silent")], clock));
     async function askTheSilentAgent(): Promise<Message> {
       return await rt.ask("silent", { hello: true }, { timeoutMs: 25 });
     }
@@ -205,8 +198,7 @@ describe("MessageBus timeouts and cancellation", () => {
 
   it("does not time out before timeoutMs has elapsed", async () => {
     const clock = new TestClock();
-    const rt = runtime([new Silent("silent")], clock);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Silent("silent")], clock));
     const ask = track(rt.ask("silent", {}, { timeoutMs: 100 }));
     await clock.advance(99);
     expect(ask.state).toBe("pending");
@@ -226,8 +218,7 @@ describe("MessageBus timeouts and cancellation", () => {
         stacks.push(error instanceof AskTimeoutError ? error.stack : "not an AskTimeoutError");
       }
     }
-    const rt = runtime([new Asker("asker"), new Silent("silent")], clock);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Asker("asker"), new Silent("silent")], clock));
     await rt.send("asker", {});
     await eventually(() => clock.pendingTimers > 0, "the ask to arm its timer");
     await clock.advance(10);
@@ -236,8 +227,7 @@ describe("MessageBus timeouts and cancellation", () => {
   });
 
   it("rejects with the signal's reason when the ask is aborted, and removes its listener", async () => {
-    const rt = runtime([new Silent("silent")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Silent("silent")]));
     const controller = new AbortController();
     const reason = new Error("the user gave up");
     const ask = rejection(rt.ask("silent", {}, { timeoutMs: 60_000, signal: controller.signal }));
@@ -248,8 +238,7 @@ describe("MessageBus timeouts and cancellation", () => {
   });
 
   it("rejects with the default AbortError reason when aborted without one", async () => {
-    const rt = runtime([new Silent("silent")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Silent("silent")]));
     const controller = new AbortController();
     const ask = rejection(rt.ask("silent", {}, { timeoutMs: 60_000, signal: controller.signal }));
     controller.abort();
@@ -260,8 +249,7 @@ describe("MessageBus timeouts and cancellation", () => {
 
   it("rejects an already-aborted ask without enqueuing anything", async () => {
     const silent = new Silent("silent");
-    const rt = runtime([silent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([silent]));
     const reason = new Error("too late");
     expect(await rejection(rt.ask("silent", {}, { signal: AbortSignal.abort(reason) }))).toBe(reason);
     // the next message is the first one handled: the aborted ask was never enqueued
@@ -272,8 +260,7 @@ describe("MessageBus timeouts and cancellation", () => {
 
   it("removes the abort listener once the ask is answered or timed out", async () => {
     const clock = new TestClock();
-    const rt = runtime([new Echo("echo"), new Silent("silent")], clock);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Echo("echo"), new Silent("silent")], clock));
     const controller = new AbortController();
     await rt.ask("echo", {}, { signal: controller.signal });
     const timedOut = rejection(rt.ask("silent", {}, { signal: controller.signal, timeoutMs: 5 }));
@@ -283,8 +270,7 @@ describe("MessageBus timeouts and cancellation", () => {
   });
 
   it("rejects pending asks with RUNTIME_STOPPED when the runtime stops, and refuses new ones", async () => {
-    const rt = runtime([new Silent("silent")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Silent("silent")]));
     const pending = rejection(rt.ask("silent", {}, { timeoutMs: 60_000 }));
     const pending2 = rejection(rt.ask("silent", {}, { timeoutMs: 60_000 }));
     await rt.stop();

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { AgentProcess, createMessage, ProcessStatus, type Message } from "civitas-ts";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { eventually, turns } from "../runtime/fixtures.js";
-import { sleep, supervisedRuntimes, until } from "../support/runtimes.js";
+import { sleep, whenStarted, supervisedRuntimes, until } from "../support/runtimes.js";
 import { codeOf } from "../support/outcome.js";
 import { Sink, CodeReplier } from "../support/probe-agents.js";
 
@@ -28,8 +28,7 @@ describe("messages returned from handle()", () => {
     }
     const fwd = new Forwarder("fwd");
     const victim = new Sink("victim");
-    const rt = supervised([fwd, victim]);
-    await rt.start();
+    const rt = await whenStarted(supervised([fwd, victim]));
     await rt.send("fwd", { typed: false });
     await rt.send("fwd", { typed: true });
     await sleep(30);
@@ -46,8 +45,7 @@ describe("messages returned from handle()", () => {
       }
     }
     const paused = new Sink("paused");
-    const rt = supervised([new Pusher("pusher"), paused]);
-    await rt.start();
+    const rt = await whenStarted(supervised([new Pusher("pusher"), paused]));
     await rt.suspend("paused", "needs approval");
     expect(paused.status).toBe(ProcessStatus.SUSPENDED);
     await rt.send("pusher", {});
@@ -60,8 +58,7 @@ describe("messages returned from handle()", () => {
 describe("request/reply, reply() and returned messages", () => {
   it("broadcast with an empty type is refused even when nobody matches", async () => {
     const doer = new CodeReplier("doer");
-    const rt = supervised([doer]);
-    await rt.start();
+    const rt = await whenStarted(supervised([doer]));
     doer.fn = async (self) => self.broadcast("nobody-*", { n: 1 }, { type: "" });
     expect((await rt.ask("doer", {})).payload.code).toBe("INVALID_ARGUMENT");
   });
@@ -77,8 +74,7 @@ describe("request/reply, reply() and returned messages", () => {
       }
     }
     const agent = new Hang("hang", { shutdownTimeoutMs: 20 });
-    const rt = supervised([agent]);
-    await rt.start();
+    const rt = await whenStarted(supervised([agent]));
     await rt.send("hang", {});
     await turns();
     await rt.stop();
@@ -125,8 +121,7 @@ describe("request/reply, reply() and returned messages", () => {
   it("a returned message with correlationId: null (accepted as absent) is delivered, not dropped as a late reply", async () => {
     const clock = new TestClock();
     const b = new Sink("b");
-    const rt = supervised([new Maker("maker", clock), b], { clock });
-    await rt.start();
+    const rt = await whenStarted(supervised([new Maker("maker", clock), b], { clock }));
     await rt.send("maker", { n: 2, field: "correlationId" });
     await turns(10);
     expect(rt.lateReplies).toBe(0);

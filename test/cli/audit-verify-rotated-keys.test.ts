@@ -8,7 +8,7 @@
 import { describe, expect, it } from "vitest";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
-import { event, KEY, OTHER_KEY, tempLogPerTest } from "../audit/fixtures/log.js";
+import { event, KEY, OTHER_KEY, tempLogPerTest } from "../support/audit-log.js";
 import { civitas, civitasJson } from "./fixtures/run-cli.js";
 
 describe("civitas audit verify with the keys of a rotated log", () => {

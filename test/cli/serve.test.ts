@@ -14,7 +14,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus, Runtime, silentLogger } from "../../src/index.js";
 import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { call, signIn, USER_HEADER } from "../http/support.js";
-import { until } from "../support/runtimes.js";
+import { whenStarted, until } from "../support/runtimes.js";
 import { ServedPayer } from "./fixtures/serve-app.js";
 import { civitas, civitasJson, tempDir } from "./fixtures/run-cli.js";
 
@@ -31,8 +31,7 @@ afterEach(() => {
 async function pausedInStore(): Promise<string> {
   const db = path.join(tempDir(), "state.db");
   const store = new SqliteStateStore(db);
-  const runtime = Runtime.fromTopology(fs.readFileSync(path.join(ROOT, TOPOLOGY), "utf8"), { agents: { ServedPayer }, store, logger: silentLogger, keepAlive: false });
-  await runtime.start();
+  const runtime = await whenStarted(Runtime.fromTopology(fs.readFileSync(path.join(ROOT, TOPOLOGY), "utf8"), { agents: { ServedPayer }, store, logger: silentLogger, keepAlive: false }));
   await runtime.send("payer", { invoice: "INV-9" });
   await until(() => runtime.getAgent("payer")?.status === ProcessStatus.SUSPENDED);
   await runtime.stop();

@@ -13,7 +13,7 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import { eventually, turns } from "../runtime/fixtures.js";
 import { outcome, codeOf, track } from "../support/outcome.js";
-import { supervisedRuntimes } from "../support/runtimes.js";
+import { whenStarted, supervisedRuntimes } from "../support/runtimes.js";
 import { Stuck } from "../support/probe-agents.js";
 
 v8.setFlagsFromString("--expose-gc");
@@ -88,8 +88,7 @@ describe("aborted waits do not pile up", () => {
 
   it("runtime.send calls aborted while another send waits on a full mailbox do not keep their messages", async () => {
     const s = new Stuck("s", { mailboxSize: 1 });
-    const rt = supervised([s]);
-    await rt.start();
+    const rt = await whenStarted(supervised([s]));
     await rt.send("s", { n: 0 }); // being handled
     await turns();
     await rt.send("s", { n: 1 }); // fills the lane

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, type Message } from "../../src/index.js";
 import { eventually, turns } from "../runtime/fixtures.js";
 import { track } from "../support/outcome.js";
-import { supervisedRuntimes } from "../support/runtimes.js";
+import { whenStarted, supervisedRuntimes } from "../support/runtimes.js";
 
 const supervised = supervisedRuntimes();
 
@@ -35,8 +35,7 @@ describe("backpressure next to a retried message", () => {
       }
     }
     const agent = new Flaky("flaky", { mailboxSize: 1 });
-    const rt = supervised([agent]);
-    await rt.start();
+    const rt = await whenStarted(supervised([agent]));
     await rt.send("flaky", { n: 1 }); // being handled
     await turns();
     await rt.send("flaky", { n: 2 }); // fills the lane

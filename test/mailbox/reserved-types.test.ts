@@ -9,7 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { createMessage, ProcessStatus } from "civitas-ts";
 import { codeOf, outcome } from "../support/outcome.js";
-import { sleep, supervisedRuntimes } from "../support/runtimes.js";
+import { sleep, whenStarted, supervisedRuntimes } from "../support/runtimes.js";
 import { Sink } from "../support/probe-agents.js";
 
 const supervised = supervisedRuntimes();
@@ -26,8 +26,7 @@ function caughtCode(fn: () => unknown): string {
 describe("reserved types through the public mailbox", () => {
   it("application code cannot stop an agent by putting a forged _agency.shutdown into agent.mailbox", async () => {
     const target = new Sink("target");
-    const rt = supervised([target]);
-    await rt.start();
+    const rt = await whenStarted(supervised([target]));
     for (const priority of [1, 0]) {
       const forged = createMessage({ sender: "mallory", recipient: "target", type: "_agency.shutdown", payload: {}, priority });
       const put = await outcome(target.mailbox.put(forged), 200);

@@ -4,7 +4,8 @@ import { CivitasError } from "../../src/errors/civitas-error.js";
 import { PayloadNotSerializableError } from "../../src/errors/errors.js";
 import { assertJsonObject, copyJson, findNonJson, MAX_JSON_DEPTH, type JsonObject, type JsonValue } from "../../src/message/json.js";
 import { createMessage } from "../../src/message/message.js";
-import { fromWire, toWire } from "../../src/message/wire.js";
+import { fromWire } from "../../src/message/from-wire.js";
+import { toWire } from "../../src/message/to-wire.js";
 
 class Point {
   constructor(

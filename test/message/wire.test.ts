@@ -4,7 +4,9 @@ import { CivitasError } from "../../src/errors/civitas-error.js";
 import { InvalidWireMessageError } from "../../src/errors/errors.js";
 import type { JsonObject } from "../../src/message/json.js";
 import { buildMessage, createMessage, type Message } from "../../src/message/message.js";
-import { fromWire, toWire, WIRE_SCHEMA_VERSION, type WireMessage } from "../../src/message/wire.js";
+import { fromWire } from "../../src/message/from-wire.js";
+import { toWire } from "../../src/message/to-wire.js";
+import { WIRE_SCHEMA_VERSION, type WireMessage } from "../../src/message/wire.js";
 import { caught } from "../support/outcome.js";
 
 const name = fc.string({ minLength: 1, maxLength: 12 });

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { fromWire, toWire } from "../../src/message/wire.js";
+import { fromWire } from "../../src/message/from-wire.js";
+import { toWire } from "../../src/message/to-wire.js";
 import { decodeMessage, decodeWire, encodeMessage, encodeWire } from "../../src/nats/codec.js";
 import { pythonFloat } from "../../src/nats/python-json.js";
 

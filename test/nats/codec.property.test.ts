@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { CivitasError } from "../../src/errors/civitas-error.js";
 import { InvalidWireMessageError } from "../../src/errors/errors.js";
 import { createMessage } from "../../src/message/message.js";
-import { fromWire, toWire } from "../../src/message/wire.js";
+import { fromWire } from "../../src/message/from-wire.js";
+import { toWire } from "../../src/message/to-wire.js";
 import { decodeMessage, decodeWire, encodeForBus, encodeMessage, encodeWire, type WireSerializer } from "../../src/nats/codec.js";
 import { messageArbitrary } from "../../src/testing/arbitraries.js";
 

@@ -13,6 +13,7 @@ import {
 } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { Echo, eventually } from "../runtime/fixtures.js";
+import { whenStarted } from "../support/runtimes.js";
 
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -87,8 +88,7 @@ describe("audit events", () => {
 
   it("never closes or clears the sink it was given", async () => {
     const sink = new MemoryAuditSink();
-    const rt = new Runtime({ root: [new Echo("echo")], auditSink: sink, logger: silentLogger });
-    await rt.start();
+    const rt = await whenStarted(new Runtime({ root: [new Echo("echo")], auditSink: sink, logger: silentLogger }));
     await rt.stop();
     const count = sink.events.length;
     sink.emit({ event: "after", ts: new Date(0).toISOString(), agent: "x", signerId: "s", details: {} });

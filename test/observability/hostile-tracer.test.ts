@@ -12,7 +12,7 @@ import { AgentProcess, type Message } from "civitas-ts";
 import { type Context } from "@opentelemetry/api";
 import { ErrorAction, InMemoryStateStore, ProcessStatus } from "../../src/index.js";
 import { tracedRuntimes, type TestTracing } from "../support/tracing.js";
-import { runtimes, until } from "../support/runtimes.js";
+import { runtimes, whenStarted, until } from "../support/runtimes.js";
 import { settlement } from "../support/outcome.js";
 import { Sink } from "../support/probe-agents.js";
 
@@ -39,8 +39,7 @@ describe("telemetry never throws into user code", () => {
         return this.reply({ ok: message.payload.n as number });
       }
     }
-    const rt = runtime([new Forwarder("fwd"), sink], { tracerProvider: provider });
-    await rt.start();
+    const rt = await whenStarted(runtime([new Forwarder("fwd"), sink], { tracerProvider: provider }));
     const reply = await rt.ask("fwd", { n: 7 }, { timeoutMs: 1_000 });
     expect(reply.payload).toEqual({ ok: 7 });
     await until(() => sink.seen.length === 1, "the forwarded message", 3_000, 2);
@@ -96,24 +95,21 @@ class FailingSetStore extends InMemoryStateStore {
 describe("a hostile tracer never throws into user code", () => {
   it("runtime.suspend resolves when the suspend span's setAttribute throws", async () => {
     const t = tracing();
-    const rt = tracedRuntime([new Idle("a")], { tracerProvider: hostile(t, ["setAttribute"]) });
-    await rt.start();
+    const rt = await whenStarted(tracedRuntime([new Idle("a")], { tracerProvider: hostile(t, ["setAttribute"]) }));
     expect(await settlement(rt.suspend("a", "review"), 1_000)).toBe("resolved");
     expect(rt.getAgent("a")!.status).toBe(ProcessStatus.SUSPENDED);
   });
 
   it("runtime.suspend resolves when the store fails and the suspend span's addEvent throws (degraded durability)", async () => {
     const t = tracing();
-    const rt = tracedRuntime([new Idle("a")], { tracerProvider: hostile(t, ["addEvent"]), store: new FailingSetStore() });
-    await rt.start();
+    const rt = await whenStarted(tracedRuntime([new Idle("a")], { tracerProvider: hostile(t, ["addEvent"]), store: new FailingSetStore() }));
     expect(await settlement(rt.suspend("a", "review"), 1_000)).toBe("resolved");
   });
 
   it("a failed handle span is still ended when the span's recordException throws", async () => {
     const t = tracing();
     const agent = new AlwaysFails("a");
-    const rt = tracedRuntime([agent], { tracerProvider: hostile(t, ["recordException"]) });
-    await rt.start();
+    const rt = await whenStarted(tracedRuntime([agent], { tracerProvider: hostile(t, ["recordException"]) }));
     await rt.send("a", {}, { type: "job" });
     // give the loop time to handle and end the span
     await new Promise((r) => setTimeout(r, 50));

@@ -12,7 +12,7 @@ import { context, ROOT_CONTEXT, trace, type Context, type ContextManager } from 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, type Message } from "../../src/index.js";
 import { tracedRuntimes } from "../support/tracing.js";
-import { until } from "../support/runtimes.js";
+import { whenStarted, until } from "../support/runtimes.js";
 
 const { runtime: tracedRuntime, tracing } = tracedRuntimes();
 
@@ -76,8 +76,7 @@ describe("span parents", () => {
         return ErrorAction.RETRY;
       }
     }
-    const rt = tracedRuntime([new Worker("w")], { tracerProvider: t.provider });
-    await rt.start();
+    const rt = await whenStarted(tracedRuntime([new Worker("w")], { tracerProvider: t.provider }));
     const manager = new AlsContextManager();
     expect(context.setGlobalContextManager(manager)).toBe(true);
     const callerTraceId = "4bf92f3577b34da6a3ce929d0e0e4736";

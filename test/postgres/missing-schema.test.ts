@@ -6,7 +6,7 @@ import { PostgresLeases } from "../../src/postgres/postgres-leases.js";
 import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { StoreSchemaMissingError } from "../../src/state/store-schema-missing-error.js";
 import { StoreUnavailableError } from "../../src/state/store-unavailable-error.js";
-import { KEY, resume, suspend } from "../audit/fixtures/log.js";
+import { KEY, resume, suspend } from "../support/audit-log.js";
 import { PG_URL } from "../support/postgres.js";
 import { civitasJson } from "../cli/fixtures/run-cli.js";
 

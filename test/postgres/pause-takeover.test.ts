@@ -77,6 +77,17 @@ afterEach(async () => {
   await schema.drop();
 });
 
+/** `owner` denies as bob, stops, and has asked its authorizeResume about bob's denial alone and run no onResume. */
+async function expectDeniedByBobOnly(owner: Owner): Promise<void> {
+  owner.send("deny bob");
+  expect(await owner.line(/^(ok|error) deny/)).toBe("ok deny");
+  expect(await owner.line(/^onDeny /)).toBe("onDeny bob");
+  owner.send("stop");
+  await owner.line(/^stopped$/);
+  expect(owner.lines.filter((line) => line.startsWith("authorize"))).toEqual(["authorize bob deny"]);
+  expect(owner.lines.some((line) => line.startsWith("onResume"))).toBe(false);
+}
+
 describe.each([
   { checkOwner: true, label: "with the owner checked in the append's transaction (stateTable)" },
   { checkOwner: false, label: "with receipts stamped with their fence only" },
@@ -111,14 +122,8 @@ describe.each([
     expect(a.lines, a.lines.join("\n")).toContain("authorize mallory approve");
     expect(a.lines.some((line) => line.startsWith("onResume"))).toBe(false);
 
-    b.send("deny bob");
-    expect(await b.line(/^(ok|error) deny/)).toBe("ok deny");
-    expect(await b.line(/^onDeny /)).toBe("onDeny bob");
-    b.send("stop");
-    await b.line(/^stopped$/);
     // The successor's authorizeResume saw every decision it carried out, and it carried out only bob's.
-    expect(b.lines.filter((line) => line.startsWith("authorize"))).toEqual(["authorize bob deny"]);
-    expect(b.lines.some((line) => line.startsWith("onResume"))).toBe(false);
+    await expectDeniedByBobOnly(b);
 
     const rows = await sink.rows();
     const settlements = rows.filter((row) => ["agent.resume", "agent.deny"].includes(row.event));
@@ -160,13 +165,7 @@ describe.each([
     expect(await a.line(/^(ok|error) resume/)).toBe("error resume STATE_FENCED");
     b.send("go");
     const fenceB = Number((await b.line(/^ready /)).split(" ")[1]);
-    b.send("deny bob");
-    expect(await b.line(/^(ok|error) deny/)).toBe("ok deny");
-    expect(await b.line(/^onDeny /)).toBe("onDeny bob");
-    b.send("stop");
-    await b.line(/^stopped$/);
-    expect(b.lines.filter((line) => line.startsWith("authorize"))).toEqual(["authorize bob deny"]);
-    expect(b.lines.some((line) => line.startsWith("onResume"))).toBe(false);
+    await expectDeniedByBobOnly(b);
 
     const sink = new PostgresAuditSink({ pool: schema.pool, key: KEY, table: `${schema.name}.audit` });
     const rows = await sink.rows();

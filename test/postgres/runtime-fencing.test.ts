@@ -13,20 +13,17 @@ import {
 import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { recordTransitions, transitionProblems } from "../../src/testing/transitions.js";
 import { eventually } from "../runtime/fixtures.js";
-import { createTestSchema, type TestSchema } from "../support/postgres.js";
+import { testSchemaPerFile } from "../support/postgres.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
 import { Crasher } from "../support/probe-agents.js";
+import { whenStarted } from "../support/runtimes.js";
 
-let schema: TestSchema;
+const schema = testSchemaPerFile("rtfence");
 let base: PostgresStateStore;
-beforeAll(async () => {
-  schema = await createTestSchema("rtfence");
+beforeAll(() => {
   base = new PostgresStateStore({ pool: schema.pool }, { table: `${schema.name}.state`, fenceSequence: `${schema.name}.fences` });
 });
-afterAll(async () => {
-  await base.close();
-  await schema.drop();
-});
+afterAll(() => base.close());
 
 class Worker extends AgentProcess<JsonObject> {
   override state: JsonObject = { n: 0 };
@@ -189,8 +186,7 @@ describe("the runtime's reaction to STORE_UNAVAILABLE", () => {
     );
     const worker = new Worker("w");
     const audit = new MemoryAuditSink();
-    const runtime = new Runtime({ root: [worker], store, auditSink: audit, logger: silentLogger, keepAlive: false });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: [worker], store, auditSink: audit, logger: silentLogger, keepAlive: false }));
     try {
       await runtime.send("w", {});
       await eventually(() => worker.state.n === 1);

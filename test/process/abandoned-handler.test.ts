@@ -12,7 +12,7 @@ import { TestClock } from "../../src/testing/test-clock.js";
 import { eventually } from "../runtime/fixtures.js";
 import { Probe, gate, turns, waitUntil } from "../support/agents.js";
 import { rig, teardown } from "../suspension/helpers.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 import { Crasher } from "../support/probe-agents.js";
 
 const runtime = runtimes();
@@ -88,8 +88,7 @@ describe("a result blocked on a full recipient when the stop gives up", () => {
     const hung = new Hung("hung", { mailboxSize: 1 });
     const fwd = new Forwarder("fwd", { shutdownTimeoutMs: 100 });
     const inner = new Supervisor("inner", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, maxRestarts: 10, children: [fwd, new Crasher("crasher")] });
-    const rt = runtime(new Supervisor("root", { backoffBaseMs: 0, children: [hung, inner] }), { clock });
-    await rt.start();
+    const rt = await whenStarted(runtime(new Supervisor("root", { backoffBaseMs: 0, children: [hung, inner] }), { clock }));
     await rt.send("hung", { n: 1 }); // taken; its handler hangs
     await eventually(() => hung.mailbox.size === 0, "hung took its message");
     await rt.send("hung", { n: 2 }); // fills hung's business lane

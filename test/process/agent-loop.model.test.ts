@@ -70,6 +70,7 @@ import { TestClock } from "../../src/entries/testing.js";
 import { queuedBusiness } from "../../src/mailbox/mailbox-internals.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { track, type Tracked } from "../support/outcome.js";
+import { checkAgainstModel } from "../support/model-run.js";
 
 const NAME = "w";
 const MAILBOX = 4;
@@ -806,17 +807,6 @@ async function finish(m: Model, r: Real): Promise<void> {
 
 describe("agent message loop under a DynamicSupervisor (model-based)", () => {
   it("matches the model through sends, held handlers, releases, drains, respawns, crashes and restarts", async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: 50, size: "max" }), async (cmds) => {
-        const { model, real } = await setup();
-        try {
-          await fc.asyncModelRun(() => ({ model, real }), cmds);
-          await finish(model, real);
-        } finally {
-          await stopRuntime(real);
-        }
-      }),
-      { numRuns: 200 },
-    );
+    await checkAgainstModel({ commands, maxCommands: 50, numRuns: 200, setup, check: finish, cleanUp: stopRuntime });
   });
 });

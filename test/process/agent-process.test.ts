@@ -14,7 +14,7 @@ import {
 } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { waitForStatus } from "../../src/testing/wait-for-status.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 
 const built = runtimes({ stop: "full" });
 
@@ -153,8 +153,7 @@ describe("AgentProcess lifecycle", () => {
       }
     }
     const agent = new Slow("slow");
-    const rt = runtime([agent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([agent]));
     for (let n = 0; n < 3; n++) await rt.send("slow", { n });
     await until(() => agent.mailbox.size === 2);
     const stopping = rt.stop();
@@ -179,8 +178,7 @@ describe("AgentProcess lifecycle", () => {
       }
     }
     const agent = new Hangs("hangs", { shutdownTimeoutMs: 1000 });
-    const rt = runtime([agent], { clock });
-    await rt.start();
+    const rt = await whenStarted(runtime([agent], { clock }));
     await rt.send("hangs", { n: 0 });
     await rt.send("hangs", { n: 1 });
     await until(() => handled.length === 1);
@@ -210,8 +208,7 @@ describe("AgentProcess error actions", () => {
   it("RETRY re-enqueues with attempt + 1 and crashes past maxRetries", async () => {
     const agent = new Failing("r", ErrorAction.RETRY, { maxRetries: 2 });
     const audit = new MemoryAuditSink();
-    const rt = runtime([agent], { auditSink: audit });
-    await rt.start();
+    const rt = await whenStarted(runtime([agent], { auditSink: audit }));
     await rt.send("r", { fail: true });
     await until(() => agent.incarnation === 2);
     expect(agent.attempts).toEqual([0, 1, 2]);
@@ -235,8 +232,7 @@ describe("AgentProcess error actions", () => {
       }
     }
     const agent = new Busy("busy", { mailboxSize: 1 });
-    const rt = runtime([agent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([agent]));
     await rt.send("busy", { id: "x" });
     await until(() => seen.length === 1);
     await rt.send("busy", { id: "y" }); // fills the one-slot lane
@@ -249,8 +245,7 @@ describe("AgentProcess error actions", () => {
 
   it("SKIP drops the message and carries on", async () => {
     const agent = new Failing("s", ErrorAction.SKIP);
-    const rt = runtime([agent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([agent]));
     await rt.send("s", { fail: true });
     await rt.send("s", { fail: false });
     await until(() => agent.attempts.length === 2);
@@ -261,8 +256,7 @@ describe("AgentProcess error actions", () => {
 
   it("STOP stops the agent cleanly and its supervisor does not restart it", async () => {
     const agent = new Failing("st", ErrorAction.STOP);
-    const rt = runtime([agent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([agent]));
     await rt.send("st", { fail: true });
     await waitForStatus(agent, ProcessStatus.STOPPED, { timeoutMs: 2000 });
     await new Promise((r) => setTimeout(r, 20));
@@ -281,8 +275,7 @@ describe("AgentProcess error actions", () => {
     const t = new Failing("t", () => {
       throw new Error("onError broke");
     });
-    const rt = runtime([d, t]);
-    await rt.start();
+    const rt = await whenStarted(runtime([d, t]));
     await rt.send("d", {});
     await rt.send("t", { fail: true });
     await until(() => d.incarnation === 2 && t.incarnation === 2);
@@ -290,8 +283,7 @@ describe("AgentProcess error actions", () => {
 
   it("an onError returning something that is not an ErrorAction escalates", async () => {
     const agent = new Failing("weird", "LATER" as ErrorAction);
-    const rt = runtime([agent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([agent]));
     await rt.send("weird", { fail: true });
     await until(() => agent.incarnation === 2);
   });
@@ -312,8 +304,7 @@ describe("AgentProcess state", () => {
     const store = new InMemoryStateStore();
     const saved = new Counter("saved");
     const unsaved = new Counter("unsaved");
-    const rt = runtime([saved, unsaved], { store });
-    await rt.start();
+    const rt = await whenStarted(runtime([saved, unsaved], { store }));
     await rt.ask("saved", { save: true });
     await rt.ask("saved", {}); // not checkpointed
     await rt.ask("unsaved", {});
@@ -334,8 +325,7 @@ describe("AgentProcess state", () => {
         seenInOnStart = this.state.count;
       }
     }
-    const rt = runtime([new Peek("c")], { store });
-    await rt.start();
+    const rt = await whenStarted(runtime([new Peek("c")], { store }));
     expect(seenInOnStart).toBe(41);
     expect((await rt.ask("c", {})).payload).toEqual({ count: 42 });
   });
@@ -372,8 +362,7 @@ describe("AgentProcess state", () => {
         }
       }
     }
-    const rt = runtime([new Bad("b")] as AgentProcess[], { store });
-    await rt.start();
+    const rt = await whenStarted(runtime([new Bad("b")] as AgentProcess[], { store }));
     expect((await rt.ask("b", {})).payload).toEqual({ ok: true });
     expect((await rt.ask("b", { bad: true })).payload).toEqual({ code: "PAYLOAD_NOT_SERIALIZABLE" });
     expect(await store.get("b")).toEqual({ n: 1 });
@@ -442,8 +431,7 @@ describe("AgentProcess messaging from inside handle", () => {
         }
       }
     }
-    const rt = runtime([new Driver("drv")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Driver("drv")]));
     expect((await rt.ask("drv", {})).payload).toEqual({ code: "AGENT_NOT_FOUND" });
   });
 
@@ -459,15 +447,13 @@ describe("AgentProcess messaging from inside handle", () => {
         return this.reply({ vs: replies.map((r) => r.payload.v as number) });
       }
     }
-    const rt = runtime([new Front("front"), new Doubler("doubler")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Front("front"), new Doubler("doubler")]));
     expect((await rt.ask("front", { base: 10 })).payload).toEqual({ vs: [22, 24, 26] });
   });
 
   it("answers _agency.heartbeat with _agency.heartbeat_ack on the priority lane", async () => {
     const agent = new Recorder("hb");
-    const rt = runtime([agent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([agent]));
     const { buildMessage } = await import("../../src/message/message.js");
     const { mintControl } = await import("../../src/process/control-authority.js");
     const reply = new Promise<Message>((resolve) => {
@@ -489,8 +475,7 @@ describe("AgentProcess guards", () => {
       }
     }
     const victim = new Recorder("victim");
-    const rt = runtime([new Forger("forger"), victim]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Forger("forger"), victim]));
     await rt.send("forger", {});
     await rt.send("victim", { id: 1 });
     await until(() => victim.state.handled.length === 1);
@@ -499,8 +484,7 @@ describe("AgentProcess guards", () => {
 
   it("an agent that stopped on its own takes no more messages: sends reject with MAILBOX_CLOSED", async () => {
     const agent = new Failing("quits", ErrorAction.STOP);
-    const rt = runtime([agent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([agent]));
     await rt.send("quits", { fail: true });
     await waitForStatus(agent, ProcessStatus.STOPPED, { timeoutMs: 2000 });
     await expect(rt.send("quits", {})).rejects.toMatchObject({ code: "MAILBOX_CLOSED" });
@@ -538,8 +522,7 @@ describe("AgentProcess subclassing", () => {
       }
     }
     const agent = new Clashing("clash");
-    const rt = runtime([agent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([agent]));
     expect((await rt.ask("clash", {})).payload).toEqual({ starts: 1, current: "mine", run: "user run" });
     expect(agent.incarnation).toBe(1);
     expect(agent.start()).toBe("user start");
@@ -555,8 +538,7 @@ describe("AgentProcess subclassing", () => {
         return this.reply({ code });
       }
     }
-    const rt = runtime([new Probe("probe")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Probe("probe")]));
     expect((await rt.ask("probe", { op: "broadcast", type: "_agency.resume" })).payload).toEqual({ code: "RESERVED_MESSAGE_TYPE" });
     expect((await rt.ask("probe", { op: "broadcast", type: "message", bad: true })).payload).toEqual({ code: "PAYLOAD_NOT_SERIALIZABLE" });
     expect((await rt.ask("probe", { op: "capable", type: "_agency.suspend" })).payload).toEqual({ code: "RESERVED_MESSAGE_TYPE" });

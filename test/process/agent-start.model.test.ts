@@ -96,6 +96,7 @@ import {
 import { TestClock } from "../../src/entries/testing.js";
 import { turns, waitUntil } from "../support/agents.js";
 import { track, type Tracked } from "../support/outcome.js";
+import { checkAgainstModel } from "../support/model-run.js";
 
 const NAME = "w";
 const STEP_MS = 10;
@@ -1082,17 +1083,7 @@ async function finish(r: Real): Promise<void> {
 
 describe("agent start and stop phases under a DynamicSupervisor (model-based)", () => {
   it("matches the model through held, throwing and abandoned starts, stops before and during them, restored announcements, restarts and suspend/resume", async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: 20, size: "max" }), async (cmds) => {
-        const { model, real } = await setup();
-        try {
-          await fc.asyncModelRun(() => ({ model, real }), cmds);
-        } finally {
-          await finish(real);
-        }
-      }),
-      { numRuns: 500 },
-    );
+    await checkAgainstModel({ commands, maxCommands: 20, numRuns: 500, setup, cleanUp: finish });
   });
 });
 

@@ -10,7 +10,7 @@
 import { describe, expect, it } from "vitest";
 import { AgentProcess, createMessage, DynamicSupervisor, ProcessStatus, type Message, ErrorAction } from "../../src/index.js";
 import { gate } from "../support/agents.js";
-import { runtimes, until } from "../support/runtimes.js";
+import { runtimes, whenStarted, until } from "../support/runtimes.js";
 
 const runtime = runtimes();
 
@@ -32,8 +32,7 @@ describe("a stop with drain \"all\"", () => {
       }
     }
     const pool = new DynamicSupervisor("pool");
-    const rt = runtime(pool);
-    await rt.start();
+    const rt = await whenStarted(runtime(pool));
     const chain = await pool.spawn(Chain, "chain", { shutdownTimeoutMs: 5000 });
     await rt.send("chain", { n: 0 });
     await entered.promise;
@@ -67,8 +66,7 @@ describe("stop with drain 'all'", () => {
       }
     }
     const dyn = new DynamicSupervisor("dyn");
-    const rt = runtime(dyn);
-    await rt.start();
+    const rt = await whenStarted(runtime(dyn));
     await dyn.spawn(Worker, "worker");
     await rt.send("worker", { n: 0, hold: true });
     await rt.send("worker", { n: 1, fail: true });

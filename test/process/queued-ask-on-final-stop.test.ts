@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { AgentProcess, DynamicSupervisor, ErrorAction, type Message, Supervisor } from "../../src/index.js";
 import { gate } from "../support/agents.js";
 import { outcome, settlement, codeOf } from "../support/outcome.js";
-import { runtimes, until, sleep, supervisedRuntimes } from "../support/runtimes.js";
+import { runtimes, sleep, whenStarted, supervisedRuntimes, until } from "../support/runtimes.js";
 
 const runtime = runtimes();
 
@@ -43,8 +43,7 @@ describe("a queued ask on the priority lane when the mailbox closes", () => {
       }
     }
     const dyn = new DynamicSupervisor("dyn");
-    const rt = runtime([dyn]);
-    await rt.start();
+    const rt = await whenStarted(runtime([dyn]));
     await dyn.spawn(Busy, "b");
     void rt.send("b", {});
     await until(() => entered, "the handler entered", 1000, 2);
@@ -66,8 +65,7 @@ describe("an ask queued in the mailbox of an agent that then stops for good", ()
   // (30 s by default) for an agent that is gone.
   it("rejects with MAILBOX_CLOSED when the agent halts (civitas.eval.halt), instead of waiting out timeoutMs", async () => {
     const worker = new Gate("worker");
-    const rt = supervised([worker]);
-    await rt.start();
+    const rt = await whenStarted(supervised([worker]));
     void rt.send("worker", { hold: true });
     await sleep(10);
     const asked = settlement(rt.ask("worker", {}, { timeoutMs: 5_000 }), 2_000); // queued behind the held message
@@ -80,8 +78,7 @@ describe("an ask queued in the mailbox of an agent that then stops for good", ()
 
   it("rejects with MAILBOX_CLOSED when onError returns STOP, instead of waiting out timeoutMs", async () => {
     const worker = new Gate("worker");
-    const rt = supervised([worker]);
-    await rt.start();
+    const rt = await whenStarted(supervised([worker]));
     void rt.send("worker", { hold: true, stop: true });
     await sleep(10);
     const asked = settlement(rt.ask("worker", {}, { timeoutMs: 5_000 }), 2_000);
@@ -93,8 +90,7 @@ describe("an ask queued in the mailbox of an agent that then stops for good", ()
 
   it("rejects (not a silent 30 s wait) when a dynamic child is despawned with an ask queued", async () => {
     const workers = new DynamicSupervisor("workers");
-    const rt = supervised([workers]);
-    await rt.start();
+    const rt = await whenStarted(supervised([workers]));
     const worker = await workers.spawn(Gate, "w1");
     void rt.send("w1", { hold: true });
     await sleep(10);
@@ -124,8 +120,7 @@ describe("an agent that stops itself for good", () => {
         return ErrorAction.STOP;
       }
     }
-    const rt = runtime(new Supervisor("root", { children: [new Stopper("stopper", { mailboxSize: 1 })] }));
-    await rt.start();
+    const rt = await whenStarted(runtime(new Supervisor("root", { children: [new Stopper("stopper", { mailboxSize: 1 })] })));
     await rt.send("stopper", { id: "fatal" });
     await entered.promise;
     const queued = rt.ask("stopper", { id: "queued" }, { timeoutMs: 5000 }); // takes the one slot

@@ -10,7 +10,7 @@
 import { describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, ProcessStatus, Supervisor, type Message } from "../../src/index.js";
 import { gate, type Gate } from "../support/agents.js";
-import { runtimes, until, sleep, supervisedRuntimes } from "../support/runtimes.js";
+import { runtimes, sleep, whenStarted, supervisedRuntimes, until } from "../support/runtimes.js";
 import { Crasher } from "../support/probe-agents.js";
 
 const runtime = runtimes();
@@ -24,8 +24,7 @@ const supervised = supervisedRuntimes();
  * its mailbox. Resolves once flaky is STOPPING, its message still held.
  */
 async function restartWhileHeld(flaky: AgentProcess, entered: Gate): Promise<void> {
-  const rt = runtime(new Supervisor("root", { children: [flaky, new Crasher("crasher")], strategy: "ONE_FOR_ALL", backoffBaseMs: 0 }));
-  await rt.start();
+  const rt = await whenStarted(runtime(new Supervisor("root", { children: [flaky, new Crasher("crasher")], strategy: "ONE_FOR_ALL", backoffBaseMs: 0 })));
   await rt.send("flaky", { job: 1 });
   await entered.promise;
   await rt.send("crasher", {});
@@ -101,8 +100,7 @@ describe("RETRY coverage", () => {
       }
     }
     const flaky = new Flaky("flaky", { maxRetries: 3 });
-    const rt = supervised([flaky]);
-    await rt.start();
+    const rt = await whenStarted(supervised([flaky]));
     const reply = await rt.ask("flaky", { q: 1 }, { timeoutMs: 2000 });
     expect(reply.payload).toEqual({ attempt: 2 });
     expect(flaky.attempts).toEqual([0, 1, 2]);
@@ -122,8 +120,7 @@ describe("RETRY coverage", () => {
       }
     }
     const once = new Once("once", { maxRetries: 0 });
-    const rt = supervised([once]);
-    await rt.start();
+    const rt = await whenStarted(supervised([once]));
     await rt.send("once", {});
     await until(() => once.incarnation === 2);
     expect(once.attempts).toEqual([0]);

@@ -8,7 +8,7 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, Supervisor } from "../../src/index.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 
 const runtime = runtimes();
 
@@ -22,8 +22,7 @@ describe("the scheduler budget across many agents", () => {
       }
     }
     const agents = Array.from({ length: N }, (_, i) => new Busy(`busy${i}`));
-    const rt = runtime(new Supervisor("root", { children: agents, backoffBaseMs: 0 }));
-    await rt.start();
+    const rt = await whenStarted(runtime(new Supervisor("root", { children: agents, backoffBaseMs: 0 })));
     const sends: Promise<void>[] = [];
     for (let round = 0; round < 3; round++) for (const a of agents) sends.push(rt.send(a.name, { round }));
     await Promise.all(sends);

@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, Supervisor, type Message, createMessage } from "../../src/index.js";
 import { codeOf, outcome } from "../support/outcome.js";
 import { gate } from "../support/agents.js";
-import { runtimes, sleep, until, supervisedRuntimes } from "../support/runtimes.js";
+import { runtimes, sleep, whenStarted, supervisedRuntimes, until } from "../support/runtimes.js";
 import { CodeReplier } from "../support/probe-agents.js";
 
 const runtime = runtimes();
@@ -38,8 +38,7 @@ describe("an agent messaging itself from a hook its own loop runs", () => {
         return ErrorAction.SKIP;
       }
     }
-    const rt = runtime(new Supervisor("root", { children: [new Failing("f", { mailboxSize: 1, shutdownTimeoutMs: 100 })] }));
-    await rt.start();
+    const rt = await whenStarted(runtime(new Supervisor("root", { children: [new Failing("f", { mailboxSize: 1, shutdownTimeoutMs: 100 })] })));
     await rt.send("f", { id: "bad" });
     await entered.promise;
     await rt.send("f", { id: "queued" }); // the one business slot is now taken
@@ -82,8 +81,7 @@ describe("a send to itself from a timer of the agent", () => {
       }
     }
     const agent = new Ticker("ticker", { mailboxSize: 1 });
-    const rt = runtime(new Supervisor("root", { children: [agent] }));
-    await rt.start();
+    const rt = await whenStarted(runtime(new Supervisor("root", { children: [agent] })));
     await rt.send("ticker", { id: "slow" });
     await entered.promise;
     await rt.send("ticker", { id: "queued" }); // the lane is full
@@ -123,8 +121,7 @@ describe("an agent messaging itself", () => {
 
   it("a send to itself from handle() with its own mailbox full is refused with MAILBOX_FULL instead of waiting forever", async () => {
     const { agent, seen, release, selfSend } = loopback("send");
-    const rt = supervised([agent]);
-    await rt.start();
+    const rt = await whenStarted(supervised([agent]));
     await rt.send("loop", { id: "first" });
     await until(() => seen.length === 1);
     await rt.send("loop", { id: "queued" }); // the one business slot is now taken
@@ -138,8 +135,7 @@ describe("an agent messaging itself", () => {
 
   it("a message handle() returns to its own agent is queued even past a full lane, and handled", async () => {
     const { agent, seen, release } = loopback("return");
-    const rt = supervised([agent]);
-    await rt.start();
+    const rt = await whenStarted(supervised([agent]));
     await rt.send("loop", { id: "first" });
     await until(() => seen.length === 1);
     await rt.send("loop", { id: "queued" });
@@ -157,8 +153,7 @@ describe("an agent messaging itself", () => {
         if (n < 3) await this.send(this.name, { n: n + 1 });
       }
     }
-    const rt = supervised([new Counter("counter", { mailboxSize: 1 })]);
-    await rt.start();
+    const rt = await whenStarted(supervised([new Counter("counter", { mailboxSize: 1 })]));
     await rt.send("counter", { n: 1 });
     await until(() => seen.length === 3);
     expect(seen).toEqual([1, 2, 3]);
@@ -168,8 +163,7 @@ describe("an agent messaging itself", () => {
 describe("send to itself with an aborted signal", () => {
   it("a send to itself from handle() with an already aborted signal rejects and enqueues nothing", async () => {
     const doer = new CodeReplier("doer");
-    const rt = supervised([doer]);
-    await rt.start();
+    const rt = await whenStarted(supervised([doer]));
     let size = -1;
     doer.fn = async (self) => {
       try {

@@ -6,6 +6,7 @@
  */
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { AgentProcess, DynamicSupervisor, InMemoryStateStore, Runtime, silentLogger, type Message } from "../../src/index.js";
+import { whenStarted } from "../support/runtimes.js";
 
 interface Totals {
   count: number;
@@ -40,8 +41,7 @@ describe("state types", () => {
     const counter = new Counter("counter");
     expectTypeOf(counter.state).toEqualTypeOf<Totals>();
     const store = new InMemoryStateStore();
-    const runtime = new Runtime({ root: [counter], store, logger: silentLogger });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: [counter], store, logger: silentLogger }));
     try {
       const reply = await runtime.ask("counter", { sku: "A-1" }, { timeoutMs: 5000 });
       expect(reply.payload).toEqual({ count: 1 });
@@ -60,8 +60,7 @@ describe("state types", () => {
 describe("an agent with an interface state where agents are taken", () => {
   it("is spawned under a dynamic supervisor by its factory", async () => {
     const dyn = new DynamicSupervisor("dyn");
-    const runtime = new Runtime({ root: [dyn], logger: silentLogger });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: [dyn], logger: silentLogger }));
     try {
       const child = await dyn.spawn((name) => new Counter(name), "spawned-counter");
       expectTypeOf(child).toEqualTypeOf<Counter>();

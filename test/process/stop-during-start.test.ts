@@ -21,7 +21,7 @@ import {
 } from "../../src/index.js";
 import { gate } from "../support/agents.js";
 import { outcome, codeOf } from "../support/outcome.js";
-import { runtimes, sleep, until, supervisedRuntimes } from "../support/runtimes.js";
+import { runtimes, sleep, whenStarted, supervisedRuntimes, until } from "../support/runtimes.js";
 import { unannouncedRecord, WrappedStore } from "../support/stores.js";
 import { Sink, Crasher } from "../support/probe-agents.js";
 
@@ -91,8 +91,7 @@ describe("a supervisor stopped while its subtree starts abandons only the start 
     const k1 = new K1("k1", { shutdownTimeoutMs: 1000 });
     const k2 = new K2("k2", { shutdownTimeoutMs: 50 });
     const { top, c2 } = nestedUnderCrashers(k1, k2);
-    const rt = runtime(top);
-    await rt.start();
+    const rt = await whenStarted(runtime(top));
     await rt.send("c1", {}); // mid restarts inner (and c1): inner.startAll -> k1 (slow), then k2 (hangs)
     await until(() => log.k1InSecondStart, "condition", 1000, 2);
     await rt.send("c2", {}); // top stops mid (a plain stop by its parent), then restarts it
@@ -119,8 +118,7 @@ describe("a stop that comes during onStart of an agent restoring an unannounced 
       }
     }
     const dyn = new DynamicSupervisor("dyn");
-    const rt = new Runtime({ root: [dyn], logger: silentLogger, keepAlive: false, store, auditSink: audit });
-    await rt.start();
+    const rt = await whenStarted(new Runtime({ root: [dyn], logger: silentLogger, keepAlive: false, store, auditSink: audit }));
     store.hang = true; // the write that records the announcement hangs (a store without its own timeout)
     const spawning = dyn.spawn(SlowStart, "a", { shutdownTimeoutMs: 1000 }).catch(() => undefined);
     await until(() => inOnStart, "condition", 1000, 2);
@@ -150,8 +148,7 @@ describe("a stop that comes during onStart of an agent restoring an unannounced 
       }
     }
     const dyn = new DynamicSupervisor("dyn");
-    const rt = runtime([dyn], { store });
-    await rt.start();
+    await whenStarted(runtime([dyn], { store }));
     const spawning = dyn.spawn(SlowNotify, "a", { shutdownTimeoutMs: 3000 }).catch(() => undefined);
     await until(() => inOnStart, "condition", 1000, 2);
     const began = Date.now();
@@ -200,8 +197,7 @@ describe("a parent's stop reaches the children a DynamicSupervisor is still star
     const mid = new Supervisor("mid", { children: [s, dyn, slow] });
     const c2 = new Crasher("c2");
     const top = new Supervisor("top", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [mid, c2] });
-    const rt = runtime(top);
-    await rt.start();
+    const rt = await whenStarted(runtime(top));
     await dyn.spawn(W, "w", { shutdownTimeoutMs: 50, maxRetries: 0 }, "s");
     await rt.send("w", {}); // w crashes; dyn restarts it (first restart: within maxRestarts)
     await until(() => wInSecondStart, "condition", 1000, 2);
@@ -242,8 +238,7 @@ describe("a restart after a start the parent's stop abandoned", () => {
     const inner = new Supervisor("inner", { backoffBaseMs: 0, children: [w] });
     const crasher = new Crasher("crasher");
     const root = new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [inner, crasher] });
-    const rt = runtime(root);
-    await rt.start();
+    const rt = await whenStarted(runtime(root));
     await rt.send("w", {});
     await until(() => inSecondStart, "condition", 1000, 2);
     await rt.send("crasher", {}); // root stops inner (abandoning w's start), then restarts it
@@ -268,8 +263,7 @@ describe("a stop of a child that is announcing a restored pause", () => {
       }
     }
     const dyn = new DynamicSupervisor("dyn");
-    const rt = runtime([dyn], { store });
-    await rt.start();
+    await whenStarted(runtime([dyn], { store }));
     const spawning = dyn.spawn(SlowNotify, "a", { shutdownTimeoutMs: 3000 }).catch(() => undefined);
     await until(() => inOnSuspend, "onSuspend entered", 1000, 2);
     const began = Date.now();
@@ -285,8 +279,7 @@ describe("a stop of a child that is announcing a restored pause", () => {
     const audit = new MemoryAuditSink();
     class Plain extends AgentProcess {}
     const dyn = new DynamicSupervisor("dyn");
-    const rt = new Runtime({ root: [dyn], logger: silentLogger, keepAlive: false, store, auditSink: audit });
-    await rt.start();
+    const rt = await whenStarted(new Runtime({ root: [dyn], logger: silentLogger, keepAlive: false, store, auditSink: audit }));
     store.hang = true; // the write that records the announcement hangs (a store without its own timeout)
     const spawning = dyn.spawn(Plain, "a", { shutdownTimeoutMs: 50 }).catch(() => undefined);
     await until(() => store.hung > 0, "the hanging write", 1000, 2);
@@ -314,8 +307,7 @@ describe("a stop that comes during onStart", () => {
       }
     }
     const dyn = new DynamicSupervisor("dyn");
-    const rt = runtime([dyn], { store: new InMemoryStateStore() });
-    await rt.start();
+    const rt = await whenStarted(runtime([dyn], { store: new InMemoryStateStore() }));
     const spawning = dyn.spawn(SlowStart, "a", { shutdownTimeoutMs: 2000 }).catch(() => undefined);
     await until(() => inOnStart, "onStart entered", 1000, 2);
     for (let i = 0; i < 3; i++) await rt.send("a", { i });
@@ -349,8 +341,7 @@ describe("halting is reset and the subtree runs again after a stop during a star
     const k1 = new K1("k1", { shutdownTimeoutMs: 1000 });
     const k2 = new K2("k2", { shutdownTimeoutMs: 50 });
     const { top, inner, c2 } = nestedUnderCrashers(k1, k2);
-    const rt = runtime(top);
-    await rt.start();
+    const rt = await whenStarted(runtime(top));
     await rt.send("c1", {});
     await until(() => log.k1Starts === 2, "k1 second start", 1000, 2);
     await rt.send("c2", {});
@@ -377,8 +368,7 @@ describe("a stop while the agent restores its state, whose restore then fails", 
     }
     const store = new FailingGet();
     const dyn = new DynamicSupervisor("dyn");
-    const rt = runtime([dyn], { store });
-    await rt.start();
+    await whenStarted(runtime([dyn], { store }));
     class A extends AgentProcess {}
     const spawning = dyn.spawn(A, "a").catch(() => "failed");
     await sleep(10);
@@ -410,8 +400,7 @@ describe("a restart after a stop that came during a start with a restored pause"
     const mid = new Supervisor("mid", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [c1, a] });
     const c2 = new Crasher("c2");
     const top = new Supervisor("top", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [mid, c2] });
-    const rt = runtime(top, { store });
-    await rt.start();
+    const rt = await whenStarted(runtime(top, { store }));
     await rt.send("c1", {}); // mid restarts c1 and a (a restored into its stored pause again)
     await until(() => aStarts === 2, "a restarting", 2000, 2);
     await rt.send("c2", {}); // top stops mid during a's onStart, then restarts it
@@ -431,8 +420,7 @@ describe("a stop of a child still starting", () => {
       }
     }
     const pool = new DynamicSupervisor("pool");
-    const rt = runtime(pool, { store });
-    await rt.start();
+    await whenStarted(runtime(pool, { store }));
     const held = gate();
     const entered = gate();
     store.getGate = held.promise;

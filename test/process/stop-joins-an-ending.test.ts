@@ -9,7 +9,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, ProcessStatus } from "../../src/index.js";
-import { runtimes, sleep, until } from "../support/runtimes.js";
+import { runtimes, sleep, whenStarted, until } from "../support/runtimes.js";
 
 const runtime = runtimes();
 
@@ -41,8 +41,7 @@ describe("a stop asked as the agent's own end begins joins that end", () => {
   ] as const) {
     it(`runtime.stop() from an agent.status listener as the agent goes ${status} (onError: ${action}) resolves after its onStop`, async () => {
       const agent = new Ending("a", action);
-      const rt = runtime(agent);
-      await rt.start();
+      const rt = await whenStarted(runtime(agent));
       let stopping: Promise<void> | undefined;
       rt.on("agent.status", (_name, _from, to) => {
         if (to === status) stopping = rt.stop();

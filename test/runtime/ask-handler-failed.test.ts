@@ -18,7 +18,7 @@ import { TestClock } from "../../src/testing/test-clock.js";
 import { eventually } from "./fixtures.js";
 import { gate } from "../support/agents.js";
 import { track } from "../support/outcome.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 
 const built = runtimes({ stop: "full" });
 
@@ -68,8 +68,7 @@ async function failure(promise: Promise<unknown>): Promise<HandlerFailedError> {
 describe("an ask whose handler fails for good rejects at once with HANDLER_FAILED", () => {
   it.each([ErrorAction.SKIP, ErrorAction.STOP, ErrorAction.ESCALATE])("when onError answers %s", async (action) => {
     const agent = new Failing("payer", action);
-    const rt = runtime([agent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([agent]));
     const error = await failure(rt.ask("payer", { id: 7, fail: true }));
     expect(error.cause).toBeInstanceOf(Boom);
     expect((error.cause as Error).message).toBe("payment 7 failed");
@@ -84,8 +83,7 @@ describe("an ask whose handler fails for good rejects at once with HANDLER_FAILE
 
   it("when RETRY runs out of retries: after the last attempt, not before", async () => {
     const agent = new Failing("payer", ErrorAction.RETRY, { maxRetries: 2 });
-    const rt = runtime([agent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([agent]));
     const error = await failure(rt.ask("payer", { id: 1, fail: true }));
     expect(agent.attempts).toEqual([0, 1, 2]);
     expect(error.action).toBe("RETRY");
@@ -95,23 +93,20 @@ describe("an ask whose handler fails for good rejects at once with HANDLER_FAILE
 
   it("a RETRY that succeeds answers the ask with the reply", async () => {
     const agent = new Failing("payer", ErrorAction.RETRY, { maxRetries: 3 }, 2);
-    const rt = runtime([agent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([agent]));
     const reply = await rt.ask("payer", { id: 3, fail: true });
     expect(reply.payload).toEqual({ ok: 3, attempt: 2 });
   });
 
   it("after SKIP the agent goes on answering the next ask", async () => {
     const agent = new Failing("payer", ErrorAction.SKIP);
-    const rt = runtime([agent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([agent]));
     await failure(rt.ask("payer", { id: 1, fail: true }));
     expect((await rt.ask("payer", { id: 2 })).payload).toEqual({ ok: 2, attempt: 0 });
   });
 
   it("when onError answers something that is not an ErrorAction (the agent crashes)", async () => {
-    const rt = runtime([new Failing("payer", "NOT_AN_ACTION")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Failing("payer", "NOT_AN_ACTION")]));
     const error = await failure(rt.ask("payer", { id: 1, fail: true }));
     expect(error.action).toBe("NOT_AN_ACTION");
   });
@@ -127,8 +122,7 @@ describe("an ask whose handler fails for good rejects at once with HANDLER_FAILE
         }
       }
     }
-    const rt = runtime([new Failing("payer", ErrorAction.SKIP), new Caller("caller")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Failing("payer", ErrorAction.SKIP), new Caller("caller")]));
     await rt.send("caller", {});
     await eventually(() => seen.length === 1, "the caller's ask to fail");
     const error = seen[0] as HandlerFailedError;
@@ -149,8 +143,7 @@ describe("an ask whose handler fails for good rejects at once with HANDLER_FAILE
     const audit = new MemoryAuditSink();
     const agent = new Crashing("payer");
     const root = new Supervisor("root", { children: [agent], backoffBaseMs: 0 });
-    const rt = built(root, { auditSink: audit });
-    await rt.start();
+    const rt = await whenStarted(built(root, { auditSink: audit }));
     const first = rt.ask("payer", { first: true, fail: true }, { timeoutMs: 60_000 });
     const queued = rt.ask("payer", { n: 2 }, { timeoutMs: 60_000 });
     hold.open();
@@ -169,8 +162,7 @@ describe("an ask whose handler fails for good rejects at once with HANDLER_FAILE
       }
     }
     const pool = new DynamicSupervisor("pool");
-    const rt = runtime(pool);
-    await rt.start();
+    const rt = await whenStarted(runtime(pool));
     await pool.spawn((name) => new Draining(name, ErrorAction.SKIP), "payer");
     const first = rt.ask("payer", { id: 1, first: true });
     const drained = rt.ask("payer", { id: 2, fail: true });
@@ -185,8 +177,7 @@ describe("an ask whose handler fails for good rejects at once with HANDLER_FAILE
 
   it("a failed send (not an ask) answers nobody and changes nothing else", async () => {
     const agent = new Failing("payer", ErrorAction.SKIP);
-    const rt = runtime([agent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([agent]));
     await rt.send("payer", { id: 1, fail: true });
     expect((await rt.ask("payer", { id: 2 })).payload).toEqual({ ok: 2, attempt: 0 });
     expect(agent.attempts).toEqual([0, 0]);

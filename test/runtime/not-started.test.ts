@@ -6,7 +6,7 @@ import { AgentProcess, CivitasError, RuntimeStateError, type Message, type Runti
 import { Echo, eventually, Silent } from "./fixtures.js";
 import { gate } from "../support/agents.js";
 import { rejection } from "../support/outcome.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 
 const runtime = runtimes({ stop: "full" });
 
@@ -84,8 +84,7 @@ describe("a runtime whose start() was never called", () => {
       }
     }
     const listener = new Silent("listener");
-    const rt = runtime([listener, new Greeter("greeter")]);
-    await rt.start();
+    await whenStarted(runtime([listener, new Greeter("greeter")]));
     await eventually(() => listener.handled.length === 1, "the start-up message to be handled");
     expect((listener.handled[0] as Message).payload).toEqual({ hello: "from onStart" });
   });
@@ -93,8 +92,7 @@ describe("a runtime whose start() was never called", () => {
 
 describe("a stopped runtime", () => {
   it.each(CALLS)("rejects %s with RUNTIME_STOPPED", async (_call, make) => {
-    const rt = runtime([new Silent("silent")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Silent("silent")]));
     await rt.stop();
     await expectState(make(rt, "silent"), "RUNTIME_STOPPED");
   });

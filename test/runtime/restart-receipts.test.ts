@@ -8,7 +8,7 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, MemoryAuditSink, Supervisor } from "civitas-ts";
-import { runtimes, until } from "../support/runtimes.js";
+import { runtimes, whenStarted, until } from "../support/runtimes.js";
 import { Sink } from "../support/probe-agents.js";
 
 const runtime = runtimes({ stop: "full" });
@@ -25,8 +25,7 @@ describe("audit lifecycle events", () => {
     }
     const a = new Crashy("a");
     const b = new Sink("b");
-    const rt = runtime(new Supervisor("sup", { strategy: "ONE_FOR_ALL", children: [a, b], backoffBaseMs: 0 }), { auditSink: audit });
-    await rt.start();
+    const rt = await whenStarted(runtime(new Supervisor("sup", { strategy: "ONE_FOR_ALL", children: [a, b], backoffBaseMs: 0 }), { auditSink: audit }));
     await rt.send("a", {});
     await until(() => audit.ofType("agent.restart").length === 2, "both restarts", 3_000, 2);
     await rt.stop();

@@ -19,7 +19,7 @@ import { TestClock } from "../../src/testing/test-clock.js";
 import { Echo, eventually, Silent } from "./fixtures.js";
 import { gate, type Gate } from "../support/agents.js";
 import { rejectsWithCode, throwsWithCode, track } from "../support/outcome.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 
 const runtime = runtimes({ stop: "full" });
 
@@ -149,8 +149,7 @@ describe("Runtime lifecycle", () => {
 
   it("stop is idempotent: a second call returns the same promise and stops once", async () => {
     const agent = new Lifecycle("agent");
-    const rt = runtime(agent);
-    await rt.start();
+    const rt = await whenStarted(runtime(agent));
     const first = rt.stop();
     expect(rt.stop()).toBe(first);
     await first;
@@ -161,8 +160,7 @@ describe("Runtime lifecycle", () => {
 
   it("refuses start after stop with RUNTIME_STOPPED (by rejecting, not throwing)", async () => {
     const agent = new Lifecycle("agent");
-    const rt = runtime(agent);
-    await rt.start();
+    const rt = await whenStarted(runtime(agent));
     await rt.stop();
     let promise: Promise<void> | undefined;
     expect(() => (promise = rt.start())).not.toThrow();
@@ -189,8 +187,7 @@ describe("Runtime lifecycle", () => {
         order.push(`stop ${this.name}`);
       }
     }
-    const rt = runtime([new Ordered("a"), new Ordered("b"), new Ordered("c")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Ordered("a"), new Ordered("b"), new Ordered("c")]));
     await rt.stop();
     expect(order).toEqual(["start a", "start b", "start c", "stop c", "stop b", "stop a"]);
   });
@@ -199,8 +196,7 @@ describe("Runtime lifecycle", () => {
 describe("Runtime send and ask from outside", () => {
   it("send delivers the payload and type to the agent, from _runtime", async () => {
     const silent = new Silent("silent");
-    const rt = runtime(silent);
-    await rt.start();
+    const rt = await whenStarted(runtime(silent));
     await rt.send("silent", { n: 1 }, { type: "greet" });
     await eventually(() => silent.handled.length === 1, "the message to be handled");
     const [message] = silent.handled;
@@ -220,8 +216,7 @@ describe("Runtime send and ask from outside", () => {
       }
     }
     const silent = new Silent("silent");
-    const rt = runtime([silent, new Forwarder("forwarder"), new Echo("echo")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([silent, new Forwarder("forwarder"), new Echo("echo")]));
     await rt.send("forwarder", deep);
     await eventually(() => silent.handled.length === 1, "the forwarded message to be handled");
     expect(silent.handled[0]?.payload).toBe(deep);
@@ -232,8 +227,7 @@ describe("Runtime send and ask from outside", () => {
 
   it("send defaults the type to 'message'", async () => {
     const silent = new Silent("silent");
-    const rt = runtime(silent);
-    await rt.start();
+    const rt = await whenStarted(runtime(silent));
     await rt.send("silent", {});
     await eventually(() => silent.handled.length === 1, "the message to be handled");
     expect(silent.handled[0]?.type).toBe("message");
@@ -241,8 +235,7 @@ describe("Runtime send and ask from outside", () => {
 
   it("ask resolves with the reply message", async () => {
     const echo = new Echo("echo");
-    const rt = runtime(echo);
-    await rt.start();
+    const rt = await whenStarted(runtime(echo));
     const reply = await rt.ask("echo", { q: 1 }, { type: "question" });
     expect(reply.payload).toEqual({ q: 1, from: "echo" });
     expect(reply.sender).toBe("echo");
@@ -253,8 +246,7 @@ describe("Runtime send and ask from outside", () => {
   });
 
   it("refuses a negative or non-finite timeoutMs with INVALID_ARGUMENT, by rejecting", async () => {
-    const rt = runtime(new Echo("echo"));
-    await rt.start();
+    const rt = await whenStarted(runtime(new Echo("echo")));
     for (const timeoutMs of [-1, Number.NaN, Number.POSITIVE_INFINITY]) {
       let promise: Promise<Message> | undefined;
       expect(() => (promise = rt.ask("echo", {}, { timeoutMs }))).not.toThrow();
@@ -296,8 +288,7 @@ describe("reserved message types", () => {
     }
     const target = new Echo("target", { capabilities: ["approve"] });
     const forger = new Forger("forger");
-    const rt = runtime([target, forger]);
-    await rt.start();
+    const rt = await whenStarted(runtime([target, forger]));
     for (const type of RESERVED) await rt.send("forger", { type });
     await eventually(() => Object.keys(results).length === RESERVED.length * 4, "the forger to try every type");
     for (const [attempt, outcome] of Object.entries(results)) {
@@ -311,8 +302,7 @@ describe("reserved message types", () => {
 
   it("leaves civitas.eval.* types and ordinary dotted types sendable", async () => {
     const silent = new Silent("silent");
-    const rt = runtime(silent);
-    await rt.start();
+    const rt = await whenStarted(runtime(silent));
     await rt.send("silent", {}, { type: "civitas.eval.correction" });
     await rt.send("silent", {}, { type: "agency.resume" });
     await eventually(() => silent.handled.length === 1, "the ordinary message");
@@ -323,8 +313,7 @@ describe("reserved message types", () => {
 describe("payload validation", () => {
   it.each(BAD_PAYLOADS)("runtime.send and runtime.ask refuse %s before anything is enqueued", async (_what, payload) => {
     const silent = new Silent("silent");
-    const rt = runtime(silent);
-    await rt.start();
+    const rt = await whenStarted(runtime(silent));
     const error = await rejectsWithCode(rt.send("silent", payload as JsonObject), "PAYLOAD_NOT_SERIALIZABLE");
     expect(error).toBeInstanceOf(PayloadNotSerializableError);
     await rejectsWithCode(rt.ask("silent", payload as JsonObject, { timeoutMs: 1_000 }), "PAYLOAD_NOT_SERIALIZABLE");
@@ -351,8 +340,7 @@ describe("payload validation", () => {
       }
     }
     const silent = new Silent("silent");
-    const rt = runtime([new Sender("sender"), silent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Sender("sender"), silent]));
     await rt.send("sender", {});
     await eventually(() => codes.length === 3, "the sender to try");
     expect(codes).toEqual(["PAYLOAD_NOT_SERIALIZABLE", "PAYLOAD_NOT_SERIALIZABLE", "PAYLOAD_NOT_SERIALIZABLE"]);
@@ -368,8 +356,7 @@ describe("payload validation", () => {
       }
     }
     const silent = new Silent("silent");
-    const rt = runtime([new Asker("asker"), silent]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Asker("asker"), silent]));
     await rt.send("asker", {});
     await eventually(() => codes.length === 1, "the ask to be refused");
     expect(codes).toEqual(["INVALID_ARGUMENT"]);
@@ -473,8 +460,7 @@ describe("fairness under a message storm", () => {
         await this.send(this.partner, { n: Number(message.payload.n) + 1 });
       }
     }
-    const rt = runtime([new Player("ping", "pong"), new Player("pong", "ping"), new Silent("silent")]);
-    await rt.start();
+    const rt = await whenStarted(runtime([new Player("ping", "pong"), new Player("pong", "ping"), new Silent("silent")]));
     await rt.send("ping", { n: 0 });
 
     const began = performance.now();

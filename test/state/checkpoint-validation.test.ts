@@ -8,7 +8,7 @@
 
 import { describe, expect, it } from "vitest";
 import { InMemoryStateStore } from "civitas-ts";
-import { supervisedRuntimes } from "../support/runtimes.js";
+import { whenStarted, supervisedRuntimes } from "../support/runtimes.js";
 import { Doer } from "../support/probe-agents.js";
 
 const supervised = supervisedRuntimes();
@@ -25,8 +25,7 @@ describe("checkpoint() of non-plain state", () => {
       const store = new InMemoryStateStore();
       const agent = new Doer("cp");
       agent.state = { count: 1 };
-      const rt = supervised([agent], { store });
-      await rt.start();
+      const rt = await whenStarted(supervised([agent], { store }));
       agent.fn = async (self) => self.checkpoint();
       expect((await rt.ask("cp", {})).payload).toMatchObject({ ok: true });
       expect(await store.get("cp")).toEqual({ count: 1 });

@@ -3,7 +3,7 @@ import { InMemoryStateStore } from "../../src/state/in-memory-state-store.js";
 import { StoreClosedError } from "../../src/state/store-closed-error.js";
 import { describeStateStoreContract } from "./store-contract.js";
 import { AgentProcess, ProcessStatus, Supervisor, type Message } from "civitas-ts";
-import { runtimes, until } from "../support/runtimes.js";
+import { runtimes, whenStarted, until } from "../support/runtimes.js";
 
 describeStateStoreContract("InMemoryStateStore", async () => {
   const store = new InMemoryStateStore();
@@ -60,8 +60,7 @@ describe("InMemoryStateStore through the runtime", () => {
       }
     }
     const holder = new Holder("holder");
-    const rt = runtime(new Supervisor("sup", { children: [holder], backoffBaseMs: 0 }), { store });
-    await rt.start();
+    const rt = await whenStarted(runtime(new Supervisor("sup", { children: [holder], backoffBaseMs: 0 }), { store }));
     await rt.send("holder", {}, { type: "save" });
     await until(() => holder.state.n === 2, "the save", 3_000, 2);
     await rt.send("holder", {}, { type: "boom" });

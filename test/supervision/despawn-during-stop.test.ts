@@ -18,7 +18,7 @@ import {
   type Logger,
 } from "../../src/index.js";
 import { Probe, harness, stopAll, turns, waitUntil, gate } from "../support/agents.js";
-import { runtimes, sleep } from "../support/runtimes.js";
+import { runtimes, sleep, whenStarted } from "../support/runtimes.js";
 import { WrappedStore, GatedStore } from "../support/stores.js";
 
 const runtime = runtimes();
@@ -61,8 +61,7 @@ describe("runtime.stop() and a despawn that begins while it stops", () => {
       }
     }
     const pool = new DynamicSupervisor("pool");
-    const rt = runtime(pool, { store });
-    await rt.start();
+    const rt = await whenStarted(runtime(pool, { store }));
     await pool.spawn(Worker, "w", { shutdownTimeoutMs: 2000 });
     await rt.send("w", {});
     await entered.promise;

@@ -8,23 +8,32 @@
  */
 
 import { afterEach, describe, expect, it } from "vitest";
-import { CivitasError, DynamicSupervisor, ProcessStatus, Supervisor } from "civitas-ts";
-import { Probe, Spawner, gate, harness, stopAll, turns, waitUntil } from "../support/agents.js";
+import { CivitasError, DynamicSupervisor, ProcessStatus, Supervisor, type RuntimeOptions } from "civitas-ts";
+import { Probe, Spawner, gate, harness, stopAll, turns, waitUntil, type Harness } from "../support/agents.js";
 import { GatedStore } from "../support/stores.js";
 
 afterEach(stopAll);
 
+/**
+ * A root holding one DynamicSupervisor "dyn" of `dynamic`'s options (the runtime on `options`, such as a store),
+ * started, whose spawned Probe "w" has crashed: its restart backoff is the one timer armed.
+ */
+async function crashedInBackoff(dynamic: ConstructorParameters<typeof DynamicSupervisor>[1], options: Omit<RuntimeOptions, "root"> = {}): Promise<Harness & { readonly dyn: DynamicSupervisor; readonly worker: Probe }> {
+  const dyn = new DynamicSupervisor("dyn", dynamic);
+  const h = harness(new Supervisor("root", { children: [dyn] }), options);
+  await h.runtime.start();
+  const worker = await dyn.spawn(Probe, "w");
+  await h.runtime.send("w", { op: "crash" });
+  await waitUntil(() => worker.status === ProcessStatus.CRASHED, "the crash");
+  await turns(10);
+  expect(h.clock.pendingTimers).toBe(1); // the restart backoff
+  return { ...h, dyn, worker };
+}
+
 describe("DynamicSupervisor races", () => {
   it("despawn while a restart backoff is pending never leaves a running agent behind", async () => {
     const store = new GatedStore();
-    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 1000, maxRestarts: 5 });
-    const { runtime, clock } = harness(new Supervisor("root", { children: [dyn] }), { store });
-    await runtime.start();
-    const worker = await dyn.spawn(Probe, "w");
-    await runtime.send("w", { op: "crash" });
-    await waitUntil(() => worker.status === ProcessStatus.CRASHED, "the crash");
-    await turns(10);
-    expect(clock.pendingTimers).toBe(1); // the restart backoff
+    const { dyn, runtime, clock, worker } = await crashedInBackoff({ backoffBaseMs: 1000, maxRestarts: 5 }, { store });
 
     // despawn: the removal reads the store (clearSuspension) — a durable store takes a while
     const held = gate();
@@ -64,14 +73,7 @@ describe("DynamicSupervisor races", () => {
   });
 
   it("runtime.stop() during a dynamic child's backoff cancels the restart and leaves no timer", async () => {
-    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 500 });
-    const { runtime, clock } = harness(new Supervisor("root", { children: [dyn] }));
-    await runtime.start();
-    const worker = await dyn.spawn(Probe, "w");
-    await runtime.send("w", { op: "crash" });
-    await waitUntil(() => worker.status === ProcessStatus.CRASHED, "the crash");
-    await turns(10);
-    expect(clock.pendingTimers).toBe(1);
+    const { runtime, clock, worker } = await crashedInBackoff({ backoffBaseMs: 500 });
     await runtime.stop();
     expect(clock.pendingTimers).toBe(0);
     await clock.advance(10_000);
@@ -117,14 +119,7 @@ describe("DynamicSupervisor shutdown order", () => {
 
 describe("a despawn cancels a pending restart backoff", () => {
   it("despawn of a child waiting out its restart backoff disarms the backoff timer (TSDoc: the pending backoff is cancelled)", async () => {
-    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 60_000, maxRestarts: 5 });
-    const { runtime, clock } = harness(new Supervisor("root", { children: [dyn] }));
-    await runtime.start();
-    const w = await dyn.spawn(Probe, "w");
-    await runtime.send("w", { op: "crash" });
-    await waitUntil(() => w.status === ProcessStatus.CRASHED, "the crash");
-    await turns(10);
-    expect(clock.pendingTimers).toBe(1); // the restart backoff
+    const { dyn, clock } = await crashedInBackoff({ backoffBaseMs: 60_000, maxRestarts: 5 });
     await dyn.despawn("w");
     await turns(10);
     expect(dyn.children).toEqual([]);

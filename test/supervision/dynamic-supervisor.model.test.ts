@@ -22,6 +22,7 @@ import type { ChildTerminationReason } from "../../src/process/dynamic-host.js";
 import type { TestClock } from "../../src/testing/test-clock.js";
 import { Probe, Spawner, harness, stopAll, turns, waitUntil } from "../support/agents.js";
 import { track, type Tracked } from "../support/outcome.js";
+import { checkAgainstModel } from "../support/model-run.js";
 
 afterEach(stopAll);
 
@@ -503,17 +504,6 @@ async function finish(m: Model, r: Real): Promise<void> {
 
 describe("DynamicSupervisor (model-based)", () => {
   it("matches the model through random spawns, crashes, exits, despawns, drains and clock advances", async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: 50, size: "max" }), async (cmds) => {
-        const { model, real } = await setup();
-        try {
-          await fc.asyncModelRun(() => ({ model, real }), cmds);
-          await finish(model, real);
-        } finally {
-          await real.runtime.stop();
-        }
-      }),
-      { numRuns: 200 },
-    );
+    await checkAgainstModel({ commands, maxCommands: 50, numRuns: 200, setup, check: finish, cleanUp: (real) => real.runtime.stop() });
   });
 });

@@ -4,16 +4,22 @@ import { Probe, harness, probes, stopAll, turns, waitUntil, type Harness } from 
 
 afterEach(stopAll);
 
+/** {@link harness} for `root`, started, with every error it escalates collected in `escalations`. */
+async function startedCollectingEscalations(root: Supervisor): Promise<Harness & { readonly escalations: Error[] }> {
+  const h = harness(root);
+  const escalations: Error[] = [];
+  h.runtime.on("escalated", (e) => escalations.push(e));
+  await h.runtime.start();
+  return { ...h, escalations };
+}
+
 describe("escalation", () => {
   it("a nested supervisor that gives up is restarted whole by its parent, with a fresh restart intensity", async () => {
     const x = new Probe("x");
     const y = new Probe("y");
     const inner = new Supervisor("inner", { children: [x], maxRestarts: 1, backoffBaseMs: 0 });
     const root = new Supervisor("root", { children: [inner, y], maxRestarts: 5, backoffBaseMs: 0 });
-    const { runtime, audit } = harness(root);
-    const escalations: Error[] = [];
-    runtime.on("escalated", (e) => escalations.push(e));
-    await runtime.start();
+    const { runtime, audit, escalations } = await startedCollectingEscalations(root);
 
     // first crash: inner restarts x itself
     await runtime.send("x", { op: "crash" });
@@ -65,10 +71,7 @@ describe("escalation", () => {
     const [a, b] = probes(2, "r", journal) as [Probe, Probe];
     const inner = new Supervisor("inner", { children: [b], maxRestarts: 0, backoffBaseMs: 0 });
     const root = new Supervisor("root", { children: [a, inner], maxRestarts: 1, backoffBaseMs: 0 });
-    const { runtime, audit } = harness(root);
-    const escalations: Error[] = [];
-    runtime.on("escalated", (e) => escalations.push(e));
-    await runtime.start();
+    const { runtime, audit, escalations } = await startedCollectingEscalations(root);
 
     await runtime.send("r0", { op: "crash" });
     await waitUntil(() => a.incarnation === 2 && a.status === ProcessStatus.RUNNING, "root to restart r0");
@@ -98,10 +101,7 @@ describe("escalation", () => {
   it("restarts whose onStart fails count as restarts and end in escalation", async () => {
     const [a, b] = probes(2) as [Probe, Probe];
     const root = new Supervisor("root", { children: [a, b], maxRestarts: 3, backoffBaseMs: 0 });
-    const { runtime } = harness(root);
-    const escalations: Error[] = [];
-    runtime.on("escalated", (e) => escalations.push(e));
-    await runtime.start();
+    const { runtime, escalations } = await startedCollectingEscalations(root);
     a.failStarts = 100;
     await runtime.send("p0", { op: "crash" });
     await waitUntil(() => escalations.length === 1 && root.status === ProcessStatus.STOPPED, "the escalation");
@@ -113,10 +113,7 @@ describe("escalation", () => {
   it("maxRestarts 0 escalates on the first crash", async () => {
     const kid = new Probe("only");
     const root = new Supervisor("root", { children: [kid], maxRestarts: 0 });
-    const { runtime } = harness(root);
-    const escalations: Error[] = [];
-    runtime.on("escalated", (e) => escalations.push(e));
-    await runtime.start();
+    const { runtime, escalations } = await startedCollectingEscalations(root);
     await runtime.send("only", { op: "crash" });
     await waitUntil(() => escalations.length === 1, "the escalation");
     expect(kid.incarnation).toBe(1);
@@ -276,10 +273,7 @@ describe("ONE_FOR_ONE: each child's backoff runs on its own timer", () => {
   it("escalation is immediate while a sibling's backoff is pending, and cancels that backoff", async () => {
     const [p0, p1] = probes(2) as [Probe, Probe];
     const root = new Supervisor("root", { children: [p0, p1], backoffBaseMs: 1000, maxRestarts: 1 });
-    const { runtime, clock } = harness(root);
-    const escalations: Error[] = [];
-    runtime.on("escalated", (e) => escalations.push(e));
-    await runtime.start();
+    const { runtime, clock, escalations } = await startedCollectingEscalations(root);
     const t0 = clock.now();
     await crash(runtime, p0);
     await clock.advance(100);
@@ -335,10 +329,7 @@ describe("restart intensity counts crashes when they happen", () => {
   it("REST_FOR_ONE: a crash during a group backoff is counted at its crash time, not when the queue reaches it", async () => {
     const kids = probes(3);
     const root = new Supervisor("root", { children: kids, strategy: "REST_FOR_ONE", backoffBaseMs: 1000, maxRestarts: 1, restartWindowMs: 1000 });
-    const { runtime, clock } = harness(root);
-    const escalations: Error[] = [];
-    runtime.on("escalated", (e) => escalations.push(e));
-    await runtime.start();
+    const { runtime, clock, escalations } = await startedCollectingEscalations(root);
     await runtime.send("p1", { op: "crash" }); // t = 0: p1 and p2 restart at 1000
     await waitUntil(() => kids[2]!.status === ProcessStatus.STOPPED, "p2 to be stopped");
     await clock.advance(100);

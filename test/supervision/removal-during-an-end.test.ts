@@ -11,7 +11,7 @@
 import { describe, expect, it } from "vitest";
 import { AgentProcess, DynamicSupervisor, ErrorAction, ProcessStatus, StateFencedError, type JsonObject } from "../../src/index.js";
 import { gate, type Gate } from "../support/agents.js";
-import { runtimes, sleep, until } from "../support/runtimes.js";
+import { runtimes, sleep, whenStarted, until } from "../support/runtimes.js";
 import { WrappedStore } from "../support/stores.js";
 
 const runtime = runtimes();
@@ -53,8 +53,7 @@ describe("a removal while the child is ending on its own joins that end", () => 
   ] as const) {
     it(`${removal} during the onStop of an end of its own (onError: ${action}) resolves after it, runs no second onStop, and restarts nothing`, async () => {
       const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
-      const rt = runtime(dyn);
-      await rt.start();
+      const rt = await whenStarted(runtime(dyn));
       const stopGate = gate();
       const agent = await dyn.spawn(() => new Ending("a", action, stopGate), "a");
       await rt.send("a", {});
@@ -87,8 +86,7 @@ describe("a write refused with STATE_FENCED while the agent is parked", () => {
   it("stops it without a message to wake its loop: onStop once, STOPPED, removed by its DynamicSupervisor, never started again", async () => {
     const store = new FencingStore();
     const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
-    const rt = runtime(dyn, { store });
-    await rt.start();
+    const rt = await whenStarted(runtime(dyn, { store }));
     class Parked extends AgentProcess {
       stops = 0;
       starts = 0;

@@ -9,7 +9,7 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, Supervisor, DynamicSupervisor } from "../../src/index.js";
-import { runtimes, sleep, until } from "../support/runtimes.js";
+import { runtimes, sleep, whenStarted, until } from "../support/runtimes.js";
 import { Crasher } from "../support/probe-agents.js";
 
 const runtime = runtimes();
@@ -37,8 +37,7 @@ describe("Supervisor (static) stopped by its parent while restarting a child who
     const inner = new Supervisor("inner", { backoffBaseMs: 0, children: [w] });
     const crasher = new Crasher("crasher");
     const root = new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [inner, crasher] });
-    const rt = runtime(root);
-    await rt.start();
+    const rt = await whenStarted(runtime(root));
     await rt.send("w", {});
     await until(() => w.restartStarted, "the restart's onStart", 1000, 2);
     await rt.send("crasher", {});
@@ -52,8 +51,7 @@ describe("a DynamicSupervisor stopped while a child restarts", () => {
     const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
     const crasher = new Crasher("crasher");
     const root = new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [dyn, crasher] });
-    const rt = runtime(root);
-    await rt.start();
+    const rt = await whenStarted(runtime(root));
     const w = await dyn.spawn(HangsOnRestart, "w", { shutdownTimeoutMs: 50 });
     await rt.send("w", {});
     await until(() => w.restartStarted, "the restart's onStart", 1000, 2);

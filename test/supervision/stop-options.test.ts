@@ -12,7 +12,7 @@ import { AgentProcess, DynamicSupervisor, ProcessStatus, Supervisor, type Messag
 import { settle } from "../../src/entries/testing.js";
 import { harness, stopAll, turns, waitUntil, gate } from "../support/agents.js";
 import { outcome } from "../support/outcome.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 
 const runtime = runtimes();
 
@@ -24,8 +24,7 @@ describe("stop(name, { timeoutMs }) of a dynamic child", () => {
       }
     }
     const pool = new DynamicSupervisor("pool");
-    const rt = runtime(pool);
-    await rt.start();
+    await whenStarted(runtime(pool));
     await pool.spawn(HangingStop, "worker", { shutdownTimeoutMs: 5000 });
     const started = Date.now();
     const stopped = await outcome(pool.stop("worker", { timeoutMs: 100 }), 2000);
@@ -43,8 +42,7 @@ describe("stop(name, { timeoutMs }) of a dynamic child", () => {
       }
     }
     const pool = new DynamicSupervisor("pool");
-    const rt = runtime(pool);
-    await rt.start();
+    await whenStarted(runtime(pool));
     void pool.spawn(HangingStart, "worker", { shutdownTimeoutMs: 100 }).catch(() => undefined);
     await entered.promise;
     const stopped = await outcome(pool.stop("worker", { timeoutMs: 100 }), 1500);

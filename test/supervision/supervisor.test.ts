@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ProcessStatus, StartFailedError, Supervisor, type RestartStrategy } from "../../src/index.js";
+import { ProcessStatus, StartFailedError, Supervisor, type RestartStrategy, type Runtime } from "../../src/index.js";
 import { Probe, gate, harness, probes, stopAll, turns, waitUntil } from "../support/agents.js";
 
 afterEach(stopAll);
@@ -8,6 +8,16 @@ function restartSetOf(strategy: RestartStrategy, n: number, crashed: number): nu
   if (strategy === "ONE_FOR_ONE") return [crashed];
   const from = strategy === "ONE_FOR_ALL" ? 0 : crashed;
   return Array.from({ length: n - from }, (_, i) => from + i);
+}
+
+/** Four probes, p0 to p3, under a root of `strategy` (no backoff), started, with their journal emptied of the starts. */
+async function fourProbes(strategy: RestartStrategy): Promise<{ journal: string[]; kids: Probe[]; runtime: Runtime }> {
+  const journal: string[] = [];
+  const kids = probes(4, "p", journal);
+  const { runtime } = harness(new Supervisor("root", { children: kids, strategy, backoffBaseMs: 0 }));
+  await runtime.start();
+  journal.length = 0;
+  return { journal, kids, runtime };
 }
 
 describe("Supervisor start and stop order", () => {
@@ -79,22 +89,14 @@ describe("Supervisor restart strategies", () => {
   }
 
   it("ONE_FOR_ALL stops the siblings in reverse order, then restarts all in order", async () => {
-    const journal: string[] = [];
-    const kids = probes(4, "p", journal);
-    const { runtime } = harness(new Supervisor("root", { children: kids, strategy: "ONE_FOR_ALL", backoffBaseMs: 0 }));
-    await runtime.start();
-    journal.length = 0;
+    const { journal, kids, runtime } = await fourProbes("ONE_FOR_ALL");
     await runtime.send("p1", { op: "crash" });
     await waitUntil(() => kids.every((k) => k.incarnation === 2 && k.status === ProcessStatus.RUNNING), "all children to restart");
     expect(journal).toEqual(["stop:p1", "stop:p3", "stop:p2", "stop:p0", "start:p0", "start:p1", "start:p2", "start:p3"]);
   });
 
   it("REST_FOR_ONE stops the later siblings in reverse order and restarts from the crashed child", async () => {
-    const journal: string[] = [];
-    const kids = probes(4, "p", journal);
-    const { runtime } = harness(new Supervisor("root", { children: kids, strategy: "REST_FOR_ONE", backoffBaseMs: 0 }));
-    await runtime.start();
-    journal.length = 0;
+    const { journal, kids, runtime } = await fourProbes("REST_FOR_ONE");
     await runtime.send("p2", { op: "crash" });
     await waitUntil(() => kids[2]!.incarnation === 2 && kids[3]!.incarnation === 2 && kids[3]!.status === ProcessStatus.RUNNING, "p2 and p3 to restart");
     await turns(10);

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { afterAll, beforeAll } from "vitest";
 
 /** The test server: the machine's PostgreSQL (trust auth), or CIVITAS_TEST_POSTGRES. */
 export const PG_URL = process.env.CIVITAS_TEST_POSTGRES ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -37,4 +38,25 @@ export async function createTestSchema(label: string): Promise<TestSchema> {
       }
     },
   };
+}
+
+/**
+ * A {@link TestSchema} for the whole test file: created before its first
+ * test and dropped after its last (registers `beforeAll` and `afterAll`, so
+ * call it at the top level). Its members may be read inside hooks and tests.
+ */
+export function testSchemaPerFile(label: string): TestSchema {
+  let schema: TestSchema | undefined;
+  beforeAll(async () => {
+    schema = await createTestSchema(label);
+  });
+  afterAll(async () => {
+    await schema?.drop();
+  });
+  const current = (): TestSchema => {
+    if (schema === undefined) throw new Error(`the test schema '${label}' is made in beforeAll: read it inside a hook or a test`);
+    return schema;
+  };
+  // Every member is read from the schema of the moment (its functions are closures: no `this`).
+  return new Proxy({} as TestSchema, { get: (_target, key) => Reflect.get(current(), key) as unknown });
 }

@@ -11,28 +11,23 @@ export class Sink extends AgentProcess {
 
 /** Runs `fn` inside handle() and replies with what it resolved to, or the error's code and message. */
 export class Doer extends AgentProcess {
-  fn: ((self: Doer) => Promise<unknown>) | undefined;
+  fn: ((self: this) => Promise<unknown>) | undefined;
+  /** Whether a failure's reply carries the error's message beside its code. */
+  protected readonly repliesMessage: boolean = true;
   override async handle(): Promise<Message | void> {
     try {
       const value = await this.fn?.(this);
       return this.reply({ ok: true, value: value === undefined ? null : (value as JsonObject) });
     } catch (error) {
+      if (!this.repliesMessage) return this.reply({ ok: false, code: codeOf(error) });
       return this.reply({ ok: false, code: codeOf(error), message: error instanceof Error ? error.message : String(error) });
     }
   }
 }
 
 /** Runs `fn` inside handle() and replies with what it resolved to, or the error's code. */
-export class CodeReplier extends AgentProcess {
-  fn: ((self: CodeReplier) => Promise<unknown>) | undefined;
-  override async handle(): Promise<Message | void> {
-    try {
-      const value = await this.fn?.(this);
-      return this.reply({ ok: true, value: value === undefined ? null : (value as JsonObject) });
-    } catch (error) {
-      return this.reply({ ok: false, code: codeOf(error) });
-    }
-  }
+export class CodeReplier extends Doer {
+  protected override readonly repliesMessage: boolean = false;
 }
 
 /** Blocks every handle() until `release()` is called. */

@@ -61,6 +61,12 @@ export function supervisedRuntimes(
   return (children, runtimeOptions = {}) => runtime(new Supervisor("root", { children, backoffBaseMs: 0 }), runtimeOptions);
 }
 
+/** Starts `runtime` and gives it back, for a set-up in one line: `const rt = await whenStarted(supervised([a, b]))`. */
+export async function whenStarted<T extends { start(): Promise<void> }>(runtime: T): Promise<T> {
+  await runtime.start();
+  return runtime;
+}
+
 // ---- waiting ----------------------------------------------------------------
 
 /** Resolves after `ms` milliseconds (a real timer). */

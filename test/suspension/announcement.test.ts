@@ -22,8 +22,8 @@ import {
   Supervisor,
 } from "../../src/index.js";
 import { testTracing } from "../support/tracing.js";
-import { Pausable, rig, teardown } from "../suspension/helpers.js";
-import { runtimes, sleep, until } from "../support/runtimes.js";
+import { Pausable, startedRig, teardown } from "../suspension/helpers.js";
+import { runtimes, sleep, whenStarted, until } from "../support/runtimes.js";
 import { gate, waitUntil } from "../support/agents.js";
 import { unannouncedRecord } from "../support/stores.js";
 
@@ -43,8 +43,7 @@ describe("the announcement flag when the agent.suspend receipt was NOT recorded"
     const store = new InMemoryStateStore();
     const sink = new FlakySink();
     const first = new AgentProcess("a");
-    const rt1 = runtime([first], { store, auditSink: sink });
-    await rt1.start();
+    const rt1 = await whenStarted(runtime([first], { store, auditSink: sink }));
     await rt1.suspend("a", "approve INV-7"); // the sink fails the receipt: the agent still suspends (documented)
     expect(first.status).toBe(ProcessStatus.SUSPENDED);
     expect(sink.ofType("agent.suspend", "a")).toHaveLength(0);
@@ -57,14 +56,12 @@ describe("the announcement flag when the agent.suspend receipt was NOT recorded"
   it("after a kill, the resume of the restored pause names a suspension the log holds an agent.suspend receipt for", async () => {
     const store = new InMemoryStateStore();
     const sink = new FlakySink();
-    const rt1 = runtime([new AgentProcess("a")], { store, auditSink: sink });
-    await rt1.start();
+    const rt1 = await whenStarted(runtime([new AgentProcess("a")], { store, auditSink: sink }));
     await rt1.suspend("a", "approve INV-7");
     // kill -9: rt1 is simply abandoned; a new process starts on the same store and sink (now healthy)
     sink.failSuspend = false;
     const second = new AgentProcess("a");
-    const rt2 = runtime([second], { store, auditSink: sink });
-    await rt2.start();
+    const rt2 = await whenStarted(runtime([second], { store, auditSink: sink }));
     expect(second.status).toBe(ProcessStatus.SUSPENDED);
     const id = second.suspension?.suspensionId;
     await rt2.resume("a", "alice");
@@ -117,8 +114,7 @@ describe("a despawn that clears the pause during onSuspend", () => {
       }
     }
     const dyn = new DynamicSupervisor("dyn");
-    const rt = runtime([dyn], { tracerProvider: tracing.provider, store: new InMemoryStateStore() });
-    await rt.start();
+    const rt = await whenStarted(runtime([dyn], { tracerProvider: tracing.provider, store: new InMemoryStateStore() }));
     await dyn.spawn(SlowSuspend, "a", { shutdownTimeoutMs: 5000 });
     const suspending = rt.suspend("a", "approve").catch(() => undefined);
     await until(() => inOnSuspend, "onSuspend entered", 1000, 2);
@@ -158,8 +154,7 @@ describe("a reason update during a restored announcement", () => {
     const Escalating = refiningAgent(calls);
     const audit = new MemoryAuditSink();
     const agent = new Escalating("a");
-    const rt = runtime([agent], { store, auditSink: audit });
-    await rt.start();
+    const rt = await whenStarted(runtime([agent], { store, auditSink: audit }));
     await sleep(50);
     expect(agent.status).toBe(ProcessStatus.SUSPENDED);
     expect(calls).toEqual(["r1"]);
@@ -178,13 +173,11 @@ describe("a reason update during a restored announcement", () => {
     await store.set("a", unannouncedRecord("r1"));
     const calls: string[] = [];
     const Escalating = refiningAgent(calls);
-    const rt1 = runtime([new Escalating("a")], { store, auditSink: new MemoryAuditSink() });
-    await rt1.start();
+    const rt1 = await whenStarted(runtime([new Escalating("a")], { store, auditSink: new MemoryAuditSink() }));
     await sleep(50);
     await rt1.stop();
     const audit2 = new MemoryAuditSink();
-    const rt2 = runtime([new Escalating("a")], { store, auditSink: audit2 });
-    await rt2.start();
+    await whenStarted(runtime([new Escalating("a")], { store, auditSink: audit2 }));
     await sleep(50);
     expect(calls, "onSuspend ran again in a new process for a pause it had been told about").toEqual(["r1"]);
     expect(audit2.events.filter((e: AuditEvent) => e.event === "agent.suspend")).toHaveLength(0);
@@ -256,8 +249,7 @@ class PayAfterApproval extends Pausable {
 describe("a pause made durable by a checkpoint before the loop boundary", () => {
   it("still gets its agent.suspend receipt and onSuspend when the agent crashes and restarts into it", async () => {
     const agent = new PayAfterApproval("pay");
-    const r = rig(new Supervisor("sup", { backoffBaseMs: 0, children: [agent] }), { tracing: true });
-    await r.runtime.start();
+    const r = await startedRig(new Supervisor("sup", { backoffBaseMs: 0, children: [agent] }), { tracing: true });
     await r.runtime.send("pay", { op: "pay", invoice: "INV-7" });
     await waitUntil(() => agent.incarnation === 2 && agent.status === S.SUSPENDED, "restarted SUSPENDED");
     const marker = agent.suspension!;

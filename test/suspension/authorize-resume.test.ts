@@ -8,7 +8,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus } from "../../src/index.js";
-import { heldAuthorizer, Pausable, rig, teardown } from "./helpers.js";
+import { heldAuthorizer, Pausable, pausableRig, startedRig, teardown } from "./helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { track } from "../support/outcome.js";
 
@@ -21,8 +21,7 @@ describe("runtime.stop() while authorizeResume is deciding, with a sibling still
     const { authorizeResume, decision, asked } = heldAuthorizer();
     const a = new Pausable("a");
     const b = new Pausable("b");
-    const r = rig([a, b], { authorizeResume });
-    await r.runtime.start();
+    const r = await startedRig([a, b], { authorizeResume });
     await r.runtime.suspend("a", "hold");
     const marker = a.suspension!;
     await r.runtime.send("a", { seq: 1 }); // unapproved business, queued
@@ -51,9 +50,7 @@ describe("runtime.stop() while authorizeResume is deciding, with a sibling still
 describe("control while a resume is being authorized", () => {
   it("civitas.eval.halt stops a SUSPENDED agent even while its authorizeResume has not answered", async () => {
     const { authorizeResume, asked } = heldAuthorizer(); // the policy engine never answers (decision never opened)
-    const a = new Pausable("a");
-    const r = rig([a], { authorizeResume });
-    await r.runtime.start();
+    const { agent: a, ...r } = await pausableRig("a", { authorizeResume });
     await r.runtime.suspend("a", "hold");
     const resuming = track(r.runtime.resume("a", "alice"));
     await waitUntil(() => asked() === 1, "authorizeResume called");

@@ -4,8 +4,8 @@
  * comes before its marker is cleared. A graceful stop keeps the pause.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { AgentProcess, MemoryAuditSink, ProcessStatus, SUSPENSION_KEY, type AuditEvent, type Message } from "../../src/index.js";
-import { dynamicRig, Pausable, RecordingStore, rig, teardown, TimelineAudit } from "./helpers.js";
+import { AgentProcess, ProcessStatus, SUSPENSION_KEY, type AuditEvent, type Message } from "../../src/index.js";
+import { auditFailingOn, dynamicRig, Pausable, pausableRig, rig, startedRig, teardown, TimelineAudit } from "./helpers.js";
 import { waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
@@ -42,8 +42,7 @@ describe("a halt (civitas.eval.halt) of a suspended agent", () => {
       }
     }
     const agent = new Pausable("a");
-    const r = rig([agent, new Halter("boss")]);
-    await r.runtime.start();
+    const r = await startedRig([agent, new Halter("boss")]);
     await r.runtime.suspend("a", "hold");
     await r.runtime.send("boss", { target: "a" });
     await waitUntil(() => agent.status === S.STOPPED, "STOPPED");
@@ -51,24 +50,15 @@ describe("a halt (civitas.eval.halt) of a suspended agent", () => {
   });
 
   it("records nothing for a running agent (there is no pause to cancel)", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.send("a", {}, { type: "civitas.eval.halt" });
     await waitUntil(() => agent.status === S.STOPPED, "STOPPED");
     expect(cancellations(r.audit.events)).toEqual([]);
   });
 
   it("keeps the marker when the receipt cannot be recorded (the log and the store agree the pause is live), and still stops", async () => {
-    const audit = new MemoryAuditSink();
-    const record = audit.emit.bind(audit);
-    audit.emit = (event: AuditEvent): void => {
-      if (event.event === "agent.suspend.cancelled") throw new Error("disk full");
-      record(event);
-    };
-    const agent = new Pausable("a");
-    const r = rig([agent], { audit });
-    await r.runtime.start();
+    const audit = auditFailingOn("agent.suspend.cancelled");
+    const { agent, ...r } = await pausableRig("a", { audit });
     await r.runtime.suspend("a", "hold");
     await r.runtime.send("a", {}, { type: "civitas.eval.halt" });
     await waitUntil(() => agent.status === S.STOPPED, "STOPPED");
@@ -79,10 +69,8 @@ describe("a halt (civitas.eval.halt) of a suspended agent", () => {
 
 describe("a graceful stop keeps the pause", () => {
   it("runtime.stop records no cancellation and keeps the marker", async () => {
-    const store = new RecordingStore();
-    const agent = new Pausable("a");
-    const r = rig([agent], { store });
-    await r.runtime.start();
+    const r = await pausableRig();
+    const { store } = r;
     await r.runtime.suspend("a", "hold");
     await r.runtime.stop();
     expect(cancellations(r.audit.events)).toEqual([]);

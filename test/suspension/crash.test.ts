@@ -10,7 +10,6 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/message/json.js";
 import { SUSPENSION_KEY, type SuspensionMarker } from "../../src/state/suspension-marker.js";
@@ -18,6 +17,7 @@ import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { runTsChild } from "../support/child-process.js";
 import { APPROVER, type LedgerEntry, type Payment } from "./fixtures/payments-agent.js";
 import { mulberry32 } from "../../src/testing/simulation/prng.js";
+import { expectSqliteIntact } from "../support/sqlite.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const childScript = path.join(here, "fixtures", "suspension-crash-child.ts");
@@ -58,12 +58,7 @@ interface Stored {
 }
 
 async function readRecord(file: string): Promise<Stored | undefined> {
-  const raw = new Database(file);
-  try {
-    expect(raw.pragma("integrity_check", { simple: true })).toBe("ok");
-  } finally {
-    raw.close();
-  }
+  expectSqliteIntact(file);
   const store = new SqliteStateStore(file);
   try {
     const state = await store.get("payments");

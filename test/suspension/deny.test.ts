@@ -24,9 +24,10 @@ import {
   type SuspensionMarker,
 } from "../../src/index.js";
 import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
-import { Pausable, rig, suspendedRig, teardown, TimelineAudit } from "./helpers.js";
+import { Pausable, pausableRig, rig, startedRig, suspendedRig, suspendedRigWithThrowingAuthorizer, teardown, TimelineAudit } from "./helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { rejectsWithCode } from "../support/outcome.js";
+import { whenStarted } from "../support/runtimes.js";
 
 afterEach(teardown);
 
@@ -78,8 +79,7 @@ describe("runtime.deny: the order of effects", () => {
       }
     }
     const agent = new Keeper("k");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await r.runtime.suspend("k", "wire transfer");
     const before = agent.suspension!;
     await r.runtime.deny("k", "bob");
@@ -105,8 +105,7 @@ describe("runtime.deny: the order of effects", () => {
       }
     }
     const agent = new Payer("payer");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await r.runtime.send("payer", { amount: 5000 });
     await waitUntil(() => agent.status === S.SUSPENDED, "SUSPENDED");
     await r.runtime.deny("payer", "bob", { suspensionId: agent.suspension!.suspensionId });
@@ -190,9 +189,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
   });
 
   it("denying a running agent without a suspensionId is a no-op (the decider still checked)", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.deny("a", "bob");
     await rejectsWithCode(r.runtime.deny("a", " "), "INVALID_APPROVER");
     expect(agent.status).toBe(S.RUNNING);
@@ -201,9 +198,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
   });
 
   it("a deny sent while the agent ran does not deny a pause the handler then in progress asks for (it could not have seen it)", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     const blocker = gate();
     agent.blocker = blocker;
     await r.runtime.send("a", { op: "block", seq: 1 });
@@ -242,12 +237,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
   });
 
   it("a hook that throws refuses too, keeping the error as cause", async () => {
-    const boom = new Error("policy engine down");
-    const { runtime, agent } = await suspendedRig({
-      authorizeResume: () => {
-        throw boom;
-      },
-    });
+    const { runtime, agent, boom } = await suspendedRigWithThrowingAuthorizer();
     const error = await rejectsWithCode(runtime.deny("a", "bob"), "RESUME_REFUSED");
     expect(error.cause).toBe(boom);
     expect(agent.status).toBe(S.SUSPENDED);
@@ -264,8 +254,7 @@ describe("runtime.deny: the checks, in resume's order", () => {
     }
     const store = new InMemoryStateStore();
     const agent = new Pausable("payer");
-    const runtime = new Runtime({ root: [agent], logger: silentLogger, store, auditSink: new RefusingSink() });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: [agent], logger: silentLogger, store, auditSink: new RefusingSink() }));
     try {
       await runtime.suspend("payer", "approve");
       const error = await rejectsWithCode(runtime.deny("payer", "bob"), "AUDIT_UNAVAILABLE");
@@ -298,8 +287,7 @@ describe("runtime.deny across a restart (SQLite)", () => {
     try {
       const first = new SqliteStateStore(file);
       const a1 = new Pausable("a");
-      const r1 = new Runtime({ root: [a1], store: first, logger: silentLogger });
-      await r1.start();
+      const r1 = await whenStarted(new Runtime({ root: [a1], store: first, logger: silentLogger }));
       await r1.suspend("a", "big payment");
       const id = a1.suspension!.suspensionId;
       await r1.send("a", { seq: 1 });
@@ -309,8 +297,7 @@ describe("runtime.deny across a restart (SQLite)", () => {
       const second = new SqliteStateStore(file);
       const audit = new MemoryAuditSink();
       const a2 = new Pausable("a");
-      const r2 = new Runtime({ root: [a2], store: second, logger: silentLogger, auditSink: audit });
-      await r2.start();
+      const r2 = await whenStarted(new Runtime({ root: [a2], store: second, logger: silentLogger, auditSink: audit }));
       try {
         expect(a2.status).toBe(S.SUSPENDED);
         expect(a2.suspension?.suspensionId).toBe(id);

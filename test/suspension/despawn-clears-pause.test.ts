@@ -10,7 +10,7 @@
 import { describe, expect, it } from "vitest";
 import { AgentProcess, DynamicSupervisor, InMemoryStateStore, ProcessStatus, SUSPENSION_KEY } from "../../src/index.js";
 import { gate } from "../support/agents.js";
-import { runtimes } from "../support/runtimes.js";
+import { runtimes, whenStarted } from "../support/runtimes.js";
 
 const runtime = runtimes();
 
@@ -30,8 +30,7 @@ describe("a late checkpoint from a handler a despawn gave up on", () => {
     }
     const store = new InMemoryStateStore();
     const pool = new DynamicSupervisor("pool");
-    const rt = runtime(pool, { store });
-    await rt.start();
+    const rt = await whenStarted(runtime(pool, { store }));
     await pool.spawn(Hangs, "w", { shutdownTimeoutMs: 30 });
     await rt.send("w", {});
     await entered.promise;

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, ProcessStatus, SUSPENSION_KEY, type AuditEvent, type Message } from "../../src/index.js";
 import { MemoryAuditSink } from "../../src/audit/memory-audit-sink.js";
 import { TestClock } from "../../src/testing/test-clock.js";
-import { Pausable, RecordingStore, rig, teardown } from "./helpers.js";
+import { auditFailingOn, Pausable, pausableRig, RecordingStore, rig, startedRig, teardown } from "./helpers.js";
 import { rejectsWithCode } from "../support/outcome.js";
 import { turns, waitUntil } from "../support/agents.js";
 
@@ -27,9 +27,7 @@ function denials(events: readonly AuditEvent[]): AuditEvent[] {
 
 describe("a pause with a deadline", () => {
   it("stores the deadline in the marker and the suspend receipt, and is denied by 'expiry' when it passes, not before", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a", "big payment", { expiresInMs: 1_000 });
     const marker = agent.suspension!;
     expect(marker.expiresAt).toBe(iso(START_MS + 1_000));
@@ -64,8 +62,7 @@ describe("a pause with a deadline", () => {
       }
     }
     const agent = new Asker("asker");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await r.clock.advance(500);
     await r.runtime.send("asker", { ms: 2_000 });
     await waitUntil(() => agent.status === S.SUSPENDED, "SUSPENDED");
@@ -76,9 +73,7 @@ describe("a pause with a deadline", () => {
   });
 
   it("expiresInMs: 0 denies the pause at once, at the next loop boundary", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a", "hold", { expiresInMs: 0 });
     await waitUntil(() => agent.denies.length === 1, "denied");
     expect(agent.status).toBe(S.RUNNING);
@@ -107,9 +102,7 @@ describe("a pause with a deadline", () => {
     ["NaN", Number.NaN],
     ["a string", "1000"],
   ])("INVALID_ARGUMENT for an expiresInMs that is %s (runtime.suspend and this.suspend), before anything is sent", async (_what, bad) => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     const error = await rejectsWithCode(r.runtime.suspend("a", "hold", { expiresInMs: bad as number }), "INVALID_ARGUMENT");
     expect(error.message).toContain("expiresInMs");
     expect(() => agent.suspend("hold", { expiresInMs: bad as number })).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT" }) as Error);
@@ -123,9 +116,7 @@ describe("the deadline's timer", () => {
     ["a resume", "resume"],
     ["a deny", "deny"],
   ] as const)("is cleared by %s: nothing happens when the deadline would have passed", async (_what, how) => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     const idle = r.clock.pendingTimers;
     await r.runtime.suspend("a", "hold", { expiresInMs: 1_000 });
     expect(r.clock.pendingTimers).toBe(idle + 1);
@@ -140,17 +131,14 @@ describe("the deadline's timer", () => {
   it("is cleared by a stop, and armed again (for the time left) by the next start", async () => {
     const store = new RecordingStore();
     const clock = new TestClock(START_MS);
-    const first = new Pausable("a");
-    const r1 = rig([first], { store, clock });
-    await r1.runtime.start();
+    const r1 = await pausableRig("a", { store, clock });
     const idle = clock.pendingTimers;
     await r1.runtime.suspend("a", "hold", { expiresInMs: 10_000 });
     await r1.runtime.stop();
     expect(clock.pendingTimers).toBe(idle);
     await clock.advance(4_000);
     const second = new Pausable("a");
-    const r2 = rig([second], { store, clock });
-    await r2.runtime.start();
+    await startedRig([second], { store, clock });
     expect(second.status).toBe(S.SUSPENDED);
     await clock.advance(5_999);
     expect(second.status).toBe(S.SUSPENDED);
@@ -160,18 +148,14 @@ describe("the deadline's timer", () => {
   });
 
   it("a deadline that passed while the process was down is found at restore: denied before any message is handled", async () => {
-    const store = new RecordingStore();
-    const first = new Pausable("a");
-    const r1 = rig([first], { store, clock: new TestClock(START_MS) });
-    await r1.runtime.start();
+    const { agent: first, ...r1 } = await pausableRig("a", { clock: new TestClock(START_MS) });
+    const { store } = r1;
     await r1.runtime.suspend("a", "hold", { expiresInMs: 1_000 });
     const id = first.suspension!.suspensionId;
     await r1.runtime.stop();
 
     const audit = new MemoryAuditSink();
-    const second = new Pausable("a");
-    const r2 = rig([second], { store, clock: new TestClock(START_MS + 60_000), audit });
-    await r2.runtime.start();
+    const { agent: second, ...r2 } = await pausableRig("a", { store, clock: new TestClock(START_MS + 60_000), audit });
     await r2.runtime.send("a", { seq: 1 });
     await waitUntil(() => second.handled.length === 1, "handled after the expiry");
     expect(second.timeline.filter((t) => !t.startsWith("onStart"))).toEqual(["onDeny:expiry", "handle:1"]);
@@ -184,9 +168,7 @@ describe("the deadline's timer", () => {
 
 describe("a repeated suspend and the deadline", () => {
   it("keeps since, suspensionId and the deadline when it gives none; replaces the deadline when it gives one", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a", "first", { expiresInMs: 1_000 });
     const { since, suspensionId, expiresAt } = agent.suspension!;
     await r.clock.advance(500);
@@ -207,15 +189,8 @@ describe("a repeated suspend and the deadline", () => {
 
 describe("an expiry whose receipt cannot be recorded", () => {
   it("leaves the pause in place (it can still be resumed) and logs why", async () => {
-    const audit = new MemoryAuditSink();
-    const record = audit.emit.bind(audit);
-    audit.emit = (event: AuditEvent): void => {
-      if (event.event === "agent.deny") throw new Error("disk full");
-      record(event);
-    };
-    const agent = new Pausable("a");
-    const r = rig([agent], { audit });
-    await r.runtime.start();
+    const audit = auditFailingOn("agent.deny");
+    const { agent, ...r } = await pausableRig("a", { audit });
     await r.runtime.suspend("a", "hold", { expiresInMs: 100 });
     await r.clock.advance(100);
     await waitUntil(() => r.logs.some((l) => l.level === "error" && l.message.includes("could not be denied")), "the failure logged");

@@ -30,7 +30,7 @@ import type { TracerProvider } from "@opentelemetry/api";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { testTracing, type TestTracing } from "../support/tracing.js";
 
-import { gate, type Gate } from "../support/agents.js";
+import { gate, waitUntil, type Gate } from "../support/agents.js";
 
 
 // ---- store ------------------------------------------------------------------
@@ -197,6 +197,13 @@ export function rig(root: RuntimeOptions["root"], options: RigOptions = {}): Rig
   return r;
 }
 
+/** A {@link rig} for `root`, started. */
+export async function startedRig(root: RuntimeOptions["root"], options: RigOptions = {}): Promise<Rig> {
+  const r = rig(root, options);
+  await r.runtime.start();
+  return r;
+}
+
 /** Stops every rig built since the last teardown (moving its clock on so no hang holds the stop) and checks its transitions. */
 export async function teardown(): Promise<void> {
   const rigs = live.splice(0);
@@ -321,6 +328,23 @@ export async function suspendedRig(options: SuspendedRigOptions = {}): Promise<R
   return { agent, ...r };
 }
 
+/** A started {@link rig} of one {@link Pausable} named `name`, not paused. */
+export async function pausableRig(name = "a", options: RigOptions = {}): Promise<Rig & { readonly agent: Pausable }> {
+  const agent = new Pausable(name);
+  return { agent, ...(await startedRig([agent], options)) };
+}
+
+/** A {@link suspendedRig} whose `authorizeResume` throws `boom` ("policy engine down"). */
+export async function suspendedRigWithThrowingAuthorizer(): Promise<Rig & { readonly agent: Pausable; readonly boom: Error }> {
+  const boom = new Error("policy engine down");
+  const r = await suspendedRig({
+    authorizeResume: () => {
+      throw boom;
+    },
+  });
+  return { ...r, boom };
+}
+
 /** Options of {@link dynamicRig}: the rig's, and the DynamicSupervisor's. */
 export interface DynamicRigOptions extends RigOptions {
   /** Options of the DynamicSupervisor "dyn", applied after `backoffBaseMs: 0`. */
@@ -334,6 +358,28 @@ export async function dynamicRig(options: DynamicRigOptions = {}): Promise<{ rea
   const r = rig(new Supervisor("root", { children: [dyn] }), rigOptions);
   await r.runtime.start();
   return { r, dyn, store: r.store };
+}
+
+/** A {@link dynamicRig} with one spawned {@link Pausable}, "w", busy in a handler until `blocker` opens. */
+export async function busyDynamicWorker(options: DynamicRigOptions = {}): Promise<{ readonly r: Rig; readonly dyn: DynamicSupervisor; readonly store: RecordingStore; readonly w: Pausable; readonly blocker: Gate }> {
+  const { r, dyn, store } = await dynamicRig(options);
+  const w = await dyn.spawn(Pausable, "w");
+  const blocker = gate();
+  w.blocker = blocker;
+  await r.runtime.send("w", { op: "block", seq: 1 });
+  await waitUntil(() => w.entered === 1, "busy");
+  return { r, dyn, store, w, blocker };
+}
+
+/** A {@link MemoryAuditSink} whose `emit` throws ("disk full") for every event named `failing`, and records the others. */
+export function auditFailingOn(failing: string): MemoryAuditSink {
+  const audit = new MemoryAuditSink();
+  const record = audit.emit.bind(audit);
+  audit.emit = (event: AuditEvent): void => {
+    if (event.event === failing) throw new Error("disk full");
+    record(event);
+  };
+  return audit;
 }
 
 /** What {@link heldAuthorizer} returns. */

@@ -7,9 +7,10 @@ import {
   type JsonObject,
   type Message,
 } from "../../src/index.js";
-import { Pausable, RecordingStore, rig, teardown } from "./helpers.js";
+import { Pausable, pausableRig, rig, startedRig, teardown } from "./helpers.js";
 import { rejectsWithCode, track } from "../support/outcome.js";
 import { turns, waitUntil } from "../support/agents.js";
+import { whenStarted } from "../support/runtimes.js";
 
 afterEach(teardown);
 
@@ -46,8 +47,7 @@ describe("capability and broadcast routing into a suspended agent (documented tr
     const payer = new Pausable("pay-1", { capabilities: ["payments"] });
     const other = new Pausable("pay-2");
     const router = new Pausable("router");
-    const r = rig([payer, other, router]);
-    await r.runtime.start();
+    const r = await startedRig([payer, other, router]);
     await r.runtime.suspend("pay-1", "audit");
     await router.sendCapable("payments", { seq: 1 });
     const count = await router.broadcast("pay-*", { seq: 2 });
@@ -64,9 +64,7 @@ describe("capability and broadcast routing into a suspended agent (documented tr
 
 describe("ask into a suspended agent", () => {
   it("waits and times out with ASK_TIMEOUT (the request stays queued; its late reply is dropped and counted)", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a");
     const asking = track(r.runtime.ask("a", { op: "echo", seq: 1 }, { timeoutMs: 5_000 }));
     await r.clock.advance(4_999);
@@ -80,9 +78,7 @@ describe("ask into a suspended agent", () => {
   });
 
   it("an ask that is still waiting when the agent is resumed gets its answer", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await pausableRig();
     await r.runtime.suspend("a");
     const asking = r.runtime.ask("a", { op: "echo", seq: 7 }, { timeoutMs: 60_000 });
     await turns(5);
@@ -93,8 +89,7 @@ describe("ask into a suspended agent", () => {
   it("failIfSuspended rejects at once with AGENT_SUSPENDED, from runtime.ask and from agent.ask; nothing is enqueued", async () => {
     const target = new Pausable("a");
     const caller = new Pausable("caller");
-    const r = rig([target, caller]);
-    await r.runtime.start();
+    const r = await startedRig([target, caller]);
     await r.runtime.suspend("a");
     const e1 = await rejectsWithCode(r.runtime.ask("a", { op: "echo" }, { failIfSuspended: true, timeoutMs: 60_000 }), "AGENT_SUSPENDED");
     expect(e1).toBeInstanceOf(AgentSuspendedError);
@@ -111,8 +106,7 @@ describe("ask into a suspended agent", () => {
 describe("listSuspended", () => {
   it("lists name, reason, since and suspensionId of every suspended agent, and only those", async () => {
     const agents = [new Pausable("a"), new Pausable("b"), new Pausable("c")];
-    const r = rig(agents);
-    await r.runtime.start();
+    const r = await startedRig(agents);
     expect(r.runtime.listSuspended()).toEqual([]);
     await r.runtime.suspend("a", "why a");
     await r.clock.advance(1_000);
@@ -130,9 +124,7 @@ describe("listSuspended", () => {
 
 describe("self-suspend outside handle", () => {
   it("called from a timer on an idle agent, it still suspends it (and runs onSuspend once)", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     await turns(5);
     r.clock.setTimeout(() => agent.suspend("from a timer"), 500);
     await r.clock.advance(500);
@@ -162,9 +154,7 @@ describe("self-suspend outside handle", () => {
   });
 
   it("suspend(reason) with a non-string reason throws INVALID_ARGUMENT and changes nothing", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     let thrown: unknown;
     try {
       agent.suspend(42 as unknown as string);
@@ -202,8 +192,7 @@ class Payer extends AgentProcess<{ pending?: JsonObject; paid?: number }> {
 describe("checkpoint-and-return", () => {
   it("the pending action is executed exactly once, by onResume, with the approver", async () => {
     const payer = new Payer("payer");
-    const r = rig([payer]);
-    await r.runtime.start();
+    const r = await startedRig([payer]);
     await r.runtime.send("payer", { op: "pay", amount: 100 });
     await waitUntil(() => payer.status === S.SUSPENDED, "SUSPENDED");
     await waitUntil(() => r.store.sets.some((s) => s.state[SUSPENSION_KEY] !== undefined), "marker stored");
@@ -220,17 +209,15 @@ describe("checkpoint-and-return", () => {
   });
 
   it("survives a restart: the new runtime comes back SUSPENDED with the pending action, and executes it once on resume", async () => {
-    const store = new RecordingStore();
     const first = new Payer("payer");
-    const r1 = rig([first], { store });
-    await r1.runtime.start();
+    const r1 = await startedRig([first]);
+    const { store } = r1;
     await r1.runtime.send("payer", { op: "pay", amount: 5 });
     await waitUntil(() => first.status === S.SUSPENDED, "SUSPENDED");
     await r1.runtime.stop();
 
     const second = new Payer("payer");
-    const r2 = rig([second], { store });
-    await r2.runtime.start();
+    const r2 = await startedRig([second], { store });
     expect(second.status).toBe(S.SUSPENDED);
     expect(second.state.pending).toEqual({ amount: 5 });
     expect(second.executed).toEqual([]);
@@ -252,8 +239,7 @@ describe("waiting on suspend and resume is bounded", () => {
       }
     }
     const busy = new Busy("busy");
-    const runtime = new Runtime({ root: [busy], logger: silentLogger });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: [busy], logger: silentLogger }));
     try {
       await runtime.send("busy", {});
       await expect(runtime.suspend("busy", "later", { timeoutMs: 30 })).rejects.toMatchObject({ code: "ASK_TIMEOUT" });
@@ -283,8 +269,7 @@ describe("onResume learns which pause it settles", () => {
       }
     }
     const agent = new Recorder("recorder");
-    const runtime = new Runtime({ root: [agent], logger: silentLogger });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: [agent], logger: silentLogger }));
     try {
       await runtime.suspend("recorder", "check the invoice");
       const suspensionId = agent.suspension?.suspensionId;

@@ -16,7 +16,7 @@ import { ProcessStatus, SUSPENSION_KEY } from "../../src/index.js";
 import { verifySuspension } from "../../src/entries/audit.js";
 import { waitUntil } from "../support/agents.js";
 import { runTsChild } from "../support/child-process.js";
-import { Pausable, rig, teardown } from "../suspension/helpers.js";
+import { Pausable, startedRig, teardown } from "../suspension/helpers.js";
 
 afterEach(teardown);
 
@@ -72,8 +72,7 @@ class DueAtStart extends Pausable {
 describe("this.suspend() then checkpoint() from onStart (S4: one atomic write)", () => {
   it("the checkpoint that stores the pending action also stores the pause asked for before it", async () => {
     const agent = new DueAtStart("due");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await waitUntil(() => agent.status === S.SUSPENDED, "suspended");
     const withAction = r.store.setsOf("due").filter((s) => s.state.pending === "INV-9");
     expect(withAction.length).toBeGreaterThan(0);

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus, SUSPENSION_KEY, type JsonObject } from "../../src/index.js";
 import { readMarker } from "../../src/state/suspension-marker.js";
-import { Pausable, RecordingStore, rig, teardown } from "./helpers.js";
+import { Pausable, RecordingStore, startedRig, teardown } from "./helpers.js";
 
 afterEach(teardown);
 
@@ -58,8 +58,7 @@ describe("restoring a stored marker", () => {
     const stored = marker("2026-07-03T09:12:44.120Z", { identity: { version: null, capabilities: [], note: "hand edit" }, note: "hand edit" });
     await store.inner.set("a", { work: 1, [SUSPENSION_KEY]: stored });
     const agent = new Pausable("a");
-    const r = rig([agent], { store });
-    await r.runtime.start();
+    await startedRig([agent], { store });
     expect(agent.status).toBe(ProcessStatus.SUSPENDED);
     expect(agent.state[SUSPENSION_KEY]).toEqual({ reason: "r", since: "2026-07-03T09:12:44.120Z", approver: null, suspensionId: "s-1", identity: { version: null, capabilities: [] } });
   });
@@ -69,8 +68,7 @@ describe("restoring a stored marker", () => {
     const stored = marker("2026-07-03T09:12:44.120Z", { identity: { version: null, capabilities: [] }, expiresAt: "2999-01-01T00:00:00.000Z" });
     await store.inner.set("a", { work: 1, [SUSPENSION_KEY]: stored });
     const agent = new Pausable("a");
-    const r = rig([agent], { store });
-    await r.runtime.start();
+    await startedRig([agent], { store });
     expect(agent.status).toBe(ProcessStatus.SUSPENDED);
     expect(agent.state[SUSPENSION_KEY]).toEqual(stored);
     expect(agent.suspension).toEqual(stored);

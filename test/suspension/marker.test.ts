@@ -10,7 +10,7 @@ import {
   type Message,
 } from "../../src/index.js";
 import { isoTime } from "../../src/time/clock.js";
-import { expectIsoMs, Pausable, RecordingStore, rig, teardown } from "./helpers.js";
+import { expectIsoMs, Pausable, pausableRig, RecordingStore, rig, startedRig, teardown } from "./helpers.js";
 import { rejectsWithCode } from "../support/outcome.js";
 import { turns, waitUntil } from "../support/agents.js";
 
@@ -32,9 +32,7 @@ describe("the marker (S4)", () => {
   });
 
   it("is { reason, since (ISO ms), approver: null, suspensionId, identity }, in state, in the store and on agent.suspension", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     expect(agent.suspension).toBeUndefined();
     await r.clock.advance(1234);
     await r.runtime.suspend("a", "needs a human");
@@ -53,8 +51,7 @@ describe("the marker (S4)", () => {
 
   it("is stored in the SAME store.set as the pending action written before suspend", async () => {
     const agent = new Pending("payer");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await r.runtime.send("payer", { amount: 42 });
     await waitUntil(() => agent.status === S.SUSPENDED, "SUSPENDED");
     await waitUntil(() => r.store.setsOf("payer").some((s) => s.state[SUSPENSION_KEY] !== undefined), "marker persisted");
@@ -72,10 +69,8 @@ describe("the marker (S4)", () => {
   });
 
   it("user code that deletes or edits state[SUSPENSION_KEY] and checkpoints cannot un-suspend", async () => {
-    const store = new RecordingStore();
-    const agent = new Pausable("a");
-    const r = rig([agent], { store });
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
+    const { store } = r;
     await r.runtime.suspend("a", "hold");
     const marker = agent.suspension!;
 
@@ -98,17 +93,14 @@ describe("the marker (S4)", () => {
     // and after a restart the runtime's marker is what comes back
     await r.runtime.stop();
     const again = new Pausable("a");
-    const r2 = rig([again], { store });
-    await r2.runtime.start();
+    await startedRig([again], { store });
     expect(again.status).toBe(S.SUSPENDED);
     expect(again.suspension).toEqual(marker);
   });
 
   it("user code cannot suspend durably by writing a fake marker into state while RUNNING", async () => {
-    const store = new RecordingStore();
-    const agent = new Pausable("a");
-    const r = rig([agent], { store });
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
+    const { store } = r;
     agent.state[SUSPENSION_KEY] = { reason: "fake", since: isoTime(0), approver: null, suspensionId: uuidv7() };
     await agent.checkpoint();
     expect(await store.marker("a")).toBeUndefined();
@@ -116,9 +108,7 @@ describe("the marker (S4)", () => {
   });
 
   it("a cleared marker is a removed key, not null (state, store, getter)", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     agent.state.keep = 1;
     await r.runtime.suspend("a");
     await r.runtime.resume("a", "alice");
@@ -158,10 +148,8 @@ describe("the marker (S4)", () => {
 
 describe("write-ahead safety (S5)", () => {
   it("a store that rejects during suspend: still SUSPENDED, suspend resolves, warned, audited durable:false, span degraded", async () => {
-    const store = new RecordingStore();
-    const agent = new Pausable("a");
-    const r = rig([agent], { store, tracing: true });
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig("a", { tracing: true });
+    const { store } = r;
     await r.runtime.send("a", { seq: 1 });
     await waitUntil(() => agent.handled.length === 1, "first message");
     store.failSets = true;
@@ -192,9 +180,7 @@ describe("write-ahead safety (S5)", () => {
   });
 
   it("with a healthy store the same suspend is durable:true and its span carries no degraded event", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent], { tracing: true });
-    await r.runtime.start();
+    const r = await pausableRig("a", { tracing: true });
     await r.runtime.suspend("a", "fine");
     expect(r.audit.ofType("agent.suspend", "a")[0]!.details.durable).toBe(true);
     const span = r.tracing!.named("civitas.agent.suspend")[0]!;
@@ -204,10 +190,8 @@ describe("write-ahead safety (S5)", () => {
   });
 
   it("the in-memory pause comes first: status is SUSPENDED while the marker's store.set is still in flight", async () => {
-    const store = new RecordingStore();
-    const agent = new Pausable("a");
-    const r = rig([agent], { store });
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
+    const { store } = r;
     const seen: string[] = [];
     store.onSet = (_name, state) => seen.push(`${agent.status}:${markerKind(state)}`);
     await r.runtime.suspend("a");

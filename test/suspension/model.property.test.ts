@@ -34,6 +34,7 @@ import {
   type LifecycleCommand,
   type LifecycleObservation,
 } from "../../src/entries/testing.js";
+import { whenStarted } from "../support/runtimes.js";
 
 const RUNS = Number(process.env.CIVITAS_PROPERTY_RUNS ?? 0);
 
@@ -263,8 +264,7 @@ describe("regressions found by the overlapping property", () => {
     const audit = new MemoryAuditSink();
     const subject = new AgentProcess("subject");
     const root = new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [subject, new Crasher("sibling")] });
-    const runtime = new Runtime({ root, logger: silentLogger, store, auditSink: audit });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root, logger: silentLogger, store, auditSink: audit }));
     try {
       await runtime.suspend("subject", "review");
       let open!: () => void;

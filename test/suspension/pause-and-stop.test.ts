@@ -15,9 +15,9 @@ import {
   type JsonObject,
   type Message,
 } from "../../src/index.js";
-import { dynamicRig, Pausable, RecordingStore, rig, teardown } from "../suspension/helpers.js";
+import { busyDynamicWorker, Pausable, pausableRig, startedRig, teardown } from "../suspension/helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
-import { runtimes, sleep } from "../support/runtimes.js";
+import { runtimes, sleep, whenStarted } from "../support/runtimes.js";
 import { track } from "../support/outcome.js";
 
 const runtime = runtimes();
@@ -37,8 +37,7 @@ describe("this.suspend() + checkpoint() from a handler a stop came during", () =
         await this.checkpoint();
       }
     }
-    const rt1 = runtime([new Payer("payer", { shutdownTimeoutMs: 2000 })], { store });
-    await rt1.start();
+    const rt1 = await whenStarted(runtime([new Payer("payer", { shutdownTimeoutMs: 2000 })], { store }));
     await rt1.send("payer", {});
     await entered.promise;
     const stopping = rt1.stop(); // graceful: the message being handled finishes (S8: the marker is kept)
@@ -50,8 +49,7 @@ describe("this.suspend() + checkpoint() from a handler a stop came during", () =
     expect(stored?.[SUSPENSION_KEY]).toBeDefined(); // ... so its pause must be too
     // next process: it must not come back RUNNING with an unapproved action
     const again = new Payer("payer");
-    const rt2 = runtime([again], { store });
-    await rt2.start();
+    await whenStarted(runtime([again], { store }));
     expect(again.status).toBe(ProcessStatus.SUSPENDED);
   });
 });
@@ -74,12 +72,7 @@ class SuspendThenBusy extends Pausable {
 
 describe("stop({ drain: 'all' }) and a pause that was asked for", () => {
   it("a runtime.suspend queued before stop(drain: 'all') keeps the queued business unhandled", async () => {
-    const { r, dyn } = await dynamicRig();
-    const w = await dyn.spawn(Pausable, "w");
-    const blocker = gate();
-    w.blocker = blocker;
-    await r.runtime.send("w", { op: "block", seq: 1 });
-    await waitUntil(() => w.entered === 1, "busy");
+    const { r, dyn, w, blocker } = await busyDynamicWorker();
     // The operator pauses the agent first; its queued business is unapproved from here on.
     const suspending = track(r.runtime.suspend("w", "freeze"));
     await turns(5);
@@ -93,12 +86,7 @@ describe("stop({ drain: 'all' }) and a pause that was asked for", () => {
   });
 
   it("a this.suspend() from handle() during a drain-all stop is honoured: no further business is taken", async () => {
-    const { r, dyn } = await dynamicRig();
-    const w = await dyn.spawn(Pausable, "w");
-    const blocker = gate();
-    w.blocker = blocker;
-    await r.runtime.send("w", { op: "block", seq: 1 });
-    await waitUntil(() => w.entered === 1, "busy");
+    const { r, dyn, w, blocker } = await busyDynamicWorker();
     await r.runtime.send("w", { op: "suspend", reason: "approve seq 2", seq: 2 });
     await r.runtime.send("w", { seq: 3 });
     await r.runtime.send("w", { seq: 4 });
@@ -113,10 +101,9 @@ describe("stop({ drain: 'all' }) and a pause that was asked for", () => {
 
 describe("a pause asked for from handle() and a graceful runtime.stop()", () => {
   it("is kept: the next runtime on the same store starts SUSPENDED and takes no business", async () => {
-    const store = new RecordingStore();
     const first = new SuspendThenBusy("a");
-    const r1 = rig([first], { store });
-    await r1.runtime.start();
+    const r1 = await startedRig([first]);
+    const { store } = r1;
     await r1.runtime.send("a", { op: "suspend-then-busy", seq: 1 });
     await waitUntil(() => first.entered === 1, "handling");
     // The operator stops the runtime gracefully while that handler is finishing.
@@ -126,9 +113,7 @@ describe("a pause asked for from handle() and a graceful runtime.stop()", () => 
     await stopping;
     expect(first.handled).toEqual([1]);
 
-    const second = new Pausable("a");
-    const r2 = rig([second], { store });
-    await r2.runtime.start();
+    const { agent: second, ...r2 } = await pausableRig("a", { store });
     await r2.runtime.send("a", { seq: 9 });
     await turns(20);
     expect(second.status).toBe(S.SUSPENDED);

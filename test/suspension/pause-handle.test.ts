@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, ProcessStatus, type Message, type Pause } from "../../src/index.js";
-import { Pausable, rig, teardown } from "./helpers.js";
+import { pausableRig, startedRig, teardown } from "./helpers.js";
 import { waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
@@ -26,8 +26,7 @@ class Asker extends AgentProcess {
 describe("this.suspend() returns the pause", () => {
   it("names the pause the agent then enters (suspensionId and deadline), which a reply carries and resume accepts", async () => {
     const agent = new Asker("asker");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await r.clock.advance(500);
     const reply = await r.runtime.ask("asker", { ms: 2_000 });
     const pause = reply.payload.first as unknown as Pause;
@@ -42,8 +41,7 @@ describe("this.suspend() returns the pause", () => {
 
   it("has no expiresAt for a pause without a deadline", async () => {
     const agent = new Asker("asker");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     const reply = await r.runtime.ask("asker", {});
     await waitUntil(() => agent.status === ProcessStatus.SUSPENDED, "suspended");
     expect(reply.payload.first).toEqual({ suspensionId: agent.suspension!.suspensionId });
@@ -51,8 +49,7 @@ describe("this.suspend() returns the pause", () => {
 
   it("a second call in the same handler names the same pause, with the deadline it gave last", async () => {
     const agent = new Asker("asker");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     const reply = await r.runtime.ask("asker", { ms: 1_000, twice: true });
     const first = reply.payload.first as unknown as Pause;
     const again = reply.payload.again as unknown as Pause;
@@ -71,9 +68,7 @@ describe("this.suspend() returns the pause", () => {
 
 describe("runtime.suspend() resolves with the pause", () => {
   it("resolves with the suspensionId and deadline of the pause entered, the same as the marker's", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     const pause = await r.runtime.suspend("a", "big payment", { expiresInMs: 1_000 });
     expect(pause).toEqual({ suspensionId: agent.suspension!.suspensionId, expiresAt: iso(START_MS + 1_000) });
     await r.runtime.deny("a", "bob", { suspensionId: pause.suspensionId });
@@ -81,9 +76,7 @@ describe("runtime.suspend() resolves with the pause", () => {
   });
 
   it("without a deadline has no expiresAt; suspending a suspended agent resolves with its current pause (and a new deadline when given)", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     const first = await r.runtime.suspend("a", "review");
     expect(first).toEqual({ suspensionId: agent.suspension!.suspensionId });
     expect(Object.hasOwn(first, "expiresAt")).toBe(false);

@@ -8,7 +8,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, ProcessStatus, Supervisor, type Message } from "../../src/index.js";
-import { rig, teardown } from "../suspension/helpers.js";
+import { startedRig, teardown } from "../suspension/helpers.js";
 import { turns, waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
@@ -39,8 +39,7 @@ describe("a crash after this.suspend()", () => {
   // Without this.suspend() the same crash restarts on the checkpointed balance (110): only the pause asked for changes it.
   it("a crash after this.suspend() does not write the crashed handler's un-checkpointed state to the store", async () => {
     const agent = new Ledger("ledger");
-    const r = rig(new Supervisor("sup", { backoffBaseMs: 0, children: [agent] }));
-    await r.runtime.start();
+    const r = await startedRig(new Supervisor("sup", { backoffBaseMs: 0, children: [agent] }));
     await r.runtime.send("ledger", { op: "deposit" });
     await r.runtime.send("ledger", { op: "debit", suspend: true });
     await waitUntil(() => agent.incarnation === 2 && agent.status !== S.INITIALIZING, "restarted");

@@ -12,6 +12,7 @@ import {
   type Logger,
   type SuspensionMarker,
 } from "../../src/index.js";
+import { whenStarted } from "../support/runtimes.js";
 
 /** An audit sink that refuses events of the given kinds. */
 class RefusingSink implements AuditSink {
@@ -40,8 +41,7 @@ describe("receipts before effects", () => {
   it("refuses a resume whose agent.resume receipt cannot be recorded (AUDIT_UNAVAILABLE): it stays SUSPENDED", async () => {
     const store = new InMemoryStateStore();
     const agent = new Approvable("payer");
-    const runtime = new Runtime({ root: [agent], logger: silentLogger, store, auditSink: new RefusingSink(new Set(["agent.resume"])) });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: [agent], logger: silentLogger, store, auditSink: new RefusingSink(new Set(["agent.resume"])) }));
     try {
       await runtime.suspend("payer", "approve");
       await expect(runtime.resume("payer", "alice")).rejects.toMatchObject({ name: "AuditUnavailableError", code: "AUDIT_UNAVAILABLE", agent: "payer" });
@@ -56,8 +56,7 @@ describe("receipts before effects", () => {
   it("still suspends when the agent.suspend receipt cannot be recorded, and reports the failure", async () => {
     const lines: string[] = [];
     const agent = new Approvable("payer");
-    const runtime = new Runtime({ root: [agent], logger: capturingLogger(lines), auditSink: new RefusingSink(new Set(["agent.suspend"])) });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: [agent], logger: capturingLogger(lines), auditSink: new RefusingSink(new Set(["agent.suspend"])) }));
     try {
       await runtime.suspend("payer", "approve");
       expect(agent.status).toBe(ProcessStatus.SUSPENDED);
@@ -75,8 +74,7 @@ describe("resume bound to what was approved", () => {
 
   it("records the class version and sorted capabilities in the marker", async () => {
     const agent = new Versioned("v", { capabilities: ["refund", "pay"] });
-    const runtime = new Runtime({ root: [agent], logger: silentLogger });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: [agent], logger: silentLogger }));
     try {
       await runtime.suspend("v", "check");
       expect(agent.suspension?.identity).toEqual({ version: "1.0.0", capabilities: ["pay", "refund"] });
@@ -87,8 +85,7 @@ describe("resume bound to what was approved", () => {
 
   it("refuses a resume after a deploy changed the version (IDENTITY_CHANGED) unless the change is accepted, and records it", async () => {
     const store = new InMemoryStateStore();
-    const first = new Runtime({ root: [new Versioned("v", { capabilities: ["pay"] })], logger: silentLogger, store });
-    await first.start();
+    const first = await whenStarted(new Runtime({ root: [new Versioned("v", { capabilities: ["pay"] })], logger: silentLogger, store }));
     await first.suspend("v", "check");
     await first.stop();
 
@@ -97,8 +94,7 @@ describe("resume bound to what was approved", () => {
     }
     const audit = new MemoryAuditSink();
     const agent = new Deployed("v", { capabilities: ["pay"] });
-    const second = new Runtime({ root: [agent], logger: silentLogger, store, auditSink: audit });
-    await second.start();
+    const second = await whenStarted(new Runtime({ root: [agent], logger: silentLogger, store, auditSink: audit }));
     try {
       expect(agent.status).toBe(ProcessStatus.SUSPENDED);
       await expect(second.resume("v", "alice")).rejects.toMatchObject({ code: "IDENTITY_CHANGED", agent: "v" });
@@ -117,12 +113,10 @@ describe("resume bound to what was approved", () => {
 
   it("refuses a resume after the capability set was narrowed while parked", async () => {
     const store = new InMemoryStateStore();
-    const first = new Runtime({ root: [new Versioned("v", { capabilities: ["pay", "refund"] })], logger: silentLogger, store });
-    await first.start();
+    const first = await whenStarted(new Runtime({ root: [new Versioned("v", { capabilities: ["pay", "refund"] })], logger: silentLogger, store }));
     await first.suspend("v", "check");
     await first.stop();
-    const second = new Runtime({ root: [new Versioned("v", { capabilities: ["pay"] })], logger: silentLogger, store });
-    await second.start();
+    const second = await whenStarted(new Runtime({ root: [new Versioned("v", { capabilities: ["pay"] })], logger: silentLogger, store }));
     try {
       const error = await second.resume("v", "alice").then(() => undefined, (e: unknown) => e as Error & { code: string });
       expect(error?.code).toBe("IDENTITY_CHANGED");
@@ -137,8 +131,7 @@ describe("resume bound to what was approved", () => {
     const legacy: SuspensionMarker = { reason: "old", since: "2026-01-01T00:00:00.000Z", approver: null, suspensionId: "legacy-1" };
     await store.set("v", { [SUSPENSION_KEY]: { reason: "old", since: "2026-01-01T00:00:00.000Z", approver: null, suspensionId: "legacy-1" } });
     const agent = new Versioned("v");
-    const runtime = new Runtime({ root: [agent], logger: silentLogger, store });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: [agent], logger: silentLogger, store }));
     try {
       expect(agent.suspension).toEqual(legacy);
       await runtime.resume("v", "alice", { suspensionId: "legacy-1" });

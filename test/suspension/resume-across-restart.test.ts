@@ -10,7 +10,7 @@
 import { describe, expect, it } from "vitest";
 import { AgentProcess, ProcessStatus, Supervisor } from "../../src/index.js";
 import { outcome } from "../support/outcome.js";
-import { runtimes, sleep, until } from "../support/runtimes.js";
+import { runtimes, sleep, whenStarted, until } from "../support/runtimes.js";
 import { Crasher } from "../support/probe-agents.js";
 
 const runtime = runtimes();
@@ -29,8 +29,7 @@ describe("a resume sent while the agent is visibly SUSPENDED, queued across a ON
     const a = new Pausing("a");
     const c = new Crasher("c");
     const root = new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [a, c] });
-    const rt = runtime(root);
-    await rt.start();
+    const rt = await whenStarted(runtime(root));
     void rt.suspend("a", "r").catch(() => undefined);
     await until(() => a.status === ProcessStatus.SUSPENDED && a.suspension !== undefined, "a SUSPENDED");
     // The pause is visible (status SUSPENDED, marker set): this resume is meant for it.

@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
-import { Pausable, rig, teardown } from "../suspension/helpers.js";
+import { Pausable, pausableRig, rig, teardown } from "../suspension/helpers.js";
 import { waitUntil } from "../support/agents.js";
 
 afterEach(teardown);
@@ -27,9 +27,7 @@ class SteppingClock extends TestClock {
 describe("a resume is ordered against the pause by UUIDv7", () => {
   it("a resume sent after the pause began is not dropped because the clock was stepped back", async () => {
     const clock = new SteppingClock();
-    const agent = new Pausable("a");
-    const r = rig([agent], { clock });
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig("a", { clock });
     await r.runtime.send("a", { op: "suspend", reason: "approve" });
     await waitUntil(() => agent.status === S.SUSPENDED, "suspended");
     clock.offsetMs = -60_000; // the wall clock is corrected back a minute while the approval is pending

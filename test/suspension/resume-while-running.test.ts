@@ -8,7 +8,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus, type JsonValue, type Message, ErrorAction, Supervisor } from "../../src/index.js";
-import { Pausable, rig, teardown } from "../suspension/helpers.js";
+import { Pausable, startedRig, teardown } from "../suspension/helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { track } from "../support/outcome.js";
 
@@ -57,8 +57,7 @@ class GatedPayments extends PaymentsAgent {
 describe("a resume sent while the agent is RUNNING (SPEC 11.9: a no-op)", () => {
   it("does not lift a pause the agent asks for afterwards, and the pending action stays unpaid", async () => {
     const agent = new GatedPayments("pay");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await r.runtime.send("pay", { op: "pay", invoice: "INV-9" });
     await waitUntil(() => agent.entered === 1, "handling");
     // Not suspended, and no pause asked for yet: this resume is a no-op by contract.
@@ -97,8 +96,7 @@ class CrashyPayments extends PaymentsAgent {
 describe("a resume sent while RUNNING (SPEC 11.9: a no-op) and a crash-restart", () => {
   it("does not lift the pause the running handler asked for when the handler crashes and the agent restarts into that pause", async () => {
     const agent = new CrashyPayments("pay");
-    const r = rig(new Supervisor("sup", { backoffBaseMs: 0, children: [agent] }));
-    await r.runtime.start();
+    const r = await startedRig(new Supervisor("sup", { backoffBaseMs: 0, children: [agent] }));
     await r.runtime.send("pay", { op: "pay", invoice: "INV-1" });
     await waitUntil(() => agent.entered === 1, "handling");
     // What an approver can see: RUNNING, no pause listed. A resume now is a no-op by contract.
@@ -131,8 +129,7 @@ class SlowCheckpointPayments extends PaymentsAgent {
 describe("a resume sent while RUNNING (SPEC 11.9: a no-op) and a pause asked for earlier in the handler", () => {
   it("does not lift a pause asked for earlier in the running handler, which no caller could see yet", async () => {
     const agent = new SlowCheckpointPayments("pay");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await r.runtime.send("pay", { op: "pay", invoice: "INV-1" });
     await waitUntil(() => agent.entered === 1, "handling");
     // What an approver can see: RUNNING, no pause, nothing listed.

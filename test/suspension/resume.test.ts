@@ -2,7 +2,7 @@ import type { Context } from "@opentelemetry/api";
 import { BasicTracerProvider, type ReadableSpan, type Span, type SpanProcessor } from "@opentelemetry/sdk-trace-base";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { ProcessStatus, ResumeRefusedError, SUSPENSION_KEY, type AuthorizeResume, type SuspensionMarker } from "../../src/index.js";
-import { expectIsoMs, heldAuthorizer, Pausable, rig, suspendedRig, teardown, TimelineAudit } from "./helpers.js";
+import { expectIsoMs, heldAuthorizer, Pausable, pausableRig, rig, startedRig, suspendedRig, suspendedRigWithThrowingAuthorizer, teardown, TimelineAudit } from "./helpers.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { rejectsWithCode, track } from "../support/outcome.js";
 
@@ -55,9 +55,7 @@ describe("approver validation (S6)", () => {
   });
 
   it("an invalid approver is refused even for a RUNNING agent (the no-op still validates)", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await pausableRig();
     await rejectsWithCode(r.runtime.resume("a", ""), "INVALID_APPROVER");
     await rejectsWithCode(r.runtime.resume("a", "\t\n"), "INVALID_APPROVER");
   });
@@ -103,12 +101,7 @@ describe("authorizeResume (SPEC 11.8)", () => {
   });
 
   it("a throwing hook refuses with RESUME_REFUSED and keeps the throw as cause", async () => {
-    const boom = new Error("policy engine down");
-    const { agent, runtime } = await suspendedRig({
-      authorizeResume: () => {
-        throw boom;
-      },
-    });
+    const { agent, runtime, boom } = await suspendedRigWithThrowingAuthorizer();
     const error = await rejectsWithCode(runtime.resume("a", "alice"), "RESUME_REFUSED");
     expect(error.cause).toBe(boom);
     expect(agent.status).toBe(S.SUSPENDED);
@@ -174,9 +167,7 @@ describe("resume by identity (STALE_APPROVAL) and the no-op resume", () => {
   });
 
   it("resume of a RUNNING agent without suspensionId is a no-op: no hook, audit, persist or onResume", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.resume("a", "alice");
     expect(agent.status).toBe(S.RUNNING);
     expect(agent.resumes).toEqual([]);
@@ -247,9 +238,7 @@ describe("effect order", () => {
 
   it("the next business message is taken only after runtime.resume resolved (no hooks, no tracing)", async () => {
     const timeline: string[] = [];
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a");
     await r.runtime.send("a", { seq: 1 });
     agent.timeline = timeline;
@@ -261,9 +250,7 @@ describe("effect order", () => {
 
   it("runtime.stop while authorizeResume is still deciding keeps the pause: no agent.resume receipt, marker kept in the store", async () => {
     const { authorizeResume, decision, asked } = heldAuthorizer();
-    const agent = new Pausable("a");
-    const r = rig([agent], { authorizeResume });
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig("a", { authorizeResume });
     await r.runtime.suspend("a", "hold");
     const marker = agent.suspension!;
     const resuming = track(r.runtime.resume("a", "alice"));
@@ -281,16 +268,14 @@ describe("effect order", () => {
     expect(r.audit.ofType("agent.resume", "a")).toEqual([]);
     expect(await r.store.marker("a")).toEqual(marker);
     const again = new Pausable("a");
-    const r2 = rig([again], { store: r.store });
-    await r2.runtime.start();
+    await startedRig([again], { store: r.store });
     expect(again.status).toBe(S.SUSPENDED);
   });
 
   it("onSuspend that throws leaves the agent SUSPENDED (logged, audited, runtime.suspend resolves)", async () => {
     const agent = new Pausable("a");
     agent.throwOnSuspend = true;
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     await r.runtime.suspend("a", "r");
     expect(agent.status).toBe(S.SUSPENDED);
     expect(agent.suspends).toEqual(["r"]);
@@ -312,8 +297,7 @@ describe("effect order", () => {
       }
     }
     const agent = new Slow("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const r = await startedRig([agent]);
     const suspending = track(r.runtime.suspend("a", "slow"));
     await r.runtime.send("a", { seq: 1 });
     await waitUntil(() => agent.suspends.length === 1, "onSuspend entered");

@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus, Supervisor } from "../../src/index.js";
 import { Probe, turns, waitUntil } from "../support/agents.js";
-import { Pausable, rig, teardown } from "../suspension/helpers.js";
+import { Pausable, startedRig, teardown } from "../suspension/helpers.js";
 
 afterEach(teardown);
 
@@ -20,8 +20,7 @@ describe("settle once across a sibling restart after a resume whose persist fail
     const crasher = new Probe("c0");
     const sleeper = new Pausable("s1");
     const sup = new Supervisor("sup", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [crasher, sleeper] });
-    const r = rig(sup);
-    await r.runtime.start();
+    const r = await startedRig(sup);
     await r.runtime.suspend("s1", "approval");
     const id = sleeper.suspension!.suspensionId;
     r.store.failSets = true;

@@ -9,7 +9,8 @@ import { AgentProcess, ProcessStatus, Runtime, silentLogger, SUSPENSION_KEY, typ
 import { MemoryAuditSink } from "../../src/audit/memory-audit-sink.js";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { waitUntil } from "../support/agents.js";
-import { RecordingStore, rig, teardown } from "./helpers.js";
+import { RecordingStore, startedRig, teardown } from "./helpers.js";
+import { whenStarted } from "../support/runtimes.js";
 
 afterEach(teardown);
 
@@ -37,8 +38,7 @@ describe("a decided pause never comes back", () => {
       }
     };
     const agent = new Asker("asker");
-    const r = rig([agent], { store });
-    await r.runtime.start();
+    const r = await startedRig([agent], { store });
     await r.runtime.send("asker", { pause: true });
     await waitUntil(() => r.audit.events.some((e) => e.event === "agent.crash"), "the failed checkpoint crashed the agent");
     await r.clock.advance(1_000);
@@ -61,8 +61,7 @@ describe("a decided pause never comes back", () => {
     await r.runtime.stop();
     const again = new Asker("asker");
     const audit = new MemoryAuditSink();
-    const second = new Runtime({ root: [again], store, clock: new TestClock(r.clock.now()), auditSink: audit, logger: silentLogger });
-    await second.start();
+    const second = await whenStarted(new Runtime({ root: [again], store, clock: new TestClock(r.clock.now()), auditSink: audit, logger: silentLogger }));
     try {
       expect(again.status).toBe(ProcessStatus.RUNNING);
       expect(second.listSuspended()).toEqual([]);

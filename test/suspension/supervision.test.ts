@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ProcessStatus, Supervisor, SUSPENSION_KEY, type RestartStrategy } from "../../src/index.js";
+import { ProcessStatus, Supervisor, SUSPENSION_KEY, type DynamicSupervisor, type RestartStrategy } from "../../src/index.js";
 import { Probe, gate, turns, waitUntil } from "../support/agents.js";
-import { dynamicRig, Pausable, pathOf, RecordingStore, rig, teardown } from "./helpers.js";
+import { busyDynamicWorker, dynamicRig, pathOf, Pausable, pausableRig, RecordingStore, rig, startedRig, teardown } from "./helpers.js";
 import { ProcessRunner } from "../../src/process/process-runner.js";
 import { rejectsWithCode, track } from "../support/outcome.js";
 
@@ -9,11 +9,16 @@ afterEach(teardown);
 
 const S = ProcessStatus;
 
+/** No marker of "w" is left in the store, and a fresh "w" spawned under `dyn` runs. */
+async function expectNoMarkerAndRespawnable(store: RecordingStore, dyn: DynamicSupervisor): Promise<void> {
+  expect(await store.marker("w")).toBeUndefined();
+  const fresh = await dyn.spawn(Pausable, "w");
+  expect(fresh.status).toBe(S.RUNNING);
+}
+
 describe("stopping a suspended agent (S7)", () => {
   it("runtime.stop stops it with no leaked loop: nothing queued is ever handled afterwards", async () => {
-    const agent = new Pausable("a");
-    const r = rig([agent]);
-    await r.runtime.start();
+    const { agent, ...r } = await pausableRig();
     await r.runtime.suspend("a");
     for (let seq = 1; seq <= 3; seq++) await r.runtime.send("a", { seq });
     const ready = vi.spyOn(ProcessRunner.prototype, "mailboxReady") // the loop's wake-up: the only agent here is "a";
@@ -30,18 +35,14 @@ describe("stopping a suspended agent (S7)", () => {
   });
 
   it("graceful runtime.stop keeps the marker: a new Runtime on the same store restores SUSPENDED with the same id", async () => {
-    const store = new RecordingStore();
-    const first = new Pausable("a");
-    const r1 = rig([first], { store });
-    await r1.runtime.start();
+    const { agent: first, ...r1 } = await pausableRig();
+    const { store } = r1;
     await r1.runtime.suspend("a", "over the weekend");
     const marker = first.suspension!;
     await r1.runtime.stop();
     expect(await store.marker("a")).toEqual(marker);
 
-    const second = new Pausable("a");
-    const r2 = rig([second], { store });
-    await r2.runtime.start();
+    const { agent: second, ...r2 } = await pausableRig("a", { store });
     expect(second.status).toBe(S.SUSPENDED);
     expect(second.suspension).toEqual(marker);
     expect(second.suspends).toEqual([]);
@@ -49,16 +50,13 @@ describe("stopping a suspended agent (S7)", () => {
   });
 
   it("a process crash (no stop at all) keeps the marker too", async () => {
-    const store = new RecordingStore();
-    const first = new Pausable("a");
-    const r1 = rig([first], { store });
-    await r1.runtime.start();
+    const { agent: first, ...r1 } = await pausableRig();
+    const { store } = r1;
     await r1.runtime.suspend("a", "crash me");
     const marker = first.suspension!;
     // the first runtime is abandoned, as if the process died; a new one opens the same store
     const second = new Pausable("a");
-    const r2 = rig([second], { store });
-    await r2.runtime.start();
+    await startedRig([second], { store });
     expect(second.status).toBe(S.SUSPENDED);
     expect(second.suspension).toEqual(marker);
   });
@@ -140,8 +138,7 @@ describe("write-ahead pause across a sibling restart", () => {
     const store = new RecordingStore();
     const crasher = new Probe("c0");
     const sleeper = new Pausable("s1");
-    const r = rig(new Supervisor("sup", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [crasher, sleeper] }), { store });
-    await r.runtime.start();
+    const r = await startedRig(new Supervisor("sup", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [crasher, sleeper] }), { store });
     store.failSets = true;
     await r.runtime.suspend("s1", "not durable");
     store.failSets = false;
@@ -181,9 +178,7 @@ describe("marker lifecycle on permanent removal (S8)", () => {
     expect(w.status).toBe(S.STOPPED);
     expect(w.entered).toBe(0);
     expect(w.handled).toEqual([]);
-    expect(await store.marker("w")).toBeUndefined();
-    const fresh = await dyn.spawn(Pausable, "w");
-    expect(fresh.status).toBe(S.RUNNING);
+    await expectNoMarkerAndRespawnable(store, dyn);
   });
 
   it("an agent's own this.stop(name) under a DynamicSupervisor (spawner) clears the child's marker", async () => {
@@ -219,9 +214,7 @@ describe("marker lifecycle on permanent removal (S8)", () => {
     await r.runtime.send("w", { op: "crash" });
     await waitUntil(() => dyn.children.length === 0, "w removed after exhausting restarts");
     expect(r.logs.some((l) => l.level === "error" && l.message.includes("exceeded 1 restarts"))).toBe(true);
-    expect(await store.marker("w")).toBeUndefined();
-    const fresh = await dyn.spawn(Pausable, "w");
-    expect(fresh.status).toBe(S.RUNNING);
+    await expectNoMarkerAndRespawnable(store, dyn);
   });
 
   it("despawn clears a marker the store still holds after a resume whose persist failed (no zombie suspension)", async () => {
@@ -234,18 +227,11 @@ describe("marker lifecycle on permanent removal (S8)", () => {
     expect(w.status).toBe(S.RUNNING);
     expect(await store.marker("w")).toBeDefined();
     await dyn.despawn("w");
-    expect(await store.marker("w")).toBeUndefined();
-    const fresh = await dyn.spawn(Pausable, "w");
-    expect(fresh.status).toBe(S.RUNNING);
+    await expectNoMarkerAndRespawnable(store, dyn);
   });
 
   it("a control request still queued when its agent is removed for good rejects with MAILBOX_CLOSED instead of hanging", async () => {
-    const { r, dyn } = await dynamicRig();
-    const w = await dyn.spawn(Pausable, "w");
-    const blocker = gate();
-    w.blocker = blocker;
-    await r.runtime.send("w", { op: "block", seq: 1 });
-    await waitUntil(() => w.entered === 1, "busy");
+    const { r, dyn, w, blocker } = await busyDynamicWorker();
     const suspending = track(r.runtime.suspend("w", "late"));
     const despawning = dyn.despawn("w");
     await turns(10);

@@ -15,6 +15,7 @@ import {
   transitionProblems,
   type LifecycleCommand,
 } from "../../src/entries/testing.js";
+import { whenStarted } from "../support/runtimes.js";
 
 /** Records the payloads it handles; replies to asks itself with `{ echo }`. */
 class Recorder extends AgentProcess {
@@ -88,8 +89,7 @@ describe("runLifecycleCommands", () => {
   });
 
   it("can be driven step by step", async () => {
-    const driver = new LifecycleDriver({ clock: new TestClock() });
-    await driver.start();
+    const driver = await whenStarted(new LifecycleDriver({ clock: new TestClock() }));
     expect(driver.agent.status).toBe(ProcessStatus.RUNNING);
     expect(driver.runtime).toBeInstanceOf(Runtime);
     expect(await driver.apply({ kind: "suspend", reason: "x" })).toMatchObject({ result: "suspended", status: ProcessStatus.SUSPENDED, suspension: 1 });

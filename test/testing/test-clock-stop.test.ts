@@ -7,6 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { AgentProcess, ProcessStatus, Runtime, silentLogger } from "../../src/index.js";
 import { settle, TestClock, waitForStatus } from "../../src/entries/testing.js";
+import { whenStarted } from "../support/runtimes.js";
 
 class Parked extends AgentProcess {
   entered = false;
@@ -20,8 +21,7 @@ describe("TestClock.runUntil", () => {
   it("lets runtime.stop() finish while a handler is parked forever, after the agent's shutdownTimeoutMs of test time", async () => {
     const clock = new TestClock();
     const agent = new Parked("parked", { shutdownTimeoutMs: 2_000 });
-    const runtime = new Runtime({ root: agent, clock, logger: silentLogger });
-    await runtime.start();
+    const runtime = await whenStarted(new Runtime({ root: agent, clock, logger: silentLogger }));
     await runtime.send("parked", {});
     for (let i = 0; i < 10 && !agent.entered; i++) await settle();
     expect(agent.entered).toBe(true);

@@ -1,6 +1,7 @@
 import { ControlAttemptError, type ControlChannel } from "../../bus/control-protocol.js";
 import type { Message } from "../../message/message.js";
-import { fromWire, toWire } from "../../message/wire.js";
+import { fromWire } from "../../message/from-wire.js";
+import { toWire } from "../../message/to-wire.js";
 import type { Clock, TimerHandle } from "../../time/clock.js";
 import type { Gate, GateBoard, GateOutcome } from "./gate.js";
 import type { SimulationChoice, SimulationFaultKind } from "./types.js";

@@ -1,17 +1,9 @@
 import { describeValue } from "../../errors/civitas-error.js";
 import { InvalidArgumentError } from "../../errors/errors.js";
 import { silentLogger } from "../../logging/logger.js";
-import type { JsonObject } from "../../message/json.js";
-import { useIdSource } from "../../message/ids.js";
 import type { Message } from "../../message/message.js";
 import { Runtime } from "../../runtime/runtime.js";
-import { faultPoints } from "../../runtime/fault-point.js";
 import { buildSimulated } from "../../runtime/simulation-hooks.js";
-import type { DenyOptions, ResumeOptions, SuspendOptions } from "../../runtime/runtime-control.js";
-import type { Pause } from "../../process/pause.js";
-import type { ApproveOptions, DenyApprovalOptions } from "../../runtime/runtime-approvals.js";
-import type { ApprovalView } from "../../approvals/approval-types.js";
-import type { RuntimeAskOptions, RuntimeSendOptions } from "../../runtime/runtime-options.js";
 import { BuiltInInvariants, userProblem } from "./built-in-invariants.js";
 import type { CheckedOptions } from "./check-options.js";
 import { chooseFault } from "./choose-fault.js";
@@ -20,7 +12,6 @@ import { ExternalAwaits } from "./external-awaits.js";
 import { FootprintRecorder, listensToFootprints } from "./footprint.js";
 import { FaultPoints } from "./fault-points.js";
 import { offersOf, type Gate, type GateBoard, type GateOutcome } from "./gate.js";
-import { fillFrom, mulberry32 } from "./prng.js";
 import { PutWaits } from "./put-waits.js";
 import { recordedDivergence, unreadyDivergence } from "./replay-divergence.js";
 import { replyGate } from "./reply-gate.js";
@@ -31,22 +22,21 @@ import { SimulatedPeer } from "./simulated-peer.js";
 import { SimulatedTransport } from "./simulated-transport.js";
 import { disarmCrash, SimulatedScheduler, type DeliveryOrdinals } from "./simulated-scheduler.js";
 import { DurableData, SimulatedStore } from "./simulated-store.js";
-import { SimulationBusyError, SimulationFailure, SimulationStateError, type SimulationFailureCode } from "./simulation-failure.js";
+import { SimulationFailure, SimulationStateError, type SimulationFailureCode } from "./simulation-failure.js";
+import { SimulationOperations } from "./simulation-operations.js";
+import { claimProcess, releaseProcess } from "./process-claim.js";
+import { StallDetection } from "./stall-detection.js";
 import { TargetedFaults } from "./targeted-faults.js";
 import { TimeChoices } from "./time-choices.js";
 import { formatTrace } from "./trace-format.js";
 import { EngineView } from "./simulation-view.js";
 import type { Simulation, SimulationChoice, SimulationPeer, SimulationStep, SimulationView } from "./types.js";
-import { findCycle, formatChain, waitEdges, type WaitEdge } from "./wait-graph.js";
-
-/** The simulation running in this process, if any: ids and the runtime's hooks are process-wide. */
-let active: SimulationEngine | undefined;
 
 /**
  * The simulation engine: owns the runtime it builds, the ready set of
  * gates, virtual time, the trace, and chooses every step.
  */
-export class SimulationEngine implements Simulation, GateBoard {
+export class SimulationEngine extends SimulationOperations implements Simulation, GateBoard {
   private readonly steps: SimulationStep[] = [];
   private gates: Gate[] = [];
   private epoch = 0;
@@ -76,11 +66,14 @@ export class SimulationEngine implements Simulation, GateBoard {
   private readonly time: TimeChoices;
   /** What each step touches, when the chooser wants to know (the reduced search of `exhaust`). */
   private readonly recorder: FootprintRecorder | undefined;
+  /** Deadlocks, and handlers that wait on what the simulation does not control. */
+  private readonly stalls: StallDetection;
 
   constructor(
     private readonly options: CheckedOptions,
     private readonly expected: readonly SimulationStep[] | undefined,
   ) {
+    super();
     this.clock = new SimulatedClock(options.startMs);
     this.puts = new PutWaits(
       (name) => this.scheduler?.runners.has(name) === true,
@@ -93,6 +86,16 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.recorder = listensToFootprints(options.chooser) ? new FootprintRecorder() : undefined;
     this.time = new TimeChoices(this.clock, options.time.stepLatencyMs, options.time.races);
     this.points = new FaultPoints(this, () => this.epoch, this.clock, options.pointDelayMs);
+    this.stalls = new StallDetection({
+      runners: () => this.scheduler?.runners,
+      gates: () => this.gates,
+      clock: this.clock,
+      puts: this.puts,
+      external: this.external,
+      externalAwaits: options.externalAwaits,
+      record: (step) => this.record(step),
+      fail: (code, summary) => this.fail(code, summary),
+    });
     this.peer = new SimulatedPeer(this.network, this.clock.outside(), (operation, name) => void this.operate(`peer.${operation}:${name}`, name, operation));
   }
 
@@ -119,37 +122,6 @@ export class SimulationEngine implements Simulation, GateBoard {
     return this.starting;
   }
 
-  async send(to: string, type: string, payload: JsonObject = {}, options: Omit<RuntimeSendOptions, "type"> = {}): Promise<void> {
-    const runtime = this.operate(`send:${to}:${type}`, to, type);
-    return runtime.send(to, payload, { ...options, type });
-  }
-
-  async ask(to: string, type: string, payload: JsonObject = {}, options: Omit<RuntimeAskOptions, "type"> = {}): Promise<Message> {
-    const runtime = this.operate(`ask:${to}:${type}`, to, type);
-    return runtime.ask(to, payload, { ...options, type });
-  }
-
-  async suspend(name: string, reason?: string, options?: SuspendOptions): Promise<Pause> {
-    return this.operate(`suspend:${name}`, name, "suspend").suspend(name, reason, options);
-  }
-
-  async resume(name: string, approver: string, options?: ResumeOptions): Promise<void> {
-    return this.operate(`resume:${name}`, name, "resume", approver).resume(name, approver, options);
-  }
-
-  async deny(name: string, decider: string, options?: DenyOptions): Promise<void> {
-    return this.operate(`deny:${name}`, name, "deny", decider).deny(name, decider, options);
-  }
-
-  /** `runtime.approvals.approve(approvalId, approver, options)` of the current runtime, recorded as an operation. */
-  async approve(approvalId: string, approver: string, options?: ApproveOptions): Promise<ApprovalView> {
-    return this.operate(`approve:${approvalId}`, approvalId, "approve", approver).approvals.approve(approvalId, approver, options);
-  }
-
-  /** `runtime.approvals.deny(approvalId, decider, options)` of the current runtime, recorded as an operation. */
-  async denyApproval(approvalId: string, decider: string, options: DenyApprovalOptions): Promise<ApprovalView> {
-    return this.operate(`deny-approval:${approvalId}`, approvalId, "deny-approval", decider).approvals.deny(approvalId, decider, options);
-  }
 
   async run(): Promise<void> {
     this.requireRunning("run()");
@@ -194,14 +166,8 @@ export class SimulationEngine implements Simulation, GateBoard {
   }
 
   private async begin(): Promise<void> {
-    if (active !== undefined) throw new SimulationBusyError();
-    // eslint-disable-next-line @typescript-eslint/no-this-alias -- the one simulation of this process (see `active`)
-    active = this;
-    if (this.options.points) faultPoints.hook = this.points.hook;
+    claimProcess(this, this.options.points ? this.points.hook : undefined, () => this.clock.now());
     this.phase = "running";
-    // Ids do not depend on the seed: a replay (which has no seed) draws the very same ids, so its trace is byte-identical.
-    const ids = mulberry32(0x5bd1e995);
-    useIdSource({ fill: (buffer) => fillFrom(ids, buffer), now: () => this.clock.now() });
     try {
       this.build();
     } catch (error) {
@@ -262,7 +228,7 @@ export class SimulationEngine implements Simulation, GateBoard {
   }
 
   /** Records a user operation; the runtime to call. */
-  private operate(operation: string, agent: string, type: string, detail?: string): Runtime {
+  protected override operate(operation: string, agent: string, type: string, detail?: string): Runtime {
     this.requireRunning(`${operation.split(":")[0] as string}()`);
     this.record({ kind: "op", key: `op:${operation}`, agent, type, ...(detail === undefined ? {} : { detail }) });
     this.drained = false;
@@ -345,11 +311,11 @@ export class SimulationEngine implements Simulation, GateBoard {
       disarmCrash(watched.runner, false);
       this.builtIn.checkDelivery(watched);
     }
-    this.checkExternalAwaits(choice.agent ?? "");
+    this.stalls.checkExternalAwaits(choice.agent ?? "");
     // A put that got room in this step let its agent's code run on: check it too.
     for (const name of this.puts.settle()) {
       this.touch(`agent:${name}`);
-      if (name !== choice.agent) this.checkExternalAwaits(name);
+      if (name !== choice.agent) this.stalls.checkExternalAwaits(name);
     }
     this.checkInvariants();
     this.drained = true; // the next step's collect() starts from here
@@ -376,20 +342,11 @@ export class SimulationEngine implements Simulation, GateBoard {
     }
   }
 
+
   /** Nothing is ready: a deadlock, or time moves on to the earliest timer. */
   private async advanceTime(): Promise<"stepped" | "idle"> {
-    const cycle = findCycle(this.waitGraph());
-    if (cycle !== undefined) throw this.fail("SIMULATION_DEADLOCK", `deadlock: nothing is ready and agents wait on each other: ${formatChain(cycle)}`);
-    if (this.clock.pending === 0) {
-      if (!this.awaitingExternally()) {
-        const edges = this.waitGraph();
-        if (edges.length > 0) throw this.fail("SIMULATION_DEADLOCK", `deadlock: nothing is ready, no timer is left, and agents wait: ${formatChain(edges)}`);
-        return "idle";
-      }
-      // A handler waits on a promise the simulation does not control (reported in the trace): let real time pass.
-      await this.external.waitOut(() => this.awaitingExternally() && this.gates.length === 0);
-      return this.gates.length > 0 ? "stepped" : "idle";
-    }
+    const stalled = await this.stalls.nothingReady();
+    if (stalled !== undefined) return stalled;
     this.checkStepLimit();
     return this.fireTimer("timer");
   }
@@ -403,38 +360,11 @@ export class SimulationEngine implements Simulation, GateBoard {
     await drain();
     this.clock.owner = undefined;
     for (const name of this.puts.settle()) this.touch(`agent:${name}`);
-    this.checkExternalAwaits(undefined);
+    this.stalls.checkExternalAwaits(undefined);
     this.checkInvariants();
     return "stepped";
   }
 
-  /** Who waits on whom: asks not answered yet, and puts waiting for room, of agents busy in a handler. */
-  private waitGraph(): WaitEdge[] {
-    const runners = this.scheduler?.runners ?? new Map<string, never>();
-    const edges = waitEdges(runners);
-    for (const edge of this.puts.edges(runners)) edges.push(edge);
-    return edges;
-  }
-
-  private awaitingExternally(): boolean {
-    return this.scheduler !== undefined && this.external.awaiting(this.scheduler.runners);
-  }
-
-  /** Reports each handler that waits on nothing the simulation controls (see {@link ExternalAwaits.check}). */
-  private checkExternalAwaits(agent: string | undefined): void {
-    const runners = this.scheduler?.runners;
-    if (runners !== undefined) this.external.check(runners, agent, this.controlled, this.reportExternal);
-  }
-
-  /** Whether a gate or a timer of the agent `name` is pending: what it waits on, the simulation controls. */
-  private readonly controlled = (name: string): boolean => this.gates.some((g) => g.offer()?.agent === name) || this.clock.ownsTimer(name) || this.puts.waiting(name);
-
-  private readonly reportExternal = (name: string, message: Message): void => {
-    this.record({ kind: "external-await", key: `${name}:external#${message.type}`, agent: name, type: message.type, messageId: message.id, detail: "its handler awaits a promise the simulation does not control; it is not raced, it runs when it settles" });
-    if (this.options.externalAwaits === "fail") {
-      throw this.fail("SIMULATION_EXTERNAL_AWAIT", `'${name}' handling ${message.type} awaits a promise the simulation does not control (a timer, I/O, a promise of your own); use the runtime's clock and messages, or pass externalAwaits: "record"`);
-    }
-  };
 
   private checkInvariants(): void {
     const problem = this.builtIn.check() ?? userProblem(this.options.invariants, this.view);
@@ -466,10 +396,6 @@ export class SimulationEngine implements Simulation, GateBoard {
     this.phase = "ended";
     this.gates = [];
     this.clock.clear();
-    if (active === this) {
-      active = undefined;
-      faultPoints.hook = undefined;
-      useIdSource(undefined);
-    }
+    releaseProcess(this);
   }
 }
