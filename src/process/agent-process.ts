@@ -9,7 +9,7 @@ import type { RuntimeServices } from "../contracts/runtime-services.js";
 import { abandonChildStart, attachChild, closeChild, detachChild, startChild, stopChild, type ChildParent, type StopOptions, type SupervisedChild } from "../contracts/child.js";
 import type { AgentFactory, ChildTerminationReason } from "./dynamic-host.js";
 import { durationMs, resolveAgentOptions, type AgentProcessOptions } from "./agent-options.js";
-import { checkSend, composeOutgoing, composeReply } from "./envelope.js";
+import { checkSend, composeOutgoing, composeReply, handOutReply } from "./envelope.js";
 import { ErrorAction } from "./error-action.js";
 import { ProcessStatus } from "../contracts/process-status.js";
 import { frozenMarker, type SuspensionMarker } from "../state/suspension-marker.js";
@@ -282,7 +282,7 @@ export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements Supe
     if (request === undefined) {
       throw new InvalidArgumentError("reply", `'${this.name}' called reply() outside handle(); reply only to the message being handled`);
     }
-    return composeReply(this.#runner, request, payload as JsonObject) as Message<T>;
+    return handOutReply(composeReply(this.#runner, request, payload as JsonObject)) as Message<T>;
   }
 
   /**

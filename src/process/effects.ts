@@ -8,7 +8,7 @@ import { isReservedType, priorityOf } from "../message/system-types.js";
 import { forceMessage, offerTrusted, RESOLVED } from "../mailbox/mailbox-internals.js";
 import { snapshotMessage } from "../message/snapshot.js";
 import { type DynamicHost } from "./dynamic-host.js";
-import { composeReply, isComposedReply, isMessage } from "./envelope.js";
+import { composeReply, isMessage, takeComposedReply } from "./envelope.js";
 import type { ProcessRunner } from "./process-runner.js";
 
 /**
@@ -68,19 +68,25 @@ export function sendToSelf(r: ProcessRunner, message: Message, signal: AbortSign
 
 /**
  * Routes what `handle` returned: a reply settles its ask at once, another
- * message is delivered. What is routed is a frozen copy read once (see
- * `snapshotMessage`), never the object the handler still holds: editing it
+ * message is delivered. What is routed is never an object the handler
+ * still holds: the reply `r.reply()` built (its handed-out copy stands for
+ * it), else a frozen copy read once (see `snapshotMessage`). Editing it
  * afterwards, or a getter that answers differently on each read, changes
  * nothing. Anything that is not a well-formed message is logged and
  * dropped: it never reaches another agent.
  */
 export function routeResult(r: ProcessRunner, result: unknown): Promise<void> | undefined {
+  // A reply r.reply() built, given back: routed as built, its payload checked then (see handOutReply).
+  const composed = takeComposedReply(result);
+  if (composed !== undefined) {
+    settleReply(r, composed);
+    return undefined;
+  }
   const logger = r.requireServices().logger;
   if (!isMessage(result)) {
     logger.warn(`'${r.agent.name}'.handle returned ${describeValue(result)}; return r.reply(...) or nothing`);
     return undefined;
   }
-  const composed = isComposedReply(result);
   let message: Message;
   try {
     message = snapshotMessage(result);
@@ -88,8 +94,7 @@ export function routeResult(r: ProcessRunner, result: unknown): Promise<void> | 
     logger.error(`'${r.agent.name}'.handle returned a message that could not be read (a getter threw); it is dropped`, { error });
     return undefined;
   }
-  // A reply r.reply() built, still a reply, had its payload checked then; anything else is checked in full.
-  const problem = composed && isReply(message) ? undefined : malformation(message);
+  const problem = malformation(message);
   if (problem !== undefined) {
     logger.error(`'${r.agent.name}'.handle returned a message to '${message.recipient}' that is not well formed (${problem}); it is dropped. Build messages with r.reply(), or createMessage()`);
     return undefined;

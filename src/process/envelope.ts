@@ -136,21 +136,52 @@ export function composeReply(ctx: EnvelopeContext, request: Message, payload: Js
   if (request.correlationId !== undefined) message.correlationId = request.correlationId;
   message.parentSpanId = request.spanId;
   if (span !== undefined) message.traceFlags = span.traceFlags;
-  lastReply = message;
   return message;
 }
 
-let lastReply: Message | undefined;
+/** The copy of a reply last handed to a handler, and the reply it stands for (see {@link handOutReply}). */
+let handedOut: Message | undefined;
+let handedOutFor: Message | undefined;
 
 /**
- * Whether `message` is the reply {@link composeReply} built last: what
- * `return this.reply(...)` hands back, already checked, needs no second look.
- * Asking forgets that reply, so it is not kept alive.
+ * What `this.reply()` gives the handler for `reply`: a copy of it. Returning
+ * that copy from `handle` routes `reply` itself ({@link takeComposedReply}),
+ * an object no application code ever held: editing the copy, or turning a
+ * field of it into a getter, changes nothing routed, and the reply needs
+ * neither a snapshot nor a second check. The payload is shared, as on `send`.
  * @internal
  */
-export function isComposedReply(message: Message): boolean {
-  const composed = message === lastReply;
-  lastReply = undefined;
+export function handOutReply(reply: Message): Message {
+  const copy: Mutable<Message> = {
+    id: reply.id,
+    type: reply.type,
+    sender: reply.sender,
+    recipient: reply.recipient,
+    payload: reply.payload,
+    timestamp: reply.timestamp,
+    traceId: reply.traceId,
+    spanId: reply.spanId,
+    attempt: reply.attempt,
+    priority: reply.priority,
+  };
+  if (reply.correlationId !== undefined) copy.correlationId = reply.correlationId;
+  if (reply.parentSpanId !== undefined) copy.parentSpanId = reply.parentSpanId;
+  if (reply.traceFlags !== undefined) copy.traceFlags = reply.traceFlags;
+  handedOut = copy;
+  handedOutFor = reply;
+  return copy;
+}
+
+/**
+ * The reply {@link handOutReply} stands `message` for, when `message` is the
+ * copy it handed out last (what `return this.reply(...)` gives back);
+ * otherwise `undefined`. Either way it forgets that copy, so it is not kept alive.
+ * @internal
+ */
+export function takeComposedReply(message: unknown): Message | undefined {
+  const composed = message === handedOut ? handedOutFor : undefined;
+  handedOut = undefined;
+  handedOutFor = undefined;
   return composed;
 }
 

@@ -128,3 +128,54 @@ describe("request/reply, reply() and returned messages", () => {
     expect(b.seen.map((m) => m.payload.n)).toEqual([2]);
   });
 });
+
+describe("the reply reply() hands out", () => {
+  type Edit = "at once" | "in a microtask" | "as getters";
+
+  /** Replies to each ask, then edits the reply it returns: retargets it at `other`'s ask and changes its type and payload. */
+  class Editor extends AgentProcess {
+    constructor(
+      name: string,
+      private readonly edit: Edit,
+      private readonly otherCorrelationId: () => string,
+    ) {
+      super(name);
+    }
+    override async handle(message: Message): Promise<Message> {
+      const reply = this.reply({ n: Number(message.payload.n) + 1 }) as unknown as Record<string, unknown>;
+      const changes: Record<string, unknown> = { correlationId: this.otherCorrelationId(), recipient: "other", type: "message", payload: { n: -1 } };
+      const apply = (): void => {
+        for (const [field, value] of Object.entries(changes)) {
+          if (this.edit === "as getters") Object.defineProperty(reply, field, { get: () => value, enumerable: true, configurable: true });
+          else reply[field] = value;
+        }
+      };
+      if (this.edit === "in a microtask") queueMicrotask(apply);
+      else apply();
+      return reply as unknown as Message;
+    }
+  }
+
+  for (const edit of ["at once", "in a microtask", "as getters"] as const) {
+    it(`edited ${edit} after reply(), it still answers its own ask with what reply() was given, and no other ask`, async () => {
+      const held = new Map<string, string>();
+      const slow = new (class extends AgentProcess {
+        override async handle(message: Message): Promise<void> {
+          held.set("id", message.correlationId as string);
+          await new Promise(() => undefined); // never answers: only a forged reply could settle this ask
+        }
+      })("other");
+      const rt = await whenStarted(supervised([new Editor("editor", edit, () => held.get("id") ?? "none"), slow]));
+      const other = rt.ask("other", {}, { timeoutMs: 200 });
+      await until(() => held.has("id"));
+      const answers = [];
+      for (let n = 0; n < 3; n++) answers.push(await rt.ask("editor", { n }));
+      expect(answers.map((a) => [a.type, a.payload, a.correlationId === held.get("id")])).toEqual([
+        ["reply", { n: 1 }, false],
+        ["reply", { n: 2 }, false],
+        ["reply", { n: 3 }, false],
+      ]);
+      expect(codeOf(await other.then(() => undefined, (error: unknown) => error))).toBe("ASK_TIMEOUT");
+    });
+  }
+});
