@@ -99,22 +99,30 @@ export class AsyncQueue<T> {
 
 /**
  * The baseline's yield cadence, identical to the runtime's `Scheduler`: every
- * `budget` ticks (one tick per handled message, across every loop sharing
- * this instance) the next tick waits for a `setImmediate`.
+ * `checkEvery` ticks (one tick per handled message, across every loop sharing
+ * this instance) it looks at the time, and once `sliceMs` passed since the
+ * last yield the next tick waits for a `setImmediate`.
  */
 export class YieldScheduler {
   private ticks = 0;
   private pending: Promise<void> | undefined;
+  private sliceStart = performance.now();
 
-  constructor(private readonly budget = 128) {}
+  /** The runtime's rule (src/contracts/scheduler.ts): every `checkEvery` ticks, yield once `sliceMs` passed since the last yield. */
+  constructor(
+    private readonly checkEvery = 128,
+    private readonly sliceMs = 1,
+  ) {}
 
   tick(): Promise<void> | undefined {
     if (this.pending !== undefined) return this.pending;
-    if (++this.ticks < this.budget) return undefined;
+    if (++this.ticks < this.checkEvery) return undefined;
+    this.ticks = 0;
+    if (performance.now() - this.sliceStart < this.sliceMs) return undefined;
     this.pending = new Promise((resolve) =>
       setImmediate(() => {
-        this.ticks = 0;
         this.pending = undefined;
+        this.sliceStart = performance.now();
         resolve();
       }),
     );

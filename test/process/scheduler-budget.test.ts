@@ -1,6 +1,6 @@
 /**
- * The scheduler yields to the event loop about every 128 dispatches, however
- * many agents share the work.
+ * The scheduler yields to the event loop once its 1 ms slice has passed,
+ * looking at the time every 128 dispatches, however many agents share the work.
  *
  * Each test pins a defect found by the second review of the message loop and
  * lifecycle (these tests were in test/review/loop2-review.test.ts).
@@ -9,15 +9,19 @@
 import { describe, expect, it } from "vitest";
 import { AgentProcess, Supervisor } from "../../src/index.js";
 import { runtimes, whenStarted } from "../support/runtimes.js";
+import { Scheduler } from "../../src/contracts/scheduler.js";
 
 const runtime = runtimes();
 
 describe("the scheduler budget across many agents", () => {
-  it("a storm spread over many agents still yields to the event loop about every 128 dispatches", async () => {
+  it("a storm spread over many agents whose handlers take 10 µs each still yields to the event loop about every 128 dispatches", async () => {
     const N = 1000;
     let handled = 0;
     class Busy extends AgentProcess {
       override async handle(): Promise<void> {
+        // 128 dispatches take at least 1.28 ms, past the 1 ms slice: the scheduler yields at each of its looks at the time
+        const until = performance.now() + 0.01;
+        while (performance.now() < until);
         handled++;
       }
     }
@@ -38,7 +42,38 @@ describe("the scheduler budget across many agents", () => {
       };
       setImmediate(probe);
     });
-    // docs/messaging.md "Fairness": every 128 dispatches across all agents, a setImmediate. Today ~N + 128 run between two turns.
+    // docs/messaging.md "Fairness": every 128 dispatches across all agents, a look at the time. The defect: ~N + 128 ran between two turns.
     expect(Math.max(...deltas)).toBeLessThanOrEqual(2 * 128);
+  });
+});
+
+describe("the scheduler's time slice", () => {
+  /** Ticks `times` dispatches, advancing the time by `stepMs` before each; returns the indexes (1-based) that were told to yield. */
+  async function yieldsOver(times: number, stepMs: number): Promise<number[]> {
+    let now = 0;
+    const scheduler = new Scheduler(128, 1, () => now);
+    const yielded: number[] = [];
+    for (let i = 1; i <= times; i++) {
+      now += stepMs;
+      const pause = scheduler.tick({});
+      if (pause !== undefined) {
+        yielded.push(i);
+        await pause;
+      }
+    }
+    return yielded;
+  }
+
+  it("dispatches faster than the slice yield only at a look at the time once 1 ms has passed", async () => {
+    // 0.001 ms each: 128 dispatches take 0.128 ms; the first look past 1 ms is at dispatch 1,024
+    expect(await yieldsOver(3_000, 0.001)).toEqual([1_024, 2_048]);
+  });
+
+  it("dispatches slower than the slice yield at every look at the time, every 128", async () => {
+    expect(await yieldsOver(600, 0.05)).toEqual([128, 256, 384, 512]);
+  });
+
+  it("time that stands still never yields: the slice, not the count, decides", async () => {
+    expect(await yieldsOver(5_000, 0)).toEqual([]);
   });
 });
