@@ -142,7 +142,7 @@ describe("several runtimes under one simulation", () => {
     expect(sim.view.status("shop")).toBe("SUSPENDED");
   });
 
-  it("a cut link loses the packets between its nodes until it is healed; asks across it time out", async () => {
+  it("a cut link loses the packets between its nodes until it is healed: asks across it time out, control requests give up", async () => {
     const sim = await started({ root: shopNode(true), nodes: { bank: bankNode }, seed: 2 });
     sim.partition("main", "bank");
     const cut = outcome(sim.ask("shop", "checkout", { orderId: "o1", amount: 1 }, { timeoutMs: 10_000 }));
@@ -150,6 +150,11 @@ describe("several runtimes under one simulation", () => {
     expect(await cut).toBe("HANDLER_FAILED/ASK_TIMEOUT"); // three attempts of 1 s, each lost on the cut link
     expect(sim.trace.filter((s) => s.kind === "net.drop" && /bank\|main is cut/.test(s.detail ?? "")).length).toBe(3);
     expect(payments(sim.view)).toEqual([]);
+    // Control across the cut: requests are lost too, and the requester gives up by its deadline.
+    const control = outcome(sim.node("bank").suspend("shop", "audit", { timeoutMs: 3_000 }));
+    await sim.run();
+    expect(["AGENT_UNREACHABLE", "CONTROL_TIMEOUT"]).toContain(await control);
+    expect(sim.view.status("shop")).toBe("RUNNING");
     sim.heal("main", "bank");
     const healed = outcome(sim.ask("shop", "checkout", { orderId: "o1", amount: 1 }, { timeoutMs: 10_000 }));
     await sim.run();
