@@ -168,6 +168,13 @@ export class SimulatedNodes {
     return gates.filter((g) => this.epochs.get(g) !== epoch);
   }
 
+  /** The epoch of the node whose runtime runs agent `name`, or `undefined` (the main runtime's, or nobody's). */
+  epochOf(name: string | undefined): number | undefined {
+    if (name === undefined) return undefined;
+    for (const node of this.list) if (node.runner(name) !== undefined) return node.epoch;
+    return undefined;
+  }
+
   runner(name: string): ProcessRunner | undefined {
     for (const node of this.list) {
       const r = node.runner(name);

@@ -89,7 +89,8 @@ export class SimulationEngine extends SimulationOperations implements Simulation
     this.targets = new TargetedFaults(options.targets);
     this.recorder = listensToFootprints(options.chooser) ? new FootprintRecorder() : undefined;
     this.time = new TimeChoices(this.clock, options.time.stepLatencyMs, options.time.races);
-    this.points = new FaultPoints(this, () => this.epoch, this.clock, options.pointDelayMs);
+    // A point passed by a node's agent belongs to that node's incarnation: a kill of the node lets it go.
+    this.points = new FaultPoints(this, () => this.nodes?.epochOf(this.clock.owner) ?? this.epoch, this.clock, options.pointDelayMs);
     this.stalls = new StallDetection({
       runners: () => this.scheduler?.runners,
       gates: () => this.gates,

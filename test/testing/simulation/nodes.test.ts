@@ -7,6 +7,7 @@
  */
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
+import { exhaust } from "../../../src/testing/simulation/exhaust.js";
 import { runSimulationScenario } from "../../../src/testing/simulation/run-scenario.js";
 import { simulationScenarioArbitrary, type SimulationCommand } from "../../../src/testing/simulation/scenario.js";
 import { scheduleArbitrary } from "../../../src/testing/simulation/schedule-arbitrary.js";
@@ -175,6 +176,29 @@ describe("several runtimes under one simulation", () => {
     expect(payments(sim.view).map((p) => p.orderId)).toEqual(["o1", "o2"]);
     expect(sim.trace.some((s) => s.kind === "kill" && s.node === "bank")).toBe(true);
     expect(sim.trace.some((s) => s.detail?.includes("nobody subscribes") === true)).toBe(true);
+  });
+
+  it("exhaust searches every interleaving of the two nodes' steps, packets included", { timeout: 60_000 }, async () => {
+    const explored: number[] = [];
+    for (const reduce of [false, true]) {
+      const result = await exhaust({
+        root: shopNode(true),
+        nodes: { bank: bankNode },
+        maxSteps: 60,
+        reduce,
+        scenario: async (sim) => {
+          void outcome(sim.ask("shop", "checkout", { orderId: "o1", amount: 1 }));
+          void outcome(sim.node("bank").send("bank", "note", { orderId: "n1" }));
+          await sim.run();
+          if (payments(sim.view).length !== 2) throw new Error(`payments: ${JSON.stringify(payments(sim.view))}`);
+        },
+      });
+      expect(result.failure, `reduce: ${reduce}`).toBeUndefined();
+      expect(result.complete).toBe(true);
+      explored.push(result.schedules);
+    }
+    expect(explored[0]).toBeGreaterThan(1); // 6 schedules in full, 3 with sleep sets
+    expect(explored[1]).toBeLessThanOrEqual(explored[0] as number);
   });
 
   it("an unknown node, or a node named main or peer in the options, is refused", () => {
