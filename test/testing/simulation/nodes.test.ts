@@ -201,9 +201,12 @@ describe("several runtimes under one simulation", () => {
     expect(explored[1]).toBeLessThanOrEqual(explored[0] as number);
   });
 
-  it("an unknown node, or a node named main or peer in the options, is refused", () => {
+  it("an unknown node, or a node named main or peer in the options, is refused; node main is the root's runtime", () => {
     expect(() => simulate({ root: shopNode(true), nodes: { main: bankNode } })).toThrow(/cannot name a node/);
     expect(() => simulate({ root: shopNode(true), nodes: { bank: 3 as never } })).toThrow(/must be a function/);
     expect(() => simulate({ root: shopNode(true), nodes: { bank: bankNode } }).node("nope")).toThrow(/no such node; the nodes are main, bank/);
+    const sim = simulate({ root: shopNode(true), nodes: { bank: bankNode } });
+    expect(sim.node("main").view).toBe(sim.view); // the root's runtime is node "main"
+    expect(sim.node("bank").name).toBe("bank");
   });
 });
