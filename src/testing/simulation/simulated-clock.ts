@@ -73,6 +73,11 @@ export class SimulatedClock implements Clock {
     return this.timers.some((t) => t.owner === agent);
   }
 
+  /** The group of the earliest timer (`undefined`: the main runtime's, or none waits). */
+  get nextGroup(): string | undefined {
+    return this.earliest()?.group;
+  }
+
   /** When the earliest timer is due, or `undefined` when none waits. */
   get nextDueMs(): number | undefined {
     return this.earliest()?.dueMs;

@@ -213,3 +213,9 @@ export function checkDownMs(call: string, downMs: number | undefined = 0): numbe
   if (typeof downMs === "number" && Number.isFinite(downMs) && downMs >= 0) return downMs;
   throw new InvalidArgumentError("downMs", `sim.${call.replace("()", "")}({ downMs }): downMs must be a non-negative number of milliseconds, got ${describeValue(downMs)}`);
 }
+
+/** The node a timer of clock group `group` belongs to, for the trace: a node's, the main runtime's, or none (`outside`: the peer's, a kill's downtime). @internal */
+export function nodeOfTimer(group: string | undefined): { node?: string } {
+  if (group === undefined) return { node: "main" };
+  return group.startsWith("node:") ? { node: group.slice(5) } : {};
+}

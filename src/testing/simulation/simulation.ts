@@ -18,7 +18,7 @@ import { replyGate } from "./reply-gate.js";
 import { SimulatedAuditSink, AuditLog } from "./simulated-audit-sink.js";
 import { SimulatedClock } from "./simulated-clock.js";
 import { SimulatedNetwork } from "./simulated-network.js";
-import { checkDownMs, mainNode, SimulatedNodes, type SimulatedNode } from "./simulated-node.js";
+import { checkDownMs, mainNode, nodeOfTimer, SimulatedNodes, type SimulatedNode } from "./simulated-node.js";
 import type { SimulationNode } from "./simulation-node.js";
 import { SimulatedPeer } from "./simulated-peer.js";
 import { SimulatedTransport } from "./simulated-transport.js";
@@ -417,7 +417,8 @@ export class SimulationEngine extends SimulationOperations implements Simulation
   private async fireTimer(kind: "timer" | "time"): Promise<"stepped"> {
     const dueMs = this.clock.nextDueMs as number;
     const detail = `virtual time ${new Date(Math.max(dueMs, this.clock.now())).toISOString()}`;
-    this.record(kind === "time" ? { kind, key: "time", detail: `${detail}, while other steps were ready` } : { kind, key: `timer@+${dueMs - this.options.startMs}`, detail });
+    const node = this.nodes === undefined ? {} : nodeOfTimer(this.clock.nextGroup);
+    this.record(kind === "time" ? { kind, key: "time", detail: `${detail}, while other steps were ready`, ...node } : { kind, key: `timer@+${dueMs - this.options.startMs}`, detail, ...node });
     this.clock.fireNext(); // the timer's callback, and what it sets off until the drain ends, run as its owner's
     await drain();
     this.clock.owner = undefined;
