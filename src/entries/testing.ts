@@ -53,6 +53,7 @@ export type {
   SimulationStepKind,
   SimulationView,
 } from "../testing/simulation/types.js";
+export type { SimulationNode, SimulationNodes } from "../testing/simulation/simulation-node.js";
 export { pctChooser } from "../testing/simulation/pct-chooser.js";
 export type { PctChooserOptions } from "../testing/simulation/pct-chooser.js";
 export { fastCheckChooser } from "../testing/simulation/fast-check-chooser.js";

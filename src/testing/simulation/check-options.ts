@@ -3,11 +3,14 @@ import { InvalidArgumentError } from "../../errors/errors.js";
 import { randomChooser, checkSeed } from "./random-chooser.js";
 import { checkTargets } from "./targeted-faults.js";
 import { checkTime } from "./time-choices.js";
+import type { SimulationNodes } from "./simulation-node.js";
 import type { Chooser, SimulationFaultKind, SimulationFaultTarget, SimulationInvariant, SimulationOptions } from "./types.js";
 
 /** Options of a simulation, checked, with their defaults. */
 export interface CheckedOptions {
   readonly root: SimulationOptions["root"];
+  /** The other nodes' trees, when the simulation has several runtimes. */
+  readonly nodes: SimulationNodes | undefined;
   readonly seed: number;
   readonly chooser: Chooser;
   readonly invariants: readonly SimulationInvariant[];
@@ -65,6 +68,7 @@ export function checkSimulationOptions(options: unknown, replaying: boolean): Ch
   const targets = checkTargets(o.faults?.targets);
   return {
     root: o.root,
+    nodes: checkNodes(o.nodes),
     seed,
     chooser: o.chooser ?? randomChooser(seed),
     invariants,
@@ -80,6 +84,18 @@ export function checkSimulationOptions(options: unknown, replaying: boolean): Ch
     faulty: replaying || targets.length > 0 || Object.values(faults).some((p) => p > 0),
     probability: replaying ? () => 1 : (kind) => faults[kind],
   };
+}
+
+/** `nodes`: an object of tree factories by node name; `main` (the root's node) and `peer` (the peer's) are taken. */
+function checkNodes(nodes: unknown): SimulationNodes | undefined {
+  if (nodes === undefined) return undefined;
+  const example = `e.g. { nodes: { bank: () => new Bank("bank") } }`;
+  if (typeof nodes !== "object" || nodes === null || Array.isArray(nodes)) throw new InvalidArgumentError("nodes", `simulate({ nodes }): nodes must be an object of tree factories by node name, ${example}; got ${describeValue(nodes)}`);
+  for (const [name, root] of Object.entries(nodes)) {
+    if (name === "main" || name === "peer" || !/^[A-Za-z0-9_-]+$/.test(name)) throw new InvalidArgumentError("nodes", `simulate({ nodes }): '${name}' cannot name a node (letters, digits, _ and -; "main" is the root's node, "peer" sim.peer's), ${example}`);
+    if (typeof root !== "function") throw new InvalidArgumentError("nodes", `simulate({ nodes }): nodes.${name} must be a function building the node's tree, got ${describeValue(root)}`);
+  }
+  return nodes as SimulationNodes;
 }
 
 function checkFaults(faults: SimulationOptions["faults"]): Record<SimulationFaultKind, number> {

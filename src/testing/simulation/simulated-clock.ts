@@ -7,8 +7,8 @@ interface VirtualTimer {
   readonly fn: () => void;
   /** The agent whose step armed it (a handler may be waiting on it), if any. */
   readonly owner: string | undefined;
-  /** Armed by something outside the simulated process (a peer): a kill keeps it. */
-  readonly outside: boolean;
+  /** Armed outside the main runtime: `"outside"` by a peer, `node:<name>` by another node's runtime; a kill of the main runtime keeps it. */
+  readonly group: string | undefined;
 }
 
 /**
@@ -32,18 +32,23 @@ export class SimulatedClock implements Clock {
   }
 
   setTimeout(fn: () => void, delayMs: number): TimerHandle {
-    return this.arm(fn, delayMs, this.owner, false);
+    return this.arm(fn, delayMs, this.owner, undefined);
   }
 
   /** The same virtual time for something outside the simulated process (a peer): its timers survive a kill. */
   outside(): Clock {
-    return { now: () => this.current, setTimeout: (fn, delayMs) => this.arm(fn, delayMs, undefined, true) };
+    return { now: () => this.current, setTimeout: (fn, delayMs) => this.arm(fn, delayMs, undefined, "outside") };
   }
 
-  private arm(fn: () => void, delayMs: number, owner: string | undefined, outside: boolean): TimerHandle {
+  /** The same virtual time for the runtime of another node (`group`): its timers survive a kill of the main runtime, and go with {@link SimulatedClock.clearGroup}. */
+  grouped(group: string): Clock {
+    return { now: () => this.current, setTimeout: (fn, delayMs) => this.arm(fn, delayMs, this.owner, group) };
+  }
+
+  private arm(fn: () => void, delayMs: number, owner: string | undefined, group: string | undefined): TimerHandle {
     const id = this.armed.get(owner ?? "") ?? 0;
     this.armed.set(owner ?? "", id + 1);
-    const timer: VirtualTimer = { id, dueMs: this.current + Math.max(0, delayMs), fn, owner, outside };
+    const timer: VirtualTimer = { id, dueMs: this.current + Math.max(0, delayMs), fn, owner, group };
     this.timers.push(timer);
     return {
       cancel: () => {
@@ -66,6 +71,11 @@ export class SimulatedClock implements Clock {
   /** Whether a timer armed during `agent`'s steps waits. */
   ownsTimer(agent: string): boolean {
     return this.timers.some((t) => t.owner === agent);
+  }
+
+  /** The group of the earliest timer (`undefined`: the main runtime's, or none waits). */
+  get nextGroup(): string | undefined {
+    return this.earliest()?.group;
   }
 
   /** When the earliest timer is due, or `undefined` when none waits. */
@@ -94,9 +104,14 @@ export class SimulatedClock implements Clock {
     return best;
   }
 
-  /** Forgets every timer (a kill discards them with the process; with `keepOutside`, those armed through {@link SimulatedClock.outside} stay). */
+  /** Forgets every timer (a kill discards them with the process; with `keepOutside`, those armed through {@link SimulatedClock.outside} or {@link SimulatedClock.grouped} stay). */
   clear(keepOutside = false): void {
-    this.timers = keepOutside ? this.timers.filter((t) => t.outside) : [];
+    this.timers = keepOutside ? this.timers.filter((t) => t.group !== undefined) : [];
+  }
+
+  /** Forgets the timers armed through `grouped(group)` (a kill of that node). */
+  clearGroup(group: string): void {
+    this.timers = this.timers.filter((t) => t.group !== group);
   }
 }
 

@@ -6,11 +6,22 @@ import type { Clock, TimerHandle } from "../../time/clock.js";
 import type { Gate, GateBoard, GateOutcome } from "./gate.js";
 import type { SimulationChoice, SimulationFaultKind } from "./types.js";
 
-/** What answers requests on a subject: the owner's control server, and the runtime incarnation it belongs to. */
+/** What answers requests on a subject: the owner's control server, the runtime incarnation it belongs to, and its node. */
 interface Subscription {
   readonly answer: (request: Message) => Promise<Message>;
   readonly epoch: number;
+  readonly node: string;
 }
+
+/** What takes business messages (and replies) on an agent's subject: a runtime incarnation of a node. */
+interface Inbox {
+  readonly take: (message: Message) => void;
+  readonly epoch: number;
+  readonly node: string;
+}
+
+/** The epoch of a business packet: it belongs to no runtime incarnation, so no kill loses it (the recipient's subscription decides when it arrives). */
+export const BUS_EPOCH = Number.MAX_SAFE_INTEGER;
 
 /** An attempt of a request waiting for its answer. */
 interface Waiting {
@@ -26,8 +37,11 @@ interface Packet {
   readonly text: string;
   readonly type: string;
   readonly agent: string;
-  /** The runtime incarnation that sent it (an answer) or that it was sent to (a request): a kill loses it. */
+  /** The runtime incarnation that sent it (an answer) or that it was sent to (a request): a kill loses it; {@link BUS_EPOCH} for a business packet. */
   readonly epoch: number;
+  /** The node that sent it (`"peer"` for {@link SimulatedPeer}) and the node it goes to, when known: a cut link between them loses it. */
+  readonly from: string;
+  readonly to: string | undefined;
   readonly deliver: (message: Message) => GateOutcome;
 }
 
@@ -45,6 +59,14 @@ const NONE: readonly SimulationFaultKind[] = [];
  * to a subject nobody of the current incarnation subscribes to are told
  * "no responders". It also keeps the directory of announced agents, as
  * the other runtimes on a real bus learn it.
+ *
+ * Business messages between the runtimes of several nodes travel on it too
+ * (`civitas.agent.<name>`, and each incarnation's reply address), one step
+ * per packet, with the same faults. They belong to no incarnation: a
+ * packet whose recipient has no live subscription when it arrives (its node
+ * was killed, or has not restarted) is lost, as a NATS publish nobody
+ * subscribes to. A link between two nodes may be cut: a packet of either
+ * direction that arrives while it is cut is dropped (`net.drop`), not held.
  * @internal
  */
 export class SimulatedNetwork implements ControlChannel {
@@ -53,6 +75,10 @@ export class SimulatedNetwork implements ControlChannel {
   /** Names announced by some runtime, and not withdrawn (a killed runtime withdraws nothing). */
   private readonly directory = new Set<string>();
   private readonly ordinals = new Map<string, number>();
+  /** Business subscriptions: agents' subjects and reply addresses. */
+  private readonly inboxes = new Map<string, Inbox>();
+  /** Cut links, as `a|b` with `a < b`. */
+  private readonly cuts = new Set<string>();
   private attempts = 0;
 
   constructor(
@@ -63,12 +89,56 @@ export class SimulatedNetwork implements ControlChannel {
     /** The requester's clock: its attempt timeouts survive a kill of the owner. */
     private readonly requesterClock: Clock,
     private readonly delayMs: number,
+    /** Whether a runtime incarnation is the current one of its node (and not down). */
+    private readonly live: (epoch: number) => boolean = (epoch) => epoch === this.epoch(),
   ) {}
 
-  /** Subscribes `answer` to `subject` for the runtime incarnation `epoch`, and announces `name`. */
-  subscribe(name: string, subject: string, epoch: number, answer: (request: Message) => Promise<Message>): void {
-    this.subscriptions.set(subject, { answer, epoch });
+  /** Subscribes `answer` to `subject` for the runtime incarnation `epoch` of `node`, and announces `name`. */
+  subscribe(name: string, subject: string, epoch: number, answer: (request: Message) => Promise<Message>, node = "main"): void {
+    this.subscriptions.set(subject, { answer, epoch, node });
     this.directory.add(name);
+  }
+
+  /** Subscribes `take` to the business subject `subject` (an agent's, or a reply address) for the incarnation `epoch` of `node`. */
+  listen(subject: string, node: string, epoch: number, take: (message: Message) => void): void {
+    this.inboxes.set(subject, { take, epoch, node });
+  }
+
+  /** Withdraws the business subscription of `subject` made by incarnation `epoch` (a stop or a despawn). */
+  unlisten(subject: string, epoch: number): void {
+    if (this.inboxes.get(subject)?.epoch === epoch) this.inboxes.delete(subject);
+  }
+
+  /** The node whose runtime last subscribed to `subject` (killed or not): where a publish goes. */
+  nodeOf(subject: string): string | undefined {
+    return this.inboxes.get(subject)?.node;
+  }
+
+  /** Publishes a business message (or a reply) from `from` to `subject`: a packet in flight, delivered to whoever subscribes when it arrives. */
+  publish(from: string, subject: string, message: Message): void {
+    const to = this.inboxes.get(subject)?.node;
+    const reply = message.replyTo == null && message.correlationId != null;
+    this.post(subject, message, message.recipient, BUS_EPOCH, (copy) => {
+      const inbox = this.inboxes.get(subject);
+      if (inbox === undefined || !this.live(inbox.epoch)) return { kind: "net", type: message.type, detail: `${reply ? "reply" : "message"} for '${message.recipient}': nobody subscribes, lost` };
+      inbox.take(copy);
+      return { kind: "net", type: message.type, detail: `${reply ? "reply" : "message"} taken by node ${inbox.node}` };
+    }, from, to);
+  }
+
+  /** Cuts the link between nodes `a` and `b`: packets between them that arrive from now on are lost. */
+  cut(a: string, b: string): void {
+    this.cuts.add(link(a, b));
+  }
+
+  /** Heals the link between `a` and `b`. */
+  heal(a: string, b: string): void {
+    this.cuts.delete(link(a, b));
+  }
+
+  /** A control channel for the requests of `from`'s runtime, its attempt timers on `clock`. */
+  channel(from: string, clock: Clock): ControlChannel {
+    return { request: (subject, request, timeoutMs) => this.request(subject, request, timeoutMs, from, clock) };
   }
 
   /** Withdraws `name` (a stop or a despawn): its subject has no subscriber, and it is no longer announced. */
@@ -83,27 +153,29 @@ export class SimulatedNetwork implements ControlChannel {
   }
 
   /** Sends `request` to `subject` and resolves with the first answer; see {@link ControlChannel}. */
-  request(subject: string, request: Message, timeoutMs: number): Promise<Message> {
+  request(subject: string, request: Message, timeoutMs: number, from = "peer", clock: Clock = this.requesterClock): Promise<Message> {
     const attempt = ++this.attempts;
+    const subscribed = this.subscriptions.get(subject);
+    const target = subscribed !== undefined && this.live(subscribed.epoch) ? subscribed : undefined;
     return new Promise<Message>((resolve, reject) => {
-      const timer = this.requesterClock.setTimeout(() => {
+      const timer = clock.setTimeout(() => {
         if (this.waiting.delete(attempt)) reject(new ControlAttemptError("timeout"));
       }, timeoutMs);
       this.waiting.set(attempt, { resolve, reject, timer });
       const what = `${shortType(request.type)} of ${text(request.payload.requestId)} (attempt ${attempt})`;
-      this.post(subject, request, request.recipient, this.epoch(), (message) => {
+      this.post(subject, request, request.recipient, target?.epoch ?? this.epoch(), (message) => {
         const subscription = this.subscriptions.get(subject);
-        if (subscription === undefined || subscription.epoch !== this.epoch()) {
+        if (subscription === undefined || !this.live(subscription.epoch)) {
           const waiting = this.settle(attempt);
           waiting?.reject(new ControlAttemptError("no-responders"));
           return { kind: "net", type: message.type, detail: `${what}: no responders` };
         }
         subscription.answer(message).then(
-          (answer) => this.post(subject, answer, request.recipient, subscription.epoch, (copy) => this.answered(attempt, copy)),
+          (answer) => this.post(subject, answer, request.recipient, subscription.epoch, (copy) => this.answered(attempt, copy), subscription.node, from),
           () => undefined, // a ControlServer answers refusals; it never rejects
         );
         return { kind: "net", type: message.type, detail: `${what} taken by the owner` };
-      });
+      }, from, target?.node);
     });
   }
 
@@ -123,8 +195,8 @@ export class SimulatedNetwork implements ControlChannel {
   }
 
   /** Puts a packet in flight: a gate the chooser opens (with a fault, or not). */
-  private post(subject: string, message: Message, agent: string, epoch: number, deliver: (message: Message) => GateOutcome): void {
-    const direction = message.type === "civitas.ctl.result" ? "<" : ">";
+  private post(subject: string, message: Message, agent: string, epoch: number, deliver: (message: Message) => GateOutcome, from: string, to: string | undefined): void {
+    const direction = message.type === "civitas.ctl.result" || (message.replyTo == null && message.correlationId != null) ? "<" : ">";
     const counted = `${direction}${subject.replace(/^civitas\./, "")}:${shortType(message.type)}`;
     const ordinal = (this.ordinals.get(counted) ?? 0) + 1;
     this.ordinals.set(counted, ordinal);
@@ -136,6 +208,8 @@ export class SimulatedNetwork implements ControlChannel {
       agent,
       epoch,
       deliver,
+      from,
+      to,
     };
     this.board.add(this.gate(packet, packet.key, FAULTS), epoch);
   }
@@ -146,11 +220,14 @@ export class SimulatedNetwork implements ControlChannel {
       faults,
       offer: () => choice,
       open: (fault): GateOutcome => {
+        if (this.cuts.size > 0 && packet.to !== undefined && this.cuts.has(link(packet.from, packet.to))) {
+          return { kind: "net.drop", type: packet.type, detail: `the link ${link(packet.from, packet.to)} is cut: lost` };
+        }
         switch (fault) {
           case "net.drop":
             return { kind: "net.drop", type: packet.type, detail: "lost in transit" };
           case "net.delay":
-            this.clock.setTimeout(() => this.board.add(this.gate(packet, `${packet.key}+late`, NONE), packet.epoch), this.delayMs);
+            (packet.epoch === BUS_EPOCH ? this.requesterClock : this.clock).setTimeout(() => this.board.add(this.gate(packet, `${packet.key}+late`, NONE), packet.epoch), this.delayMs);
             return { kind: "net.delay", type: packet.type, detail: `held back ${this.delayMs} ms` };
           case "net.duplicate": {
             this.board.add(this.gate(packet, `${packet.key}+copy`, NONE), packet.epoch);
@@ -163,6 +240,11 @@ export class SimulatedNetwork implements ControlChannel {
       },
     };
   }
+}
+
+/** The name of the link between nodes `a` and `b`, whichever way. */
+function link(a: string, b: string): string {
+  return a < b ? `${a}|${b}` : `${b}|${a}`;
 }
 
 /** `_agency.resume` → `resume`, `civitas.ctl.result` → `result`. */

@@ -1,33 +1,59 @@
-import { ControlServer, controlSubject } from "../../bus/control-protocol.js";
+import { ControlServer, controlSubject, requestControl } from "../../bus/control-protocol.js";
 import { notFound } from "../../bus/message-bus.js";
-import type { HostedAgent, Transport, TransportHost } from "../../bus/transport.js";
+import type { ControlOperation, HostedAgent, Transport, TransportHost } from "../../bus/transport.js";
 import type { JsonObject } from "../../message/json.js";
 import type { Message } from "../../message/message.js";
 import type { Clock } from "../../time/clock.js";
 import type { SimulatedNetwork } from "./simulated-network.js";
 
+/** Where replies to a node's asks come back, as `NatsTransport`'s `_reply.<uuid7>`. */
+const REPLY_PREFIX = "_reply.";
+
+/** The business subject of `name`, as on NATS. */
+function agentSubject(name: string): string {
+  return `civitas.agent.${name}`;
+}
+
 /**
- * The transport of a simulation's runtime: the owner's side of control
- * across processes. For each agent it hosts, a real {@link ControlServer}
- * answers `civitas.ctl.<name>` on the simulated bus, deciding through the
- * runtime's `TransportHost` — `runtime.suspend`/`resume`/`deny`,
- * `authorizeResume`, the audit sink — as `NatsTransport` does. No other
- * runtime hosts agents on this bus, so a send to a name the runtime does not
- * host is `AGENT_NOT_FOUND`, as without a transport.
+ * The transport of a simulation's runtime (the main one, or a node's), on
+ * the simulated bus, with `NatsTransport`'s semantics:
+ *
+ * - control: for each agent it hosts, a real {@link ControlServer} answers
+ *   `civitas.ctl.<name>`, deciding through the runtime's `TransportHost`
+ *   (`authorizeResume`, the audit sink), and `control()` of an agent another
+ *   node hosts goes through the real `requestControl`;
+ * - business: each hosted agent's subject takes messages from the other
+ *   nodes; `send()` publishes to an agent another node announced (a request
+ *   is answered to this incarnation's reply address); replies and refusals
+ *   (`_agency.error`) to another node's asks go back over the bus. An ask
+ *   whose answer is lost times out by the asker's `timeoutMs`, as over NATS.
+ *
+ * With a single runtime no other node hosts anything: a send to a name the
+ * runtime does not host is `AGENT_NOT_FOUND`, as without a transport.
+ * `capable()` and `match()` see no other node (limits of the simulation).
  * @internal
  */
 export class SimulatedTransport implements Transport {
   private server: ControlServer | undefined;
+  private host: TransportHost | undefined;
   private readonly names = new Set<string>();
+  /** This incarnation's reply address: replies to its asks come to `civitas.agent.<replyAddress>`. */
+  private readonly replyAddress: string;
 
   constructor(
     private readonly network: SimulatedNetwork,
     private readonly epoch: number,
     private readonly clock: Clock,
-  ) {}
+    private readonly node = "main",
+    incarnation = epoch,
+  ) {
+    this.replyAddress = `${REPLY_PREFIX}${node}.${incarnation}`;
+  }
 
   start(host: TransportHost): Promise<void> {
+    this.host = host;
     this.server = new ControlServer(host, this.clock);
+    this.network.listen(agentSubject(this.replyAddress), this.node, this.epoch, (reply) => host.settleReply(reply));
     for (const agent of host.agents()) this.added(agent);
     return Promise.resolve();
   }
@@ -38,20 +64,30 @@ export class SimulatedTransport implements Transport {
     return Promise.resolve();
   }
 
-  hosts(): boolean {
-    return false;
+  hosts(name: string): boolean {
+    const node = this.network.nodeOf(agentSubject(name));
+    return node !== undefined && node !== this.node;
   }
 
   send(message: Message): Promise<void> {
-    return Promise.reject(notFound(message.recipient));
+    if (!this.hosts(message.recipient)) return Promise.reject(notFound(message.recipient));
+    // A request from this runtime: its answer comes back to this incarnation's reply address.
+    const outgoing = message.replyTo != null && !message.replyTo.startsWith(REPLY_PREFIX) ? { ...message, replyTo: this.replyAddress } : message;
+    this.network.publish(this.node, agentSubject(message.recipient), outgoing);
+    return Promise.resolve();
   }
 
-  forwardReply(): boolean {
-    return false;
+  forwardReply(reply: Message): boolean {
+    const to = reply.recipient;
+    if (to === this.replyAddress || this.server === undefined) return false;
+    if (!to.startsWith(REPLY_PREFIX) && !this.hosts(to)) return false;
+    this.network.publish(this.node, agentSubject(to), reply);
+    return true;
   }
 
-  control(name: string): Promise<JsonObject> {
-    return Promise.reject(notFound(name));
+  control(name: string, operation: ControlOperation, args: JsonObject, timeoutMs: number, signal?: AbortSignal): Promise<JsonObject> {
+    if (!this.hosts(name) || !this.network.knows(name)) return Promise.reject(notFound(name));
+    return requestControl({ channel: this.network.channel(this.node, this.clock), clock: this.clock, signal }, name, operation, args, timeoutMs);
   }
 
   capable(): string | undefined {
@@ -64,13 +100,19 @@ export class SimulatedTransport implements Transport {
 
   added(agent: HostedAgent): void {
     const server = this.server;
-    if (server === undefined) return; // start() subscribes every agent the runtime has by then
+    const host = this.host;
+    if (server === undefined || host === undefined) return; // start() subscribes every agent the runtime has by then
     this.names.add(agent.name);
-    this.network.subscribe(agent.name, controlSubject(agent.name), this.epoch, (request) => server.answer(request, agent.name));
+    this.network.subscribe(agent.name, controlSubject(agent.name), this.epoch, (request) => server.answer(request, agent.name), this.node);
+    this.network.listen(agentSubject(agent.name), this.node, this.epoch, (message) => {
+      // In arrival order without waiting, as NatsTransport: the mailbox keeps waiting puts in FIFO order.
+      host.deliver(message).catch((error: unknown) => host.logger.warn(`a message from the bus for '${agent.name}' could not be delivered`, { error, messageId: message.id }));
+    });
   }
 
   removed(name: string): void {
     if (!this.names.delete(name)) return;
     this.network.unsubscribe(name, controlSubject(name), this.epoch);
+    this.network.unlisten(agentSubject(name), this.epoch);
   }
 }

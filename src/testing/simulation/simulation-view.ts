@@ -14,7 +14,13 @@ export class EngineView implements SimulationView {
     private readonly data: DurableData,
     private readonly log: AuditLog,
     private readonly clock: SimulatedClock,
+    /** The view of another node, by name (the engine's lookup). */
+    private readonly nodes: (name: string) => SimulationView,
   ) {}
+
+  node(name: string): SimulationView {
+    return this.nodes(name);
+  }
 
   agent<A extends AgentProcess = AgentProcess>(name: string): A {
     const agent = this.runtime()?.getAgent(name);

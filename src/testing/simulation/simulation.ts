@@ -1,7 +1,7 @@
-import { describeValue } from "../../errors/civitas-error.js";
 import { InvalidArgumentError } from "../../errors/errors.js";
 import { silentLogger } from "../../logging/logger.js";
 import type { Message } from "../../message/message.js";
+import type { ProcessRunner } from "../../process/process-runner.js";
 import { Runtime } from "../../runtime/runtime.js";
 import { buildSimulated } from "../../runtime/simulation-hooks.js";
 import { BuiltInInvariants, userProblem } from "./built-in-invariants.js";
@@ -18,6 +18,8 @@ import { replyGate } from "./reply-gate.js";
 import { SimulatedAuditSink, AuditLog } from "./simulated-audit-sink.js";
 import { SimulatedClock } from "./simulated-clock.js";
 import { SimulatedNetwork } from "./simulated-network.js";
+import { checkDownMs, mainNode, nodeOfTimer, SimulatedNodes, type SimulatedNode } from "./simulated-node.js";
+import type { SimulationNode } from "./simulation-node.js";
 import { SimulatedPeer } from "./simulated-peer.js";
 import { SimulatedTransport } from "./simulated-transport.js";
 import { disarmCrash, SimulatedScheduler, type DeliveryOrdinals } from "./simulated-scheduler.js";
@@ -61,6 +63,8 @@ export class SimulationEngine extends SimulationOperations implements Simulation
   /** The bus between this runtime and {@link SimulationEngine.peer}: control across processes. */
   private readonly network: SimulatedNetwork;
   readonly peer: SimulationPeer;
+  /** The other runtimes, with `nodes`. */
+  private readonly nodes: SimulatedNodes | undefined;
   private readonly targets: TargetedFaults;
   private readonly points: FaultPoints;
   private readonly time: TimeChoices;
@@ -76,16 +80,17 @@ export class SimulationEngine extends SimulationOperations implements Simulation
     super();
     this.clock = new SimulatedClock(options.startMs);
     this.puts = new PutWaits(
-      (name) => this.scheduler?.runners.has(name) === true,
+      (name) => this.scheduler?.runners.has(name) === true || this.nodes?.runner(name) !== undefined,
       () => this.clock.owner,
     );
     this.builtIn = new BuiltInInvariants(this.log);
-    this.view = new EngineView(() => this.runtime, this.data, this.log, this.clock);
-    this.network = new SimulatedNetwork(this, () => this.epoch, this.clock, this.clock.outside(), options.networkDelayMs);
+    this.view = new EngineView(() => this.runtime, this.data, this.log, this.clock, (name) => this.node(name).view);
+    this.network = new SimulatedNetwork(this, () => this.epoch, this.clock, this.clock.outside(), options.networkDelayMs, (epoch) => epoch === this.epoch || this.nodes?.live(epoch) === true);
     this.targets = new TargetedFaults(options.targets);
     this.recorder = listensToFootprints(options.chooser) ? new FootprintRecorder() : undefined;
     this.time = new TimeChoices(this.clock, options.time.stepLatencyMs, options.time.races);
-    this.points = new FaultPoints(this, () => this.epoch, this.clock, options.pointDelayMs);
+    // A point passed by a node's agent belongs to that node's incarnation: a kill of the node lets it go.
+    this.points = new FaultPoints(this, () => this.nodes?.epochOf(this.clock.owner) ?? this.epoch, this.clock, options.pointDelayMs);
     this.stalls = new StallDetection({
       runners: () => this.scheduler?.runners,
       gates: () => this.gates,
@@ -95,6 +100,12 @@ export class SimulationEngine extends SimulationOperations implements Simulation
       externalAwaits: options.externalAwaits,
       record: (step) => this.record(step),
       fail: (code, summary) => this.fail(code, summary),
+    });
+    this.nodes = options.nodes === undefined ? undefined : new SimulatedNodes(options.nodes, {
+      board: this, view: (name) => this.node(name).view, network: this.network, clock: this.clock, deliveries: this.deliveries, replies: this.replies, runtime: options.runtime, putWait: this.puts.watch,
+      transition: (agent, from, to) => this.builtIn.transition(agent, from, to),
+      operate: (node, operation, agent, type, detail) => void this.operate(`${node}/${operation}`, agent, type, detail, node),
+      kill: (node, downMs) => this.killNode(node, downMs),
     });
     this.peer = new SimulatedPeer(this.network, this.clock.outside(), (operation, name) => void this.operate(`peer.${operation}:${name}`, name, operation));
   }
@@ -109,7 +120,8 @@ export class SimulationEngine extends SimulationOperations implements Simulation
 
   /** @internal */
   add(gate: Gate, epoch: number): void {
-    if (epoch === this.epoch && this.phase === "running") this.gates.push(gate);
+    if (this.phase !== "running") return;
+    if (epoch === this.epoch || this.nodes?.adopt(gate, epoch) === true) this.gates.push(gate);
   }
 
   /** @internal */
@@ -136,21 +148,60 @@ export class SimulationEngine extends SimulationOperations implements Simulation
   }
 
   async kill(options: { downMs?: number } = {}): Promise<void> {
-    this.requireRunning("kill()");
-    const downMs = options.downMs ?? 0;
-    if (!(typeof downMs === "number" && Number.isFinite(downMs) && downMs >= 0)) throw new InvalidArgumentError("downMs", `sim.kill({ downMs }): downMs must be a non-negative number of milliseconds, got ${describeValue(downMs)}`);
-    this.record({ kind: "kill", key: "op:kill", detail: `kill -9 by the test${downMs > 0 ? `, down for ${downMs} ms` : ""}` });
+    const downMs = this.killing("kill()", options.downMs);
+    this.record({ kind: "kill", key: "op:kill", ...(this.nodes === undefined ? {} : { node: "main" }), detail: `kill -9 by the test${downMs > 0 ? `, down for ${downMs} ms` : ""}` });
     this.rebuild();
-    this.drained = false;
-    // Down meanwhile: nobody answers its agents' control subjects; the peer's timers and packets go on.
-    if (downMs > 0) await this.runUntil(new Promise((resolve) => this.clock.outside().setTimeout(() => resolve(undefined), downMs)), "the kill's downtime");
+    await this.down(downMs);
     await this.untilStarted("the runtime's start after the kill");
+  }
+
+  node(name: string): SimulationNode {
+    const node = this.nodes?.get(name);
+    if (node !== undefined) return node;
+    if (name === "main") return mainNode(this);
+    throw new InvalidArgumentError("name", `sim.node('${name}'): no such node; the nodes are main${Object.keys(this.options.nodes ?? {}).map((n) => `, ${n}`).join("")}`);
+  }
+
+  partition(a: string, b: string): void {
+    this.operate(`partition:${a}|${b}`, a, "partition", b);
+    this.network.cut(a, b);
+  }
+
+  heal(a: string, b: string): void {
+    this.operate(`heal:${a}|${b}`, a, "heal", b);
+    this.network.heal(a, b);
+  }
+
+  /** Checks a kill's `downMs` (and that the simulation runs); its value. */
+  private killing(call: string, downMs: number | undefined): number {
+    this.requireRunning(call);
+    return checkDownMs(call, downMs);
+  }
+
+  /** Runs the steps of `downMs` of virtual time: the killed runtime is down meanwhile (nobody answers its subjects), the rest goes on. */
+  private async down(downMs: number): Promise<void> {
+    this.drained = false;
+    if (downMs > 0) await this.runUntil(new Promise((resolve) => this.clock.outside().setTimeout(() => resolve(undefined), downMs)), "the kill's downtime");
+  }
+
+  /** Kills node `node` alone: its gates, timers and memory go; the other nodes go on. */
+  private async killNode(node: SimulatedNode, downMs: number | undefined): Promise<void> {
+    const ms = this.killing(`node('${node.name}').kill()`, downMs);
+    this.record({ kind: "kill", key: `op:${node.name}/kill`, node: node.name, detail: `kill -9 of node ${node.name} by the test${ms > 0 ? `, down for ${ms} ms` : ""}` });
+    const nodes = this.nodes as SimulatedNodes;
+    this.gates = nodes.without(this.gates, node.epoch);
+    this.clock.clearGroup(node.group);
+    node.forget();
+    node.build(nodes.nextEpoch());
+    await this.down(ms);
+    await this.runUntil(node.runtime?.start() ?? Promise.resolve(), `node ${node.name}'s start after the kill`);
   }
 
   stop(): Promise<void> {
     if (this.phase !== "running") return Promise.resolve();
     this.stopping ??= (async () => {
       this.record({ kind: "op", key: "op:stop", type: "stop" });
+      for (const node of this.nodes?.list ?? []) await this.runUntil(node.runtime?.stop() ?? Promise.resolve(), `node ${node.name}'s runtime.stop()`);
       // A kill drawn meanwhile replaces the runtime: then its successor is stopped.
       for (;;) {
         const epoch = this.epoch;
@@ -175,6 +226,10 @@ export class SimulationEngine extends SimulationOperations implements Simulation
       throw error;
     }
     await this.untilStarted("runtime.start()");
+    for (const node of this.nodes?.list ?? []) {
+      node.build(this.nodes?.nextEpoch() as number);
+      await this.runUntil(node.runtime?.start() ?? Promise.resolve(), `node ${node.name}'s runtime.start()`);
+    }
   }
 
   /** Runs steps until the current runtime has started; a kill meanwhile (a fault) replaces it, and its successor's start is awaited instead. */
@@ -220,7 +275,7 @@ export class SimulationEngine extends SimulationOperations implements Simulation
     this.external.hung.clear();
     this.puts.clear();
     this.epoch++;
-    this.gates = [];
+    this.gates = this.nodes === undefined ? [] : this.nodes.survivors(this.gates);
     this.clock.clear(true);
     this.data.restart();
     this.builtIn.restart();
@@ -228,9 +283,9 @@ export class SimulationEngine extends SimulationOperations implements Simulation
   }
 
   /** Records a user operation; the runtime to call. */
-  protected override operate(operation: string, agent: string, type: string, detail?: string): Runtime {
+  protected override operate(operation: string, agent: string, type: string, detail?: string, node = "main"): Runtime {
     this.requireRunning(`${operation.split(":")[0] as string}()`);
-    this.record({ kind: "op", key: `op:${operation}`, agent, type, ...(detail === undefined ? {} : { detail }) });
+    this.record({ kind: "op", key: `op:${operation}`, agent, type, ...(detail === undefined ? {} : { detail }), ...(this.nodes === undefined ? {} : { node }) });
     this.drained = false;
     return this.runtime as Runtime;
   }
@@ -275,7 +330,7 @@ export class SimulationEngine extends SimulationOperations implements Simulation
     const racing = advance && this.time.on ? this.time.offer() : undefined;
     if (racing !== undefined) offers.push(racing);
     const index = await this.choose(offers);
-    if (this.recorder !== undefined) this.recorder.begin(offers[index], this.scheduler?.runners ?? new Map());
+    if (this.recorder !== undefined) this.recorder.begin(offers[index], this.runners());
     if (racing !== undefined && index === offers.length - 1) {
       this.time.taken();
       return this.fireTimer("time");
@@ -296,7 +351,7 @@ export class SimulationEngine extends SimulationOperations implements Simulation
       this.restarted().catch(() => undefined); // a failed start shows in the trace; run() goes on with what is left
       return "stepped";
     }
-    const watched = choice.kind === "deliver" && choice.agent !== undefined ? this.builtIn.watch(this.scheduler?.runners.get(choice.agent)) : undefined;
+    const watched = choice.kind === "deliver" && choice.agent !== undefined ? this.builtIn.watch(this.scheduler?.runners.get(choice.agent) ?? this.nodes?.runner(choice.agent)) : undefined;
     this.clock.owner = choice.agent;
     const outcome = gate.open(fault);
     if (outcome.kind === "store.hang" && choice.agent !== undefined) this.external.hung.add(choice.agent);
@@ -304,6 +359,7 @@ export class SimulationEngine extends SimulationOperations implements Simulation
     const step = outcome as { key: string; agent?: string } & GateOutcome;
     step.key = choice.key;
     if (choice.agent !== undefined) step.agent = choice.agent;
+    if (this.nodes !== undefined) (step as { node?: string }).node = this.nodes.nodeOf(choice.agent);
     this.record(step);
     await drain();
     this.clock.owner = undefined;
@@ -326,13 +382,19 @@ export class SimulationEngine extends SimulationOperations implements Simulation
   private async choose(offers: readonly SimulationChoice[]): Promise<number> {
     const chooser = this.options.chooser;
     try {
-      if (this.recorder !== undefined && listensToFootprints(chooser)) chooser.footprint(this.recorder.end(this.scheduler?.runners ?? new Map()));
+      if (this.recorder !== undefined && listensToFootprints(chooser)) chooser.footprint(this.recorder.end(this.runners()));
       const picked = chooser.choose(offers, this.steps.length);
       return typeof picked === "number" ? picked : await picked;
     } catch (error) {
       this.end();
       throw error;
     }
+  }
+
+  /** Every agent that dispatched, of the main runtime and (with `nodes`) of every node: what a footprint compares. */
+  private runners(): ReadonlyMap<string, ProcessRunner> {
+    const main = this.scheduler?.runners ?? new Map<string, ProcessRunner>();
+    return this.nodes === undefined ? main : new Map([...main, ...this.nodes.list.flatMap((n) => [...(n.scheduler?.runners ?? [])])]);
   }
 
   /** Refuses a step past `maxSteps`: a run that becomes quiescent after exactly `maxSteps` steps is not cut. */
@@ -355,7 +417,8 @@ export class SimulationEngine extends SimulationOperations implements Simulation
   private async fireTimer(kind: "timer" | "time"): Promise<"stepped"> {
     const dueMs = this.clock.nextDueMs as number;
     const detail = `virtual time ${new Date(Math.max(dueMs, this.clock.now())).toISOString()}`;
-    this.record(kind === "time" ? { kind, key: "time", detail: `${detail}, while other steps were ready` } : { kind, key: `timer@+${dueMs - this.options.startMs}`, detail });
+    const node = this.nodes === undefined ? {} : nodeOfTimer(this.clock.nextGroup);
+    this.record(kind === "time" ? { kind, key: "time", detail: `${detail}, while other steps were ready`, ...node } : { kind, key: `timer@+${dueMs - this.options.startMs}`, detail, ...node });
     this.clock.fireNext(); // the timer's callback, and what it sets off until the drain ends, run as its owner's
     await drain();
     this.clock.owner = undefined;

@@ -12,7 +12,8 @@ export function formatTrace(trace: readonly SimulationStep[], mark?: number): st
       const flag = s.step === mark ? ">>" : "  ";
       const id = s.messageId === undefined ? "" : `  [${s.messageId}]`;
       const detail = s.detail === undefined ? "" : `  ${s.detail}`;
-      return `${flag} #${String(s.step).padStart(width)} ${s.kind.padEnd(14)} ${s.key}${id}${detail}`;
+      const node = s.node === undefined ? "" : `[${s.node}] `;
+      return `${flag} #${String(s.step).padStart(width)} ${s.kind.padEnd(14)} ${node}${s.key}${id}${detail}`;
     })
     .join("\n");
 }

@@ -10,6 +10,7 @@ import type { ApprovalView } from "../../approvals/approval-types.js";
 import type { RuntimeAskOptions, RuntimeOptions, RuntimeSendOptions } from "../../runtime/runtime-options.js";
 import type { SupervisedChild } from "../../contracts/child.js";
 import type { SimulationTimeOptions } from "./time-choices.js";
+import type { SimulationNode, SimulationNodes } from "./simulation-node.js";
 
 /**
  * What a step of a simulation did, as its trace records it:
@@ -98,6 +99,8 @@ export interface SimulationStep {
   readonly messageId?: string;
   /** Anything else worth reading (a fault's point, the virtual time, a failed invariant's text). */
   readonly detail?: string;
+  /** With `nodes`: the node the step happened on (`"main"` for the root's runtime). */
+  readonly node?: string;
 }
 
 /** What a chooser chooses among: one thing the runtime is ready to do next. */
@@ -244,6 +247,8 @@ export interface SimulationView {
   readonly audit: readonly AuditEvent[];
   /** Virtual time, epoch ms. */
   readonly now: number;
+  /** The view of node `name` of a simulation with `nodes` (`"main"`: the root's runtime); throws `INVALID_ARGUMENT` for an unknown node. */
+  node(name: string): SimulationView;
 }
 
 /**
@@ -275,6 +280,8 @@ export interface SimulationOptions {
   readonly startMs?: number;
   /** Time as a choice: timers that fire while other steps are ready, and simulated latency per step. @defaultValue none */
   readonly time?: SimulationTimeOptions;
+  /** Other runtimes (nodes) of the simulated system, joined to the main one (`root`, node `"main"`) by the simulated bus; see {@link Simulation.node}. @defaultValue none */
+  readonly nodes?: SimulationNodes;
 }
 
 /** An agent's status as its owner answers a {@link SimulationPeer.status} query. */
@@ -371,6 +378,22 @@ export interface Simulation {
   stop(): Promise<void>;
   /** Another process on the simulated bus, controlling this runtime's agents across processes; see {@link SimulationPeer}. */
   readonly peer: SimulationPeer;
+  /**
+   * The node `name` of `nodes` (its calls, view and kill); `"main"` is the
+   * root's runtime, whose calls are this simulation's own.
+   * @throws {@link InvalidArgumentError} when there is no such node
+   */
+  node(name: string): SimulationNode;
+  /**
+   * Cuts the link between nodes `a` and `b` (`"main"`, a name of `nodes`,
+   * or `"peer"`): every packet between them that arrives while it is cut is
+   * lost (a `net.drop` step), never held back; asks across it time out,
+   * control requests end in `AGENT_UNREACHABLE` or `CONTROL_TIMEOUT`.
+   * Recorded as an `op` step.
+   */
+  partition(a: string, b: string): void;
+  /** Heals the link between `a` and `b`: packets between them arrive again. Recorded as an `op` step. */
+  heal(a: string, b: string): void;
   /** Every step so far. */
   readonly trace: readonly SimulationStep[];
   /** Read access to the system. */
