@@ -4,7 +4,7 @@
  * and a journal of every `agent.status` change (checked for legality after
  * each test by {@link teardown}).
  */
-import { expect } from "vitest";
+import { expect, vi } from "vitest";
 import {
   AgentProcess,
   DynamicSupervisor,
@@ -30,7 +30,7 @@ import type { TracerProvider } from "@opentelemetry/api";
 import { TestClock } from "../../../src/testing/test-clock.js";
 import { testTracing, type TestTracing } from "../../support/tracing.js";
 
-import { gate, waitUntil, type Gate } from "../../support/agents.js";
+import { gate, turns, waitUntil, type Gate } from "../../support/agents.js";
 
 
 // ---- store ------------------------------------------------------------------
@@ -332,6 +332,30 @@ export async function suspendedRig(options: SuspendedRigOptions = {}): Promise<R
 export async function pausableRig(name = "a", options: RigOptions = {}): Promise<Rig & { readonly agent: Pausable }> {
   const agent = new Pausable(name);
   return { agent, ...(await startedRig([agent], options)) };
+}
+
+/**
+ * Watches a parked agent (a {@link suspendedRig}'s) for what a refused
+ * decision must not do: wake its loop (anything sent to it would make it
+ * poll its priority lane), queue a control message, write a receipt or the
+ * store. Call it before the decision; the check it returns waits `settleTurns`
+ * microtask turns, then expects nothing of that and the agent still SUSPENDED.
+ */
+export function watchNothingSent(r: Rig & { readonly agent: Pausable }): (settleTurns: number) => Promise<void> {
+  const pollPriority = vi.spyOn(r.agent.mailbox, "pollPriority");
+  const poll = vi.spyOn(r.agent.mailbox, "poll");
+  const prioBefore = r.agent.mailbox.prioritySize;
+  const eventsBefore = r.audit.events.length;
+  const setsBefore = r.store.sets.length;
+  return async (settleTurns) => {
+    await turns(settleTurns);
+    expect(pollPriority).not.toHaveBeenCalled();
+    expect(poll).not.toHaveBeenCalled();
+    expect(r.agent.mailbox.prioritySize).toBe(prioBefore);
+    expect(r.audit.events.length).toBe(eventsBefore);
+    expect(r.store.sets.length).toBe(setsBefore);
+    expect(r.agent.status).toBe(ProcessStatus.SUSPENDED);
+  };
 }
 
 /** A {@link suspendedRig} whose `authorizeResume` throws `boom` ("policy engine down"). */
