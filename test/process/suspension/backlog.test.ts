@@ -46,6 +46,17 @@ function sqlite(): SqliteStateStore {
   return track(new SqliteStateStore(path.join(tempDir(), "state.db")));
 }
 
+/** Records a copy of every state `store` is asked to write, in order. */
+function recordWrites(store: StateStore): JsonObject[] {
+  const writes: JsonObject[] = [];
+  const set = store.set.bind(store);
+  store.set = async (name, state) => {
+    writes.push(structuredClone(state));
+    return set(name, state);
+  };
+  return writes;
+}
+
 async function startWith(store: StateStore, agent: AgentProcess, options: { durableBacklog?: boolean } = {}): Promise<Runtime> {
   const runtime = new Runtime({ root: agent, store, logger: silentLogger, ...options });
   running.push(runtime);
@@ -120,12 +131,7 @@ describe("durable backlog", () => {
 
   it("a handled message leaves the store in the same write as the handler's checkpoint", async () => {
     const store = sqlite();
-    const writes: JsonObject[] = [];
-    const set = store.set.bind(store);
-    store.set = async (name, state) => {
-      writes.push(structuredClone(state));
-      return set(name, state);
-    };
+    const writes = recordWrites(store);
     const worker = new Worker("w");
     const runtime = await startWith(store, worker);
     await runtime.suspend("w", "review");
@@ -217,12 +223,7 @@ describe("durable backlog", () => {
 
   it("a backlog message whose handler fails and is retried stays in the store until a handler succeeds", async () => {
     const store = sqlite();
-    const writes: JsonObject[] = [];
-    const set = store.set.bind(store);
-    store.set = async (name, state) => {
-      writes.push(structuredClone(state));
-      return set(name, state);
-    };
+    const writes = recordWrites(store);
     class Flaky extends Worker {
       failures = 0;
       override async handle(message: Message<{ n: string }>): Promise<void> {
