@@ -6,17 +6,16 @@
  * that creates a store's schema.
  * @module
  */
-import type BetterSqlite3 from "better-sqlite3";
 import { CivitasError } from "../errors/civitas-error.js";
 import type { JsonObject } from "../message/json.js";
 import { readMarker, SUSPENSION_KEY } from "../state/suspension-marker.js";
 import { decodeState, STATE_RECORD_VERSION } from "../state/state-record.js";
+import { isSqliteTableName, openSqliteReader } from "../sqlite/sqlite-state-reader.js";
 import { cell, CliError, ExitCode, table, usageError, type CommandResult } from "./output.js";
 
 /** The store URI schemes the CLI understands. */
 const SCHEMES = ["sqlite:<path>", "postgres://user@host:port/database"];
 const DEFAULT_TABLE = "civitas_state";
-const SQL_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 /** Where to read state from, as given by `--store` and `--table`. */
 export interface StoreOptions {
@@ -37,11 +36,6 @@ export interface StoreReader {
 
 const isPostgres = (uri: string): boolean => uri.startsWith("postgres://") || uri.startsWith("postgresql://");
 
-interface RecordRow {
-  version: unknown;
-  state: unknown;
-}
-
 /**
  * Opens the store `--store` names, read-only.
  * @throws {@link CliError} for a missing or unsupported `--store`, a missing file or table.
@@ -61,52 +55,31 @@ export async function openStore(options: StoreOptions): Promise<StoreReader> {
   const path = uri.slice("sqlite:".length);
   if (path === "") throw usageError(`--store sqlite: needs a file path: --store sqlite:./state.db`);
   const tableName = options.table ?? DEFAULT_TABLE;
-  if (!SQL_IDENTIFIER.test(tableName)) throw usageError(`--table must be a plain SQL identifier, got '${tableName}'`);
-
-  let Database: typeof BetterSqlite3;
-  try {
-    Database = (await import("better-sqlite3")).default;
-  } catch (err) {
-    throw new CliError(
-      ExitCode.USAGE,
-      "USAGE",
-      "the sqlite: store needs the optional dependency better-sqlite3; install it with: npm install better-sqlite3",
-      { cause: err },
-    );
-  }
-  let db: BetterSqlite3.Database;
-  try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
-  } catch (err) {
-    throw new CliError(ExitCode.CORRUPT, "UNREADABLE", `cannot open the SQLite store '${path}': ${(err as Error).message}`, {
-      cause: err,
-    });
-  }
-  try {
-    const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(tableName);
-    if (exists === undefined) {
+  if (!isSqliteTableName(tableName)) throw usageError(`--table must be a plain SQL identifier, got '${tableName}'`);
+  const opening = await openSqliteReader(path, tableName);
+  if ("reader" in opening) return opening.reader;
+  switch (opening.failed) {
+    case "driver":
+      throw new CliError(
+        ExitCode.USAGE,
+        "USAGE",
+        "the sqlite: store needs the optional dependency better-sqlite3; install it with: npm install better-sqlite3",
+        { cause: opening.cause },
+      );
+    case "open":
+      throw new CliError(ExitCode.CORRUPT, "UNREADABLE", `cannot open the SQLite store '${path}': ${(opening.cause as Error).message}`, {
+        cause: opening.cause,
+      });
+    case "table":
       throw new CliError(
         ExitCode.CORRUPT,
         "UNREADABLE",
         `'${path}' has no table '${tableName}': it is not a civitas state store (or pass --table <name>)`,
       );
-    }
-    const selectOne = db.prepare<[string], RecordRow>(`SELECT version, state FROM "${tableName}" WHERE name = ?`);
-    const selectNames = db.prepare<[], string>(`SELECT name FROM "${tableName}"`).pluck();
-    return {
-      list: async () => selectNames.all().sort(),
-      get: async (name) => {
-        const row = selectOne.get(name);
-        return row === undefined ? undefined : decodeState(name, row.version, row.state);
-      },
-      close: async () => void db.close(),
-    };
-  } catch (err) {
-    db.close();
-    if (err instanceof CliError) throw err;
-    throw new CliError(ExitCode.CORRUPT, "UNREADABLE", `cannot read the SQLite store '${path}': ${(err as Error).message}`, {
-      cause: err,
-    });
+    case "read":
+      throw new CliError(ExitCode.CORRUPT, "UNREADABLE", `cannot read the SQLite store '${path}': ${(opening.cause as Error).message}`, {
+        cause: opening.cause,
+      });
   }
 }
 

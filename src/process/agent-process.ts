@@ -1,5 +1,4 @@
-import { describeValue } from "../errors/civitas-error.js";
-import { AgentSuspendedError, InvalidArgumentError } from "../errors/errors.js";
+import { InvalidArgumentError } from "../errors/errors.js";
 import { assertValidName } from "../bus/registry.js";
 import { uuidv7 } from "../message/ids.js";
 import type { JsonObject, JsonPayload } from "../message/json.js";
@@ -7,27 +6,33 @@ import type { Message } from "../message/message.js";
 import type { Mailbox } from "../mailbox/mailbox.js";
 import type { RuntimeServices } from "../contracts/runtime-services.js";
 import { abandonChildStart, attachChild, closeChild, detachChild, startChild, stopChild, type ChildParent, type StopOptions, type SupervisedChild } from "../contracts/child.js";
-import type { AgentFactory, ChildTerminationReason } from "./dynamic-host.js";
-import { durationMs, resolveAgentOptions, type AgentProcessOptions } from "./agent-options.js";
-import { checkSend, composeOutgoing, composeReply, handOutReply } from "./envelope.js";
-import { ErrorAction } from "./error-action.js";
-import { ProcessStatus } from "../contracts/process-status.js";
+import type { ProcessStatus } from "../contracts/process-status.js";
 import { frozenMarker, type SuspensionMarker } from "../state/suspension-marker.js";
-import { assertReason } from "./decision-text.js";
-import { checkExpiresInMs, type PauseOptions } from "./pause-deadline.js";
-import { pauseOf, type Pause } from "./pause.js";
+import type { ApprovalRule, ApprovalView } from "../approvals/approval-types.js";
+import type { AgentFactory, ChildTerminationReason } from "./dynamic-host.js";
+import { resolveAgentOptions, type AgentProcessOptions } from "./agent-options.js";
+import { composeReply, handOutReply } from "./envelope.js";
+import { ErrorAction } from "./error-action.js";
+import type { PauseOptions } from "./pause-deadline.js";
+import { requestOwnPause, type Pause } from "./pause.js";
 import type { CancelCause } from "./pause-settlement.js";
 import { cancelApprovalsOnRemoval } from "./approval-cancel.js";
-import { notAttached, ProcessRunner } from "./process-runner.js";
-import { broadcastRecipients, capableRecipient } from "./recipients.js";
+import { ProcessRunner } from "./process-runner.js";
 import type { AskOptions, SendOptions } from "./send-options.js";
-import { sendToSelf, removeFromHost } from "./effects.js";
-import type { ApprovalRule, ApprovalView } from "../approvals/approval-types.js";
-import { checkApprovalRule } from "../approvals/approval-rule.js";
-import { currentApproval, gateOf } from "./approval-gate.js";
+import { removeFromHost } from "./effects.js";
+import { askFrom, broadcastFrom, sendCapableFrom, sendFrom } from "./outgoing.js";
+import { currentApproval, requestHold } from "./approval-gate.js";
 
 /** Key of an agent's "forget your suspension" hook, used by a `DynamicSupervisor` removing it. @internal */
 export const clearSuspension: unique symbol = Symbol("civitas.clearSuspension");
+
+/**
+ * Any agent, whatever its state type: what a factory (`spawn`) may build.
+ * (`AgentProcess` alone means `AgentProcess<JsonObject>`, which an agent with
+ * an `interface` state is not: its state has no index signature.)
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the state type is the subclass's own; `any` admits every JsonPayload
+export type AnyAgentProcess = AgentProcess<any>;
 
 /**
  * An agent: a named process with a mailbox, lifecycle hooks and a
@@ -61,14 +66,6 @@ export const clearSuspension: unique symbol = Symbol("civitas.clearSuspension");
  * const receipt = await runtime.ask<Payment, Receipt>("payments", { invoice: "INV-1", amountCents: 4000 });
  * ```
  */
-/**
- * Any agent, whatever its state type: what a factory (`spawn`) may build.
- * (`AgentProcess` alone means `AgentProcess<JsonObject>`, which an agent with
- * an `interface` state is not: its state has no index signature.)
- */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the state type is the subclass's own; `any` admits every JsonPayload
-export type AnyAgentProcess = AgentProcess<any>;
-
 export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements SupervisedChild {
   /** The agent's unique name within its runtime. */
   readonly name: string;
@@ -202,15 +199,7 @@ export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements Supe
    * @typeParam T - the payload's type (inferred); it must be JSON ({@link JsonPayload}).
    */
   send<T extends JsonPayload<T> = JsonObject>(recipient: string, payload: T, options?: SendOptions): Promise<void> {
-    // Not async: this is the hot path, and an async wrapper costs an extra promise per message.
-    try {
-      const message = composeOutgoing(this.#runner, recipient, payload as JsonObject, options?.type, options?.ttlMs);
-      if (recipient === this.name) return sendToSelf(this.#runner, message, options?.signal);
-      return this.#runner.requireServices().bus.deliver(message, options?.signal);
-    } catch (error) {
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what composing threw, a CivitasError
-      return Promise.reject(error);
-    }
+    return sendFrom(this.#runner, recipient, payload as JsonObject, options);
   }
 
   /**
@@ -226,26 +215,7 @@ export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements Supe
    * @typeParam Res - the reply payload's type you expect; the reply is not checked against it at run time.
    */
   ask<Req extends JsonPayload<Req> = JsonObject, Res extends JsonPayload<Res> = JsonObject>(recipient: string, payload: Req, options?: AskOptions): Promise<Message<Res>> {
-    try {
-      const timeoutMs = durationMs("timeoutMs", options?.timeoutMs === undefined ? 30_000 : options.timeoutMs); // null is refused, not defaulted
-      const services = this.#runner.requireServices();
-      if (options?.failIfSuspended === true && services.registry.get(recipient)?.status === ProcessStatus.SUSPENDED) {
-        throw new AgentSuspendedError(recipient);
-      }
-      const request = composeOutgoing(this.#runner, recipient, payload as JsonObject, options?.type, options?.ttlMs, this.name);
-      const transport = services.bus.transport;
-      if (options?.failIfSuspended === true && services.registry.get(recipient) === undefined && transport?.hosts(recipient) === true) {
-        // An agent in another process: its owner says whether it is suspended (the query counts toward the timeout).
-        return transport.control(recipient, "status", {}, timeoutMs, options.signal).then((answer) => {
-          if (answer.status === ProcessStatus.SUSPENDED) throw new AgentSuspendedError(recipient);
-          return services.bus.request(request, timeoutMs, options.signal);
-        }) as Promise<Message<Res>>;
-      }
-      return services.bus.request(request, timeoutMs, options?.signal) as Promise<Message<Res>>;
-    } catch (error) {
-      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what checking and composing threw, a CivitasError
-      return Promise.reject(error);
-    }
+    return askFrom(this.#runner, recipient, payload as JsonObject, options) as Promise<Message<Res>>;
   }
 
   /**
@@ -255,8 +225,7 @@ export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements Supe
    * @typeParam T - the payload's type (inferred); it must be JSON ({@link JsonPayload}).
    */
   async sendCapable<T extends JsonPayload<T> = JsonObject>(capability: string, payload: T, options?: SendOptions): Promise<void> {
-    checkSend(this.#runner, payload as JsonObject, options);
-    await this.send(capableRecipient(this.#runner, capability), payload, options);
+    await sendCapableFrom(this.#runner, capability, payload as JsonObject, options);
   }
 
   /**
@@ -266,10 +235,7 @@ export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements Supe
    * @typeParam T - the payload's type (inferred); it must be JSON ({@link JsonPayload}).
    */
   async broadcast<T extends JsonPayload<T> = JsonObject>(pattern: string, payload: T, options?: SendOptions): Promise<number> {
-    checkSend(this.#runner, payload as JsonObject, options);
-    const targets = broadcastRecipients(this.#runner, pattern);
-    await Promise.all(targets.map((name) => this.send(name, payload, options)));
-    return targets.length;
+    return broadcastFrom(this.#runner, pattern, payload as JsonObject, options);
   }
 
   /**
@@ -322,20 +288,7 @@ export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements Supe
    * ```
    */
   suspend(reason = "", options: PauseOptions = {}): Pause {
-    assertReason(`'${this.name}'.suspend(reason)`, reason);
-    if (typeof options !== "object" || (options as unknown) === null) {
-      throw new InvalidArgumentError("options", `'${this.name}'.suspend(reason, options): options must be an object (or left out), got ${describeValue(options)}`);
-    }
-    const expiresInMs = checkExpiresInMs(`'${this.name}'.suspend()`, options.expiresInMs);
-    const suspension = this.#runner.suspension;
-    if (this.#runner.services === undefined) throw notAttached(this.name); // no clock to date the pause, no id to give
-    suspension.requestSuspend(reason, undefined, expiresInMs);
-    const current = suspension.marker;
-    // Paused already: the same pause, with the deadline this call gave it (applied at the loop boundary) or its own.
-    if (current !== undefined) return pauseOf(current, suspension.request?.expiresAt ?? current.expiresAt);
-    const asked = suspension.request?.marker;
-    if (asked === undefined) throw notAttached(this.name); // unreachable: an attached, unpaused agent's request has its marker
-    return pauseOf(asked);
+    return requestOwnPause(this.#runner, reason, options);
   }
 
   /**
@@ -355,12 +308,7 @@ export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements Supe
    * ```
    */
   requireApproval(options: { rule: ApprovalRule; reason: string }): void {
-    if (this.#runner.current === undefined) {
-      throw new InvalidArgumentError("requireApproval", `'${this.name}' called requireApproval() outside handle(); it holds the message being handled`);
-    }
-    const rule = checkApprovalRule(`'${this.name}'.requireApproval()`, options?.rule);
-    assertReason(`'${this.name}'.requireApproval()`, options.reason);
-    gateOf(this.#runner).holding = { rule, reason: options.reason };
+    requestHold(this.#runner, options);
   }
 
   /** The approval of the message being handled, when it is a held message released by its approval; else `undefined`. */
@@ -437,11 +385,11 @@ export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements Supe
   /**
    * Forgets the suspension for good (permanent removal), so a future agent
    * of the same name does not come back paused; its pending approval
-   * requests are cancelled on the record first (`approval-cancel.ts`).
+   * requests are cancelled on the record first, while its state may still
+   * be written (`approval-cancel.ts`).
    * @internal
    */
   async [clearSuspension](cause: CancelCause, by: string): Promise<void> {
-    // Its pending approval requests are cancelled on the record first, while its state may still be written.
     await cancelApprovalsOnRemoval(this.#runner, cause, by);
     return this.#runner.suspension.clearSuspension(cause, by);
   }

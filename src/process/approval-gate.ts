@@ -12,6 +12,8 @@ import type { JsonObject } from "../message/json.js";
 import type { Message } from "../message/message.js";
 import { toWire } from "../message/to-wire.js";
 import type { TimerHandle } from "../time/clock.js";
+import { InvalidArgumentError } from "../errors/errors.js";
+import { assertReason } from "./decision-text.js";
 import { refuse } from "./effects.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { admitReleased, armDeadlines } from "./approval-release.js";
@@ -216,3 +218,18 @@ export function currentApproval(gate: ApprovalGate | undefined, current: Message
   return releasing !== undefined && releasing.message === current ? releasing.view : undefined;
 }
 
+/**
+ * `this.requireApproval(options)`: checks the rule and reason, then marks the
+ * message being handled to be held under them once `handle` returns.
+ * @throws {@link InvalidArgumentError} outside `handle`, or for a malformed rule or reason
+ * @internal
+ */
+export function requestHold(r: ProcessRunner, options: { rule: ApprovalRule; reason: string }): void {
+  const name = r.agent.name;
+  if (r.current === undefined) {
+    throw new InvalidArgumentError("requireApproval", `'${name}' called requireApproval() outside handle(); it holds the message being handled`);
+  }
+  const rule = checkApprovalRule(`'${name}'.requireApproval()`, options?.rule);
+  assertReason(`'${name}'.requireApproval()`, options.reason);
+  gateOf(r).holding = { rule, reason: options.reason };
+}

@@ -1,4 +1,9 @@
+import { describeValue } from "../errors/civitas-error.js";
+import { InvalidArgumentError } from "../errors/errors.js";
 import type { SuspensionMarker } from "../state/suspension-marker.js";
+import { assertReason } from "./decision-text.js";
+import { checkExpiresInMs, type PauseOptions } from "./pause-deadline.js";
+import { notAttached, type ProcessRunner } from "./process-runner.js";
 
 /**
  * A pause, as `this.suspend()` returns it and `runtime.suspend()` resolves
@@ -24,4 +29,29 @@ export interface Pause {
  */
 export function pauseOf(marker: Pick<SuspensionMarker, "suspensionId" | "expiresAt">, expiresAt: string | undefined = marker.expiresAt): Pause {
   return expiresAt === undefined ? { suspensionId: marker.suspensionId } : { suspensionId: marker.suspensionId, expiresAt };
+}
+
+/**
+ * `this.suspend(reason, options)`: checks the arguments, asks the agent's
+ * suspension control for a pause at the next loop boundary, and returns the
+ * pause it is about to enter, or the one it is in (with the deadline this
+ * call gave it, applied at the loop boundary, or its own).
+ * @internal
+ */
+export function requestOwnPause(r: ProcessRunner, reason: string, options: PauseOptions): Pause {
+  const name = r.agent.name;
+  assertReason(`'${name}'.suspend(reason)`, reason);
+  if (typeof options !== "object" || (options as unknown) === null) {
+    throw new InvalidArgumentError("options", `'${name}'.suspend(reason, options): options must be an object (or left out), got ${describeValue(options)}`);
+  }
+  const expiresInMs = checkExpiresInMs(`'${name}'.suspend()`, options.expiresInMs);
+  const suspension = r.suspension;
+  if (r.services === undefined) throw notAttached(name); // no clock to date the pause, no id to give
+  suspension.requestSuspend(reason, undefined, expiresInMs);
+  const current = suspension.marker;
+  // Paused already: the same pause, with the deadline this call gave it (applied at the loop boundary) or its own.
+  if (current !== undefined) return pauseOf(current, suspension.request?.expiresAt ?? current.expiresAt);
+  const asked = suspension.request?.marker;
+  if (asked === undefined) throw notAttached(name); // unreachable: an attached, unpaused agent's request has its marker
+  return pauseOf(asked);
 }

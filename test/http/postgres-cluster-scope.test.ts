@@ -11,28 +11,20 @@
  * a held action of the other runtime are decided by its owner.
  */
 import { randomBytes } from "node:crypto";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { NatsTransport } from "../../src/nats/nats-transport.js";
 import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { ProcessStatus, Runtime, silentLogger, type AgentProcess, type RuntimeOptions, type SuspendedAgent } from "../../src/index.js";
-import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
+import { PG_URL, testSchemaPerFile } from "../support/postgres.js";
 import { until } from "../support/runtimes.js";
 import { eventually, headerIdentity, inboxes, LIMIT_CENTS, Payer, signIn, Treasury, treasuryPolicy } from "./support.js";
+import { cleanupSteps } from "../support/cleanup.js";
 
 const SERVERS = "127.0.0.1:4222";
 
-let schema: TestSchema;
-beforeAll(async () => {
-  schema = await createTestSchema("http_cluster");
-});
-afterAll(async () => {
-  await schema?.drop();
-});
+const schema = testSchemaPerFile("http_cluster");
 
-const cleanup: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const step of cleanup.splice(0).reverse()) await step();
-});
+const cleanup = cleanupSteps();
 const serve = inboxes();
 
 /**

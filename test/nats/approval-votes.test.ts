@@ -9,27 +9,18 @@
  */
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentProcess, CivitasError, HandlerFailedError, Runtime, silentLogger, type ApprovalView, type JsonObject, type Message } from "../../src/index.js";
+import { CivitasError, HandlerFailedError, Runtime, silentLogger, type ApprovalView, type JsonObject, type Message } from "../../src/index.js";
 import { uuidv7 } from "../../src/message/ids.js";
 import { decodeMessage, encodeMessage } from "../../src/nats/codec.js";
 import { NatsTransport } from "../../src/nats/nats-transport.js";
 import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
 import { startPeer, type PeerProcess } from "./support/peer-process.js";
+import { Desk, untilHosted, type Receipt } from "./support/remote.js";
 
 const SERVERS = "127.0.0.1:4222";
 const p = `v${uuidv7().slice(-8)}`;
 const treasury = `${p}-treasury`;
-
-class Desk extends AgentProcess {
-  override async handle(_message: Message): Promise<void> {}
-}
-
-interface Receipt {
-  event: string;
-  agent: string;
-  details: JsonObject;
-}
 
 let schema: TestSchema;
 let store: PostgresStateStore;
@@ -50,9 +41,7 @@ beforeAll(async () => {
   transport = new NatsTransport({ servers: SERVERS, name: `${p}-voter` });
   runtime = new Runtime({ root: [new Desk(`${p}-desk`)], store: store.fenced(fence), transport, logger: silentLogger });
   await runtime.start();
-  const deadline = Date.now() + 5000;
-  while (!transport.hosts(treasury) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-  expect(transport.hosts(treasury)).toBe(true);
+  expect(await untilHosted(transport, treasury)).toBe(true);
 }, 60_000);
 
 afterAll(async () => {

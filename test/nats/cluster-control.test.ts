@@ -9,7 +9,7 @@
  */
 import { connect, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentProcess, CivitasError, Runtime, silentLogger, type JsonObject, type Message } from "../../src/index.js";
+import { CivitasError, Runtime, silentLogger, type JsonObject } from "../../src/index.js";
 import { uuidv7 } from "../../src/message/ids.js";
 import { decodeMessage } from "../../src/nats/codec.js";
 import { NatsTransport } from "../../src/nats/nats-transport.js";
@@ -17,21 +17,12 @@ import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.js";
 import { startPeer, type PeerProcess } from "./support/peer-process.js";
+import { Desk, untilHosted, type Receipt } from "./support/remote.js";
 
 const SERVERS = "127.0.0.1:4222";
 const p = `k${uuidv7().slice(-8)}`;
 const payer = `${p}-payer`;
 const desk = `${p}-desk`;
-
-class Desk extends AgentProcess {
-  override async handle(_message: Message): Promise<void> {}
-}
-
-interface Receipt {
-  event: string;
-  agent: string;
-  details: JsonObject;
-}
 
 let schema: TestSchema;
 let table: string;
@@ -65,9 +56,7 @@ beforeAll(async () => {
   transport = new NatsTransport({ servers: `127.0.0.1:${proxy.port}`, reconnectTimeWait: 200 });
   runtime = new Runtime({ root: [new Desk(desk)], store: store.fenced(fence), transport, logger: silentLogger });
   await runtime.start();
-  const deadline = Date.now() + 5000;
-  while (!transport.hosts(payer) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-  expect(transport.hosts(payer)).toBe(true);
+  expect(await untilHosted(transport, payer)).toBe(true);
 }, 60_000);
 
 afterAll(async () => {

@@ -6,6 +6,7 @@ import { uuidv7 } from "../../src/message/ids.js";
 import { decodeMessage, encodeMessage } from "../../src/nats/codec.js";
 import { NatsTransport } from "../../src/nats/nats-transport.js";
 import { startPeer, type PeerProcess } from "./support/peer-process.js";
+import { announceAgent, untilHosted } from "./support/remote.js";
 
 const SERVERS = "127.0.0.1:4222";
 const PEER = "test/nats/fixtures/nats-peer.ts";
@@ -27,8 +28,7 @@ beforeAll(async () => {
   await runtime.start();
   peer = await startPeer(PEER, [SERVERS, p, "msgpack"]);
   raw = await connect({ servers: SERVERS });
-  const deadline = Date.now() + 5000;
-  while (!transport.hosts(`${p}-probe`) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  await untilHosted(transport, `${p}-probe`);
 }, 60_000);
 
 afterAll(async () => {
@@ -109,22 +109,16 @@ describe("control of an agent in another process", () => {
     // an owner that takes control requests and never answers
     const silent = `${p}-silent`;
     const sub = raw.subscribe(`civitas.ctl.${silent}`);
-    const register = { id: uuidv7(), type: "_agency.register", sender: "", recipient: "", payload: { name: silent, capabilities: [], capability_metadata: {} }, timestamp: Date.now(), traceId: "", spanId: "", attempt: 0, priority: 1 };
-    raw.publish("civitas.agent._agency.register", encodeMessage(register, "msgpack"));
-    await raw.flush();
-    const deadline = Date.now() + 5000;
-    while (!transport.hosts(silent) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await announceAgent(raw, silent, "msgpack");
+    await untilHosted(transport, silent);
     expect((await rejection(runtime.suspend(silent, "", { timeoutMs: 300 }))).code).toBe("CONTROL_TIMEOUT");
     sub.unsubscribe();
   });
 
   it("AGENT_UNREACHABLE at the deadline when the owner is gone", async () => {
     await peer.stop(); // it withdraws its agents; re-announce one as if a crashed owner had left it behind
-    const register = { id: uuidv7(), type: "_agency.register", sender: "", recipient: "", payload: { name: pausable, capabilities: [], capability_metadata: {} }, timestamp: Date.now(), traceId: "", spanId: "", attempt: 0, priority: 1 };
-    raw.publish("civitas.agent._agency.register", encodeMessage(register, "json"));
-    await raw.flush();
-    const deadline = Date.now() + 5000;
-    while (!transport.hosts(pausable) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await announceAgent(raw, pausable, "json");
+    await untilHosted(transport, pausable);
     const started = Date.now();
     expect((await rejection(runtime.resume(pausable, "alice", { timeoutMs: 400 }))).code).toBe("AGENT_UNREACHABLE");
     expect(Date.now() - started).toBeGreaterThanOrEqual(350);

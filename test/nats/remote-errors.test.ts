@@ -13,6 +13,7 @@ import { NatsTransport } from "../../src/nats/nats-transport.js";
 import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
 import { startPeer, type PeerProcess } from "./support/peer-process.js";
+import { untilHosted } from "./support/remote.js";
 
 const SERVERS = "127.0.0.1:4222";
 const PEER = "test/nats/fixtures/failing-peer.ts";
@@ -38,8 +39,7 @@ beforeAll(async () => {
   runtime = new Runtime({ root: [], transport, store: new PostgresStateStore({ pool: schema.pool }, { table }), logger: silentLogger });
   await runtime.start();
   peer = await startPeer(PEER, [SERVERS, p, PG_URL, table], 40_000);
-  const deadline = Date.now() + 10_000;
-  while (!transport.hosts(`${p}-pausable`) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  await untilHosted(transport, `${p}-pausable`, { timeoutMs: 10_000 });
 }, 60_000);
 
 afterAll(async () => {
@@ -84,9 +84,7 @@ describe("control of an agent whose owner is gone", () => {
     await runtime.send(`${p}-pausable`, {}, { type: "pause" });
     await peer.waitFor((event) => event.event === "paused", 10_000);
     await peer.stop();
-    const deadline = Date.now() + 10_000;
-    while (transport.hosts(`${p}-pausable`) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(transport.hosts(`${p}-pausable`)).toBe(false);
+    expect(await untilHosted(transport, `${p}-pausable`, { hosted: false, timeoutMs: 10_000 })).toBe(false);
 
     const error = await rejection(runtime.resume(`${p}-pausable`, "alice", { timeoutMs: 1500 }));
     expect(error.code).toBe("AGENT_UNREACHABLE");

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createMessage, Runtime, silentLogger, type Message } from "../../src/index.js";
 import { testTracing } from "../support/tracing.js";
 import { Silent } from "../runtime/fixtures.js";
-import { teardown } from "../suspension/helpers.js";
+import { teardown } from "../process/suspension/helpers.js";
 import { waitUntil } from "../support/agents.js";
 
 afterEach(teardown);

@@ -5,7 +5,7 @@
  * statement on another pool connection never lands after a newer one), a new
  * runtime on the same table hands them back in order, and the row holds no
  * backlog once they are handled. The SIGKILL tests run on SQLite
- * (test/suspension/backlog-crash.test.ts).
+ * (test/process/suspension/backlog-crash.test.ts).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { AgentProcess, BACKLOG_KEY, Runtime, silentLogger, type Message } from "../../src/index.js";

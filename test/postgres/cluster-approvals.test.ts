@@ -5,11 +5,12 @@
  * "cluster" })`, read by `PostgresStateStore.listApprovalStates()` in one
  * query on the partial index of the rows that hold requests.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AgentProcess, APPROVALS_KEY, Runtime, silentLogger, type ApprovalPolicy, type ApprovalView, type Logger, type Message } from "../../src/index.js";
 import { uuidv7 } from "../../src/message/ids.js";
 import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
-import { createTestSchema, PG_URL, type TestSchema } from "../support/postgres.js";
+import { PG_URL, testSchemaPerFile } from "../support/postgres.js";
+import { cleanupSteps } from "../support/cleanup.js";
 
 const approvalPolicy: ApprovalPolicy = ({ message }) =>
   message.type === "pay" ? { decision: "require_approval", reason: "every payment", rule: { stages: [{ name: "finance", approvers: ["ana"], min: 1 }] } } : { decision: "allow" };
@@ -24,17 +25,8 @@ class Desk extends AgentProcess {
   override async handle(): Promise<void> {}
 }
 
-let schema: TestSchema;
-beforeAll(async () => {
-  schema = await createTestSchema("cluster_approvals");
-});
-afterAll(async () => {
-  await schema?.drop();
-});
-const cleanup: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const step of cleanup.splice(0).reverse()) await step();
-});
+const schema = testSchemaPerFile("cluster_approvals");
+const cleanup = cleanupSteps();
 
 async function sharedStore(table: string): Promise<PostgresStateStore> {
   const store = new PostgresStateStore({ connectionString: PG_URL }, { table, logger: silentLogger });

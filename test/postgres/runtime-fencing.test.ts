@@ -7,8 +7,6 @@ import {
   silentLogger,
   SUSPENSION_KEY,
   Supervisor,
-  type JsonObject,
-  type Message,
 } from "../../src/index.js";
 import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { recordTransitions, transitionProblems } from "../../src/testing/transitions.js";
@@ -17,6 +15,7 @@ import { testSchemaPerFile } from "../support/postgres.js";
 import { startTcpProxy } from "../support/tcp-proxy.js";
 import { Crasher } from "../support/probe-agents.js";
 import { whenStarted } from "../support/runtimes.js";
+import { FencingWorker } from "../support/probe-agents.js";
 
 const schema = testSchemaPerFile("rtfence");
 let base: PostgresStateStore;
@@ -24,26 +23,6 @@ beforeAll(() => {
   base = new PostgresStateStore({ pool: schema.pool }, { table: `${schema.name}.state`, fenceSequence: `${schema.name}.fences` });
 });
 afterAll(() => base.close());
-
-class Worker extends AgentProcess<JsonObject> {
-  override state: JsonObject = { n: 0 };
-  checkpointErrors: string[] = [];
-  stopWriteError: string | undefined;
-  stops = 0;
-  resumes = 0;
-  override async handle(_message: Message): Promise<void> {
-    this.state.n = (this.state.n as number) + 1;
-    await this.checkpoint().catch((error: { code?: string }) => void this.checkpointErrors.push(error.code ?? "?"));
-  }
-  override async onStop(): Promise<void> {
-    this.stops++;
-    this.state.stopped = true;
-    await this.checkpoint().catch((error: { code?: string }) => (this.stopWriteError = error.code ?? "?"));
-  }
-  override async onResume(): Promise<void> {
-    this.resumes++;
-  }
-}
 
 /** Status changes of `agent` from the moment `mark()` is called. */
 function watch(runtime: Runtime, agent: string) {
@@ -60,7 +39,7 @@ describe("the runtime's reaction to STATE_FENCED (lost ownership)", () => {
   it("a checkpoint refused with STATE_FENCED stops the agent at once: onStop runs, its write is refused too, agent.fenced is audited, and it never shows RUNNING again (a sibling's ONE_FOR_ALL restart included)", async () => {
     const fence = await base.nextFence();
     await base.claim(["worker"], fence);
-    const worker = new Worker("worker");
+    const worker = new FencingWorker("worker");
     const audit = new MemoryAuditSink();
     const root = new Supervisor("root", { children: [worker, new Crasher("crasher")], strategy: "ONE_FOR_ALL", backoffBaseMs: 1, maxRestarts: 5 });
     const runtime = new Runtime({ root, store: base.fenced(fence), auditSink: audit, logger: silentLogger, keepAlive: false });
@@ -79,7 +58,7 @@ describe("the runtime's reaction to STATE_FENCED (lost ownership)", () => {
       await runtime.send("worker", {});
       await eventually(() => worker.status === ProcessStatus.STOPPED, "the fenced agent stopped");
 
-      expect(worker.checkpointErrors).toEqual(["STATE_FENCED"]);
+      expect(worker.writeErrors).toEqual(["STATE_FENCED"]);
       expect(worker.stops).toBe(1);
       expect(worker.stopWriteError).toBe("STATE_FENCED");
       expect(await base.get("worker")).toEqual({ n: 100, owner: "successor" });
@@ -104,7 +83,7 @@ describe("the runtime's reaction to STATE_FENCED (lost ownership)", () => {
   it("a resume whose write is refused with STATE_FENCED stops the SUSPENDED agent instead of running it: no onResume, no RUNNING", async () => {
     const fence = await base.nextFence();
     await base.claim(["payer"], fence);
-    const worker = new Worker("payer");
+    const worker = new FencingWorker("payer");
     const audit = new MemoryAuditSink();
     const runtime = new Runtime({ root: [worker], store: base.fenced(fence), auditSink: audit, logger: silentLogger, keepAlive: false });
     const seen = watch(runtime, "payer");
@@ -184,7 +163,7 @@ describe("the runtime's reaction to STORE_UNAVAILABLE", () => {
       { connectionString: `postgres://postgres@127.0.0.1:${proxy.port}/test` },
       { table: `${schema.name}.unavailable`, fenceSequence: `${schema.name}.fences`, connectionTimeoutMs: 1000, logger: silentLogger },
     );
-    const worker = new Worker("w");
+    const worker = new FencingWorker("w");
     const audit = new MemoryAuditSink();
     const runtime = await whenStarted(new Runtime({ root: [worker], store, auditSink: audit, logger: silentLogger, keepAlive: false }));
     try {

@@ -11,7 +11,7 @@ import { AgentProcess, createMessage, ErrorAction, ProcessStatus, Supervisor, ty
 import { TestClock } from "../../src/testing/test-clock.js";
 import { eventually } from "../runtime/fixtures.js";
 import { Probe, gate, turns, waitUntil } from "../support/agents.js";
-import { rig, teardown } from "../suspension/helpers.js";
+import { rig, teardown } from "./suspension/helpers.js";
 import { runtimes, whenStarted } from "../support/runtimes.js";
 import { Crasher } from "../support/probe-agents.js";
 

@@ -53,7 +53,6 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { CivitasError } from "../../src/errors/civitas-error.js";
 import {
   AgentProcess,
   DynamicSupervisor,
@@ -70,7 +69,7 @@ import { TestClock } from "../../src/entries/testing.js";
 import { queuedBusiness } from "../../src/mailbox/mailbox-internals.js";
 import { gate, turns, waitUntil } from "../support/agents.js";
 import { track, type Tracked } from "../support/outcome.js";
-import { checkAgainstModel } from "../support/model-run.js";
+import { checkAgainstModel, differences, outcomeOf, settleAndCompare as settleModel } from "../support/model-run.js";
 
 const NAME = "w";
 const MAILBOX = 4;
@@ -443,12 +442,6 @@ interface Real {
 
 type Cmd = fc.AsyncCommand<Model, Real>;
 
-function outcomeOf(t: Tracked<unknown>): string {
-  if (t.state === "pending") return "pending";
-  if (t.state === "resolved") return "ok";
-  return t.reason instanceof CivitasError ? t.reason.code : String(t.reason);
-}
-
 function spawnReal(r: Real): Promise<Scripted> {
   const factory = (name: string, options?: SpawnOptions): Scripted => {
     const agent = new Scripted(name, options, r.rec, r.instances.length + 1);
@@ -460,10 +453,7 @@ function spawnReal(r: Real): Promise<Scripted> {
 
 /** Differences between the runtime and the model (empty when they agree). */
 function mismatches(m: Model, r: Real): string[] {
-  const out: string[] = [];
-  const same = (what: string, got: unknown, want: unknown): void => {
-    if (JSON.stringify(got) !== JSON.stringify(want)) out.push(`${what}: got ${JSON.stringify(got)}, model ${JSON.stringify(want)}`);
-  };
+  const { out, same } = differences();
   same("handled", r.rec.calls, m.calls);
   same("held", [...r.rec.held.keys()].sort(), [...(m.held === undefined ? [] : [keyOf(m, m.held)]), ...m.abandoned].sort());
   same("transitions", r.transitions, m.transitions);
@@ -496,13 +486,7 @@ function mismatches(m: Model, r: Real): string[] {
 
 /** Waits (a bounded number of event-loop turns) until the runtime matches the model, lets it run on, and checks it still does. */
 async function settleAndCompare(m: Model, r: Real, extraTurns = 6): Promise<void> {
-  try {
-    await waitUntil(() => mismatches(m, r).length === 0, "the runtime to match the model", 2000);
-  } catch {
-    // reported below
-  }
-  await turns(extraTurns);
-  expect(mismatches(m, r)).toEqual([]);
+  await settleModel(() => mismatches(m, r), extraTurns);
 }
 
 // ---- commands ------------------------------------------------------------------

@@ -77,7 +77,6 @@
 import fc from "fast-check";
 import { queuedBusiness } from "../../src/mailbox/mailbox-internals.js";
 import { describe, expect, it } from "vitest";
-import { CivitasError } from "../../src/errors/civitas-error.js";
 import {
   AgentProcess,
   DynamicSupervisor,
@@ -94,9 +93,9 @@ import {
   type SpawnOptions,
 } from "../../src/index.js";
 import { TestClock } from "../../src/entries/testing.js";
-import { turns, waitUntil } from "../support/agents.js";
+import { turns } from "../support/agents.js";
 import { track, type Tracked } from "../support/outcome.js";
-import { checkAgainstModel } from "../support/model-run.js";
+import { checkAgainstModel, differences, outcomeOf, settleAndCompare as settleModel } from "../support/model-run.js";
 
 const NAME = "w";
 const STEP_MS = 10;
@@ -635,12 +634,6 @@ interface Real {
 
 type Cmd = fc.AsyncCommand<Model, Real>;
 
-function outcomeOf(t: Tracked<unknown>): string {
-  if (t.state === "pending") return "pending";
-  if (t.state === "resolved") return "ok";
-  return t.reason instanceof CivitasError ? t.reason.code : String(t.reason);
-}
-
 /** Keys of everything the model says holds now. */
 function heldKeys(m: Model): string[] {
   const keys = [...m.abandoned];
@@ -653,10 +646,7 @@ function heldKeys(m: Model): string[] {
 }
 
 function mismatches(m: Model, r: Real): string[] {
-  const out: string[] = [];
-  const same = (what: string, got: unknown, want: unknown): void => {
-    if (JSON.stringify(got) !== JSON.stringify(want)) out.push(`${what}: got ${JSON.stringify(got)}, model ${JSON.stringify(want)}`);
-  };
+  const { out, same } = differences();
   same("log", r.rec.log, m.log);
   same("receipts", r.rec.receipts, m.receipts);
   same("held", [...r.rec.held.keys()].sort(), heldKeys(m));
@@ -685,13 +675,7 @@ function mismatches(m: Model, r: Real): string[] {
 }
 
 async function settleAndCompare(m: Model, r: Real, extraTurns = 6): Promise<void> {
-  try {
-    await waitUntil(() => mismatches(m, r).length === 0, "the runtime to match the model", 2000);
-  } catch {
-    // reported below
-  }
-  await turns(extraTurns);
-  expect(mismatches(m, r)).toEqual([]);
+  await settleModel(() => mismatches(m, r), extraTurns);
 }
 
 function spawnReal(r: Real): Promise<Starter> {

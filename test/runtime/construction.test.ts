@@ -12,7 +12,7 @@ import { AgentProcess, Runtime, silentLogger, type Message } from "civitas-ts";
 import { caught, expectCivitasError, throwsWithCode } from "../support/outcome.js";
 import { type StateStore } from "../../src/index.js";
 import { Silent } from "../runtime/fixtures.js";
-import { teardown } from "../suspension/helpers.js";
+import { teardown } from "../process/suspension/helpers.js";
 import { runtimes } from "../support/runtimes.js";
 
 const runtime = runtimes({ stop: "full" });

@@ -7,20 +7,18 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AgentProcess, ClusterScopeUnsupportedError, InMemoryStateStore, Runtime, silentLogger, type Message, type StateStore } from "../../src/index.js";
 import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
 import { UNREACHABLE_URL } from "../support/postgres.js";
+import { cleanupSteps } from "../support/cleanup.js";
 
 class Idle extends AgentProcess {
   override async handle(_message: Message): Promise<void> {}
 }
 
-const cleanup: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const step of cleanup.splice(0).reverse()) await step();
-});
+const cleanup = cleanupSteps();
 
 async function started(store: StateStore): Promise<Runtime> {
   const runtime = new Runtime({ root: [new Idle("a"), new Idle("b")], store, logger: silentLogger, keepAlive: false });

@@ -4,7 +4,6 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
-import { createServer, connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 
@@ -15,6 +14,7 @@ import { afterAll, describe, expect, it } from "vitest";
 
 import { PG_URL } from "../support/postgres.js";
 import { testPython } from "../support/test-python.js";
+import { answers, freePort } from "../support/ports.js";
 
 const SCRIPT = "scripts/test-setup.ts";
 
@@ -31,29 +31,6 @@ function runSetup(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise
     let stderr = "";
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
     child.on("close", (code) => resolve({ code, stderr, ms: Date.now() - started }));
-  });
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function answers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = netConnect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
   });
 }
 

@@ -20,9 +20,9 @@ import { DynamicSupervisor, ProcessStatus, Supervisor, type Runtime } from "../.
 import type { JsonObject } from "../../src/message/json.js";
 import type { ChildTerminationReason } from "../../src/process/dynamic-host.js";
 import type { TestClock } from "../../src/testing/test-clock.js";
-import { Probe, Spawner, harness, stopAll, turns, waitUntil } from "../support/agents.js";
+import { Probe, Spawner, harness, stopAll, turns } from "../support/agents.js";
 import { track, type Tracked } from "../support/outcome.js";
-import { checkAgainstModel } from "../support/model-run.js";
+import { checkAgainstModel, settleAndCompare as settleModel } from "../support/model-run.js";
 
 afterEach(stopAll);
 
@@ -206,13 +206,7 @@ function mismatches(m: Model, r: Real): string[] {
 /** Waits until the runtime agrees with the model, lets it run on a little, and checks it still does. */
 async function settleAndCompare(m: Model, r: Real): Promise<void> {
   retire(m, r);
-  try {
-    await waitUntil(() => mismatches(m, r).length === 0, "the runtime to match the model", 2000);
-  } catch {
-    // reported below
-  }
-  await turns(10);
-  expect(mismatches(m, r)).toEqual([]);
+  await settleModel(() => mismatches(m, r), 10);
 }
 
 // ---- commands ------------------------------------------------------------------

@@ -4,6 +4,10 @@
  * fresh real system, checked after the commands, and cleaned up whatever happened.
  */
 import fc from "fast-check";
+import { expect } from "vitest";
+import { CivitasError } from "../../src/errors/civitas-error.js";
+import { turns, waitUntil } from "./agents.js";
+import type { Tracked } from "./outcome.js";
 
 /** What {@link checkAgainstModel} runs. */
 export interface ModelRun<Model extends object, Real> {
@@ -35,4 +39,35 @@ export async function checkAgainstModel<Model extends object, Real>(run: ModelRu
     }),
     { numRuns: run.numRuns },
   );
+}
+
+/** What the models say of an operation they track: "pending", "ok", or the code it was rejected with. */
+export function outcomeOf(t: Tracked<unknown>): string {
+  if (t.state === "pending") return "pending";
+  if (t.state === "resolved") return "ok";
+  return t.reason instanceof CivitasError ? t.reason.code : String(t.reason);
+}
+
+/** A list of differences between the real system and the model, and the function that adds one when `got` and `want` differ (compared as JSON). */
+export function differences(): { readonly out: string[]; readonly same: (what: string, got: unknown, want: unknown) => void } {
+  const out: string[] = [];
+  const same = (what: string, got: unknown, want: unknown): void => {
+    if (JSON.stringify(got) !== JSON.stringify(want)) out.push(`${what}: got ${JSON.stringify(got)}, model ${JSON.stringify(want)}`);
+  };
+  return { out, same };
+}
+
+/**
+ * Waits (a bounded number of event-loop turns) until `mismatches()` is empty,
+ * that is until the runtime matches the model, lets it run on `extraTurns`
+ * turns, and expects it still does.
+ */
+export async function settleAndCompare(mismatches: () => string[], extraTurns = 6): Promise<void> {
+  try {
+    await waitUntil(() => mismatches().length === 0, "the runtime to match the model", 2000);
+  } catch {
+    // reported below
+  }
+  await turns(extraTurns);
+  expect(mismatches()).toEqual([]);
 }

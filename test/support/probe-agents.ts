@@ -45,3 +45,36 @@ export class Crasher extends AgentProcess {
     throw new Error("boom");
   }
 }
+
+/**
+ * Counts its messages in state (`n`) and checkpoints each; records what its
+ * writes were refused with (`writeErrors`, and `stopWriteError` for the
+ * write of its `onStop`), how many messages it handled after a write was
+ * refused with STATE_FENCED, its stops and its resumes: what the fencing tests
+ * (PostgreSQL, simulation) look at.
+ */
+export class FencingWorker extends AgentProcess<{ n: number; stopped?: boolean }> {
+  override state = { n: 0 } as { n: number; stopped?: boolean };
+  readonly writeErrors: string[] = [];
+  /** Business messages handled after one of its writes was refused with STATE_FENCED. */
+  handledAfterFence = 0;
+  stops = 0;
+  stopWriteError: string | undefined;
+  resumes = 0;
+
+  override async handle(_message: Message): Promise<void> {
+    if (this.writeErrors.includes("STATE_FENCED")) this.handledAfterFence++;
+    this.state.n += 1;
+    await this.checkpoint().catch((error: { code?: string }) => void this.writeErrors.push(error.code ?? "?"));
+  }
+
+  override async onStop(): Promise<void> {
+    this.stops++;
+    this.state.stopped = true;
+    await this.checkpoint().catch((error: { code?: string }) => (this.stopWriteError = error.code ?? "?"));
+  }
+
+  override async onResume(): Promise<void> {
+    this.resumes++;
+  }
+}

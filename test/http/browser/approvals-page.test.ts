@@ -5,32 +5,21 @@
  * second approver approves and the agent handles the payment exactly once;
  * a denial's reason reaches the asker.
  */
-import type { Browser, BrowserContext } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { BrowserContext } from "playwright-core";
+import { describe, expect, it } from "vitest";
 import type { CivitasError} from "../../../src/index.js";
 import { type Message, type Runtime } from "../../../src/index.js";
 import { runtimes } from "../../support/runtimes.js";
-import { eventually, headerIdentity, inboxes, Treasury, treasuryPolicy, USER_HEADER } from "../support.js";
-import { launchChromium } from "./chromium.js";
+import { eventually, headerIdentity, inboxes, Treasury, treasuryPolicy } from "../support.js";
+import { browserProfiles } from "./chromium.js";
 
 const runtime = runtimes();
 const serve = inboxes();
 
-let browser: Browser;
-beforeAll(async () => {
-  browser = await launchChromium();
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-});
-const contexts: BrowserContext[] = [];
-afterEach(async () => {
-  await Promise.all(contexts.splice(0).map((context) => context.close()));
-});
+const visitor = browserProfiles();
 
 async function pageOf(identity: string, url: string): Promise<Awaited<ReturnType<BrowserContext["newPage"]>>> {
-  const context = await browser.newContext({ extraHTTPHeaders: { [USER_HEADER]: identity } });
-  contexts.push(context);
+  const context = await visitor(identity);
   const page = await context.newPage();
   await page.goto(url);
   await page.locator("body[data-ready]").waitFor();

@@ -6,7 +6,9 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { chromium, type Browser } from "playwright-core";
+import { chromium, type Browser, type BrowserContext } from "playwright-core";
+import { afterAll, afterEach, beforeAll } from "vitest";
+import { USER_HEADER } from "../support.js";
 
 /** Where Chromium is: `CHROMIUM_PATH`, else the first of Debian's names on PATH. */
 export function chromiumPath(): string {
@@ -29,4 +31,30 @@ export function chromiumPath(): string {
 /** Launches headless Chromium (one per test file; close it in afterAll). */
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: chromiumPath(), headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+}
+
+/**
+ * One headless Chromium for the test file (launched before its tests, closed
+ * after them) and the function that opens a browser profile whose every
+ * request carries `identity` in the header the test proxy would set (none:
+ * unauthenticated). The profiles a test opened are closed after it.
+ */
+export function browserProfiles(): (identity?: string) => Promise<BrowserContext> {
+  let browser: Browser | undefined;
+  const contexts: BrowserContext[] = [];
+  beforeAll(async () => {
+    browser = await launchChromium();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+  afterEach(async () => {
+    await Promise.all(contexts.splice(0).map((context) => context.close()));
+  });
+  return async (identity) => {
+    if (browser === undefined) throw new Error("Chromium is not launched: open profiles inside a test");
+    const context = await browser.newContext(identity === undefined ? {} : { extraHTTPHeaders: { [USER_HEADER]: identity } });
+    contexts.push(context);
+    return context;
+  };
 }

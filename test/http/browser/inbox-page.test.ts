@@ -9,39 +9,20 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import type { Browser, BrowserContext } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { JsonlAuditSink } from "../../../src/entries/audit.js";
 import { ProcessStatus, type Runtime } from "../../../src/index.js";
 import { runtimes, until } from "../../support/runtimes.js";
 import { scratch } from "../../support/scratch.js";
-import { headerIdentity, Inbox, inboxes, LIMIT_CENTS, Payer, USER_HEADER } from "../support.js";
-import { launchChromium } from "./chromium.js";
+import { headerIdentity, Inbox, inboxes, LIMIT_CENTS, Payer } from "../support.js";
+import { browserProfiles } from "./chromium.js";
 
 const KEY = "browser-test-key";
 const { tempDir, track } = scratch("civitas-http-browser-");
 const runtime = runtimes();
 const serve = inboxes();
 
-let browser: Browser;
-beforeAll(async () => {
-  browser = await launchChromium();
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-});
-
-const contexts: BrowserContext[] = [];
-afterEach(async () => {
-  await Promise.all(contexts.splice(0).map((context) => context.close()));
-});
-
-/** A browser profile whose every request carries `identity` in the header the test proxy would set (none: unauthenticated). */
-async function visitor(identity?: string): Promise<BrowserContext> {
-  const context = await browser.newContext(identity === undefined ? {} : { extraHTTPHeaders: { [USER_HEADER]: identity } });
-  contexts.push(context);
-  return context;
-}
+const visitor = browserProfiles();
 
 async function world(): Promise<{ rt: Runtime; payer: Payer; other: Payer; requester: Inbox; url: string; log: string }> {
   const log = path.join(tempDir(), "audit.jsonl");

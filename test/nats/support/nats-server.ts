@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer, connect as netConnect } from "node:net";
+import { answers, freePort } from "../../support/ports.js";
 
 /** A nats-server of a test's own, on a free port: the shared one on 4222 is never stopped. */
 export interface OwnNatsServer {
@@ -9,29 +9,6 @@ export interface OwnNatsServer {
   start(): Promise<void>;
   /** Stops it (SIGKILL) and resolves once it exited. */
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function answers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = netConnect(port, "127.0.0.1");
-    socket.once("connect", () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once("error", () => resolve(false));
-  });
 }
 
 /** Finds a free port and returns a server for it, not yet started. */

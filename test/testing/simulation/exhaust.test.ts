@@ -7,6 +7,7 @@ import { AgentProcess, type Message } from "../../../src/index.js";
 import { exhaust, type Simulation } from "../../../src/entries/testing.js";
 import { lostUpdate } from "../../../examples/simulation/lost-update.js";
 import { moneyInFlight } from "../../../examples/simulation/money-in-flight.js";
+import { eachWayTransfers } from "./fixtures.js";
 
 /** Takes its messages and does nothing else: no reply, no write, so deliveries are the only choices. */
 class Quiet extends AgentProcess {
@@ -108,13 +109,7 @@ describe("exhaust with bounds (CHESS's preemption bound, delay bounding)", () =>
   });
 
   it("finds the each-way lost update with one preemption, and searches the fixed system completely within that bound", { timeout: 120_000 }, async () => {
-    const scenario = async (sim: Simulation): Promise<void> => {
-      void sim.ask("coord-a", "transfer", { from: "alice", to: "bob", amount: 10 });
-      void sim.ask("coord-b", "transfer", { from: "bob", to: "alice", amount: 20 });
-      await sim.run();
-      const problem = lostUpdate.check(sim.view);
-      if (problem !== undefined) throw new Error(problem);
-    };
+    const scenario = eachWayTransfers;
     const buggy = await exhaust({ root: lostUpdate.root(false), maxSteps: 300, maxPreemptions: 1, scenario });
     expect(String((buggy.failure?.error as Error | undefined)?.message)).toMatch(/money created or lost/);
     const fixed = await exhaust({ root: lostUpdate.root(true), maxSteps: 300, maxPreemptions: 1, scenario });

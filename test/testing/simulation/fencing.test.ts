@@ -8,42 +8,13 @@
  */
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import type { Message } from "../../../src/message/message.js";
-import { AgentProcess } from "../../../src/process/agent-process.js";
 import { ProcessStatus } from "../../../src/contracts/process-status.js";
 import { Supervisor } from "../../../src/supervision/supervisor.js";
 import { replay, simulate } from "../../../src/testing/simulation/simulate.js";
 import type { Simulation, SimulationInvariant, SimulationOptions, SimulationStep } from "../../../src/testing/simulation/types.js";
 import { alone, faultOnce, Ledger } from "./fixtures.js";
-import { Crasher } from "../../support/probe-agents.js";
+import { Crasher, FencingWorker } from "../../support/probe-agents.js";
 import { whenStarted } from "../../support/runtimes.js";
-
-/** Counts its `work` messages in state and checkpoints each; records what its writes were refused with. */
-class Worker extends AgentProcess<{ n: number; stopped?: boolean }> {
-  override state = { n: 0 } as { n: number; stopped?: boolean };
-  readonly writeErrors: string[] = [];
-  /** Business messages handled after one of its writes was refused with STATE_FENCED. */
-  handledAfterFence = 0;
-  stops = 0;
-  stopWriteError: string | undefined;
-  resumes = 0;
-
-  override async handle(_message: Message): Promise<void> {
-    if (this.writeErrors.includes("STATE_FENCED")) this.handledAfterFence++;
-    this.state.n += 1;
-    await this.checkpoint().catch((error: { code?: string }) => void this.writeErrors.push(error.code ?? "?"));
-  }
-
-  override async onStop(): Promise<void> {
-    this.stops++;
-    this.state.stopped = true;
-    await this.checkpoint().catch((error: { code?: string }) => (this.stopWriteError = error.code ?? "?"));
-  }
-
-  override async onResume(): Promise<void> {
-    this.resumes++;
-  }
-}
 
 /** The simulations a test built: stopped after it, so that a failed expectation does not leave one running (SIMULATION_BUSY) for the next test. */
 const built: Simulation[] = [];
@@ -100,7 +71,7 @@ function watchFence(agent: string, trace: () => readonly SimulationStep[]): { in
  * is STOPPED and only went through STOPPING to STOPPED.
  */
 function expectFencedReaction(sim: Simulation, after: readonly ProcessStatus[], fence: SimulationStep): void {
-  const worker = sim.view.agent<Worker>("worker");
+  const worker = sim.view.agent<FencingWorker>("worker");
   const later = sim.trace.slice(fence.step + 1).filter((s) => s.agent === "worker");
   expect(worker.handledAfterFence).toBe(0);
   expect(later.filter((s) => s.kind === "deliver" && s.type === "work")).toEqual([]);
@@ -136,7 +107,7 @@ async function work(sim: Simulation, count: number, pauseAt: number): Promise<vo
     operations.push(outcome(sim.send("worker", "work", { i })));
   }
   await sim.run();
-  const suspensionId = sim.view.status("worker") === ProcessStatus.SUSPENDED ? sim.view.agent<Worker>("worker").suspension?.suspensionId : undefined;
+  const suspensionId = sim.view.status("worker") === ProcessStatus.SUSPENDED ? sim.view.agent<FencingWorker>("worker").suspension?.suspensionId : undefined;
   if (suspensionId !== undefined) {
     operations.push(outcome(sim.resume("worker", "alice", { suspensionId })));
     await sim.run();
@@ -146,11 +117,11 @@ async function work(sim: Simulation, count: number, pauseAt: number): Promise<vo
 
 describe("STATE_FENCED under simulation: the agent stops at once", () => {
   it("a checkpoint refused with STATE_FENCED: no message handled after it, nothing written after it, onStop's write refused, agent.fenced audited once", async () => {
-    const { sim, after } = fencedSimulation({ root: () => alone(new Worker("worker")), chooser: faultOnce("store.set:worker#2", "store.fenced"), faults: { storeWrites: { fenced: 1 } } });
+    const { sim, after } = fencedSimulation({ root: () => alone(new FencingWorker("worker")), chooser: faultOnce("store.set:worker#2", "store.fenced"), faults: { storeWrites: { fenced: 1 } } });
     await work(sim, 4, 4);
     const fence = fencedStep(sim.trace, "worker") as SimulationStep;
     expect(fence).toMatchObject({ key: "store.set:worker#2", detail: "another process took the agent over; nothing was written" });
-    expect(sim.view.agent<Worker>("worker").writeErrors).toEqual(["STATE_FENCED"]);
+    expect(sim.view.agent<FencingWorker>("worker").writeErrors).toEqual(["STATE_FENCED"]);
     expect(sim.view.stored("worker")).toEqual({ n: 1 });
     expect(sim.view.audit.find((e) => e.event === "agent.fenced")?.details).toMatchObject({ status: "RUNNING" });
     expectFencedReaction(sim, after, fence);
@@ -158,7 +129,7 @@ describe("STATE_FENCED under simulation: the agent stops at once", () => {
   });
 
   it("a sibling's crash under ONE_FOR_ALL does not start the fenced agent again, and does not escalate for it", async () => {
-    const root = (): Supervisor => new Supervisor("root", { children: [new Worker("worker"), new Crasher("crasher")], strategy: "ONE_FOR_ALL", backoffBaseMs: 1, maxRestarts: 5 });
+    const root = (): Supervisor => new Supervisor("root", { children: [new FencingWorker("worker"), new Crasher("crasher")], strategy: "ONE_FOR_ALL", backoffBaseMs: 1, maxRestarts: 5 });
     const { sim, after } = fencedSimulation({ root, chooser: faultOnce("store.set:worker#1", "store.fenced"), faults: { storeWrites: { fenced: 1 } } });
     await work(sim, 2, 2);
     const fence = fencedStep(sim.trace, "worker") as SimulationStep;
@@ -174,26 +145,26 @@ describe("STATE_FENCED under simulation: the agent stops at once", () => {
     expect(sim.view.status("crasher")).toBe(ProcessStatus.RUNNING);
     expect(sim.view.status("worker")).not.toBe(ProcessStatus.RUNNING);
     expect(after).not.toContain(ProcessStatus.RUNNING);
-    expect(sim.view.agent<Worker>("worker").handledAfterFence).toBe(0);
+    expect(sim.view.agent<FencingWorker>("worker").handledAfterFence).toBe(0);
     expect(sim.trace.slice(fence.step + 1).filter((s) => s.agent === "worker" && s.kind.startsWith("store."))).toEqual([]);
     expect(sim.view.stored("worker")).toBeUndefined();
     await sim.stop();
   });
 
   it("a resume whose marker write is refused with STATE_FENCED stops the SUSPENDED agent instead of running it: no onResume, the pause stays in the store", async () => {
-    const { sim, after } = fencedSimulation({ root: () => alone(new Worker("worker")), chooser: faultOnce("store.set:worker#2", "store.fenced"), faults: { storeWrites: { fenced: 1 } } });
+    const { sim, after } = fencedSimulation({ root: () => alone(new FencingWorker("worker")), chooser: faultOnce("store.set:worker#2", "store.fenced"), faults: { storeWrites: { fenced: 1 } } });
     await sim.start();
     const suspended = outcome(sim.suspend("worker", "approve"));
     await sim.run();
     expect((await suspended).error).toBeUndefined();
     const marker = sim.view.stored("worker")?.["_civitas.suspended"];
     expect(marker).toBeDefined();
-    const resumed = outcome(sim.resume("worker", "alice", { suspensionId: sim.view.agent<Worker>("worker").suspension?.suspensionId as string }));
+    const resumed = outcome(sim.resume("worker", "alice", { suspensionId: sim.view.agent<FencingWorker>("worker").suspension?.suspensionId as string }));
     await sim.run();
     await resumed;
     const fence = fencedStep(sim.trace, "worker") as SimulationStep;
     expect(fence.key).toBe("store.set:worker#2");
-    expect(sim.view.agent<Worker>("worker").resumes).toBe(0);
+    expect(sim.view.agent<FencingWorker>("worker").resumes).toBe(0);
     expect(sim.view.audit.find((e) => e.event === "agent.fenced")?.details).toMatchObject({ status: "SUSPENDED" });
     expect(sim.view.stored("worker")?.["_civitas.suspended"]).toEqual(marker);
     expectFencedReaction(sim, after, fence);
@@ -204,13 +175,13 @@ describe("STATE_FENCED under simulation: the agent stops at once", () => {
     const where = new Set<string>();
     let replayed = false;
     for (let seed = 0; seed < 40; seed++) {
-      const options = { root: () => alone(new Worker("worker")), faults: { storeWrites: { fenced: 0.3 } } };
+      const options = { root: () => alone(new FencingWorker("worker")), faults: { storeWrites: { fenced: 0.3 } } };
       const { sim, after } = fencedSimulation({ ...options, seed });
       await work(sim, 4, seed % 5);
       const fence = fencedStep(sim.trace, "worker");
       if (fence === undefined) {
         expect(sim.view.audit.some((e) => e.event === "agent.fenced")).toBe(false);
-        expect(sim.view.agent<Worker>("worker").state.n).toBe(4);
+        expect(sim.view.agent<FencingWorker>("worker").state.n).toBe(4);
       } else {
         where.add(fence.key);
         expectFencedReaction(sim, after, fence);
@@ -232,14 +203,14 @@ describe("STATE_FENCED under simulation: the agent stops at once", () => {
     let fencedRuns = 0;
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 0, max: 2 ** 31 - 1 }), fc.integer({ min: 1, max: 6 }), fc.nat({ max: 6 }), async (seed, count, pauseAt) => {
-        const { sim, after } = fencedSimulation({ root: () => alone(new Worker("worker")), seed, faults: { storeWrites: { fenced: 0.25 } } });
+        const { sim, after } = fencedSimulation({ root: () => alone(new FencingWorker("worker")), seed, faults: { storeWrites: { fenced: 0.25 } } });
         try {
           await work(sim, count, pauseAt);
           const fence = fencedStep(sim.trace, "worker");
           if (fence !== undefined) {
             fencedRuns++;
             expectFencedReaction(sim, after, fence);
-          } else expect(sim.view.agent<Worker>("worker").state.n).toBe(count);
+          } else expect(sim.view.agent<FencingWorker>("worker").state.n).toBe(count);
         } finally {
           await sim.stop(); // a failed expectation must not leave the simulation running for the next (shrinking) run
         }
@@ -267,7 +238,7 @@ describe("STORE_UNAVAILABLE under simulation: an ordinary failed persist", () =>
   });
 
   it("a suspend whose marker write fails stays SUSPENDED with durable: false on record, and resumes", async () => {
-    const sim = await whenStarted(tracked(simulate({ root: () => alone(new Worker("worker")), chooser: faultOnce("store.set:worker#1", "store.fail"), faults: { storeWrites: { fail: 1 } } })));
+    const sim = await whenStarted(tracked(simulate({ root: () => alone(new FencingWorker("worker")), chooser: faultOnce("store.set:worker#1", "store.fail"), faults: { storeWrites: { fail: 1 } } })));
     const suspended = outcome(sim.suspend("worker", "review"));
     await sim.run();
     expect((await suspended).error).toBeUndefined();
@@ -275,11 +246,11 @@ describe("STORE_UNAVAILABLE under simulation: an ordinary failed persist", () =>
     expect(sim.view.status("worker")).toBe(ProcessStatus.SUSPENDED);
     expect(sim.view.audit.find((e) => e.event === "agent.suspend")?.details).toMatchObject({ reason: "review", durable: false });
     expect(sim.view.audit.some((e) => e.event === "agent.fenced")).toBe(false);
-    const resumed = outcome(sim.resume("worker", "alice", { suspensionId: sim.view.agent<Worker>("worker").suspension?.suspensionId as string }));
+    const resumed = outcome(sim.resume("worker", "alice", { suspensionId: sim.view.agent<FencingWorker>("worker").suspension?.suspensionId as string }));
     await sim.run();
     expect((await resumed).error).toBeUndefined();
     expect(sim.view.status("worker")).toBe(ProcessStatus.RUNNING);
-    expect(sim.view.agent<Worker>("worker").resumes).toBe(1);
+    expect(sim.view.agent<FencingWorker>("worker").resumes).toBe(1);
     await sim.stop();
   });
 

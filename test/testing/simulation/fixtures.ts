@@ -9,7 +9,8 @@ import type { Message } from "../../../src/message/message.js";
 import { Supervisor } from "../../../src/supervision/supervisor.js";
 import { randomChooser } from "../../../src/testing/simulation/random-chooser.js";
 import { SimulationFailure } from "../../../src/testing/simulation/simulation-failure.js";
-import type { Chooser, SimulationFaultKind, SimulationInvariant } from "../../../src/testing/simulation/types.js";
+import type { Chooser, Simulation, SimulationFaultKind, SimulationInvariant } from "../../../src/testing/simulation/types.js";
+import { lostUpdate } from "../../../examples/simulation/lost-update.js";
 
 /** Holds the accounts; answers `balance`, applies `set`, `deposit` (checkpointed). */
 export class Ledger extends AgentProcess<{ accounts: Record<string, number> }> {
@@ -179,4 +180,13 @@ export async function failureOf(run: Promise<void>): Promise<SimulationFailure |
     if (error instanceof SimulationFailure) return error;
     throw error;
   }
+}
+
+/** The each-way lost update of examples/simulation/lost-update.ts: two transfers in opposite directions, run, then its check (a problem is thrown). */
+export async function eachWayTransfers(sim: Simulation): Promise<void> {
+  void sim.ask("coord-a", "transfer", { from: "alice", to: "bob", amount: 10 });
+  void sim.ask("coord-b", "transfer", { from: "bob", to: "alice", amount: 20 });
+  await sim.run();
+  const problem = lostUpdate.check(sim.view);
+  if (problem !== undefined) throw new Error(problem);
 }

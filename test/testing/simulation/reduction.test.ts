@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { AgentProcess, type Message } from "../../../src/index.js";
 import { exhaust, type Simulation } from "../../../src/entries/testing.js";
 import { lostUpdate } from "../../../examples/simulation/lost-update.js";
+import { eachWayTransfers } from "./fixtures.js";
 
 /** What an agent of a random system does with a message: sends, asks (only to agents after it: no cycle of asks), checkpoints. */
 type Action = { readonly kind: "send" | "ask"; readonly to: number; readonly tag: string } | { readonly kind: "checkpoint" };
@@ -119,13 +120,7 @@ describe("exhaust with reduction (the default)", () => {
   });
 
   describe("the each-way lost update (two transfers in opposite directions between two coordinators)", () => {
-    const scenario = async (sim: Simulation): Promise<void> => {
-      void sim.ask("coord-a", "transfer", { from: "alice", to: "bob", amount: 10 });
-      void sim.ask("coord-b", "transfer", { from: "bob", to: "alice", amount: 20 });
-      await sim.run();
-      const problem = lostUpdate.check(sim.view);
-      if (problem !== undefined) throw new Error(problem);
-    };
+    const scenario = eachWayTransfers;
 
     it("is found within the first few schedules (the time it takes is measured in npm run bench -- simulation)", { timeout: 60_000 }, async () => {
       const result = await exhaust({ root: lostUpdate.root(false), maxSteps: 300, scenario });

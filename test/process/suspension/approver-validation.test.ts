@@ -1,0 +1,51 @@
+/**
+ * A resume always names someone: approvers that are empty, invisible or that
+ * display as someone else are refused with INVALID_APPROVER.
+ *
+ * Each test pins a defect found by the review of durable suspension (SPEC §5,
+ * §11) (these tests were in test/review/suspension-review.test.ts).
+ */
+
+import { afterEach, describe, expect, it } from "vitest";
+import { ProcessStatus, SUSPENSION_KEY } from "../../../src/index.js";
+import { suspendedRig, teardown } from "./helpers.js";
+import { rejectsWithCode } from "../../support/outcome.js";
+
+afterEach(teardown);
+
+const S = ProcessStatus;
+
+describe("approver validation", () => {
+  it("an approver made only of U+0085 (NEXT LINE, Unicode White_Space) is refused with INVALID_APPROVER", async () => {
+    const { agent, ...r } = await suspendedRig();
+    await rejectsWithCode(r.runtime.resume("a", "\u0085"), "INVALID_APPROVER");
+    expect(agent.status).toBe(S.SUSPENDED);
+    expect(agent.resumes).toEqual([]);
+    expect(Object.hasOwn((await r.store.get("a")) ?? {}, SUSPENSION_KEY)).toBe(true);
+  });
+});
+
+describe("approver validation (S6: a resume always names someone)", () => {
+  it.each([
+    ["NUL", "\u0000"],
+    ["BEL", "\u0007"],
+    ["HANGUL FILLER", "\u3164"],
+    ["BRAILLE PATTERN BLANK", "\u2800"],
+  ])("an approver made only of %s (nothing visible) is refused with INVALID_APPROVER and the agent stays SUSPENDED", async (_name, approver) => {
+    const { agent, ...r } = await suspendedRig();
+    await rejectsWithCode(r.runtime.resume("a", approver), "INVALID_APPROVER");
+    expect(agent.status).toBe(S.SUSPENDED);
+    expect(agent.resumes).toEqual([]);
+  });
+});
+
+describe("approvers that display as someone else", () => {
+  it.each([
+    ["RIGHT-TO-LEFT OVERRIDE", "\u202Eecila"],
+    ["RIGHT-TO-LEFT ISOLATE", "bob\u2067ecila"],
+  ])("an approver with a %s (shows as another name) is refused with INVALID_APPROVER", async (_name, approver) => {
+    const { agent, ...r } = await suspendedRig();
+    await rejectsWithCode(r.runtime.resume("a", approver), "INVALID_APPROVER");
+    expect(agent.status).toBe(S.SUSPENDED);
+  });
+});
