@@ -6,13 +6,12 @@ import { pauseOf } from "./pause.js";
 import type { Message } from "../message/message.js";
 import { checkStoredState } from "../state/state-record.js";
 import { isoTime } from "../time/clock.js";
-import { settlesWithin } from "../time/deadline.js";
 import { PauseDeadline } from "./pause-deadline.js";
 import { cancelPause, expirePause, type CancelCause } from "./pause-settlement.js";
 import { ProcessStatus } from "../contracts/process-status.js";
 import { announcedMarker, frozenMarker, markerJson, persistableState, SUSPENSION_KEY, type SuspensionMarker } from "../state/suspension-marker.js";
 import type { ProcessRunner } from "./process-runner.js";
-import { runHookWithDeadline, overrides } from "./hooks.js";
+import { announcePause, suspendReceipt, suspendSpan } from "./pause-announcement.js";
 import { answer } from "./effects.js";
 import { agentIdentity } from "./pause-decision.js";
 import { BACKLOG_KEY } from "./durable-backlog.js";
@@ -51,8 +50,8 @@ interface SuspendRequest {
 /**
  * Durable suspension for one agent (SPEC §5): the suspend flag seen at the
  * loop boundary, the marker inside the checkpointed state, write-ahead
- * safety, and the pause's announcement (`onSuspend` and its receipt). A
- * pause is ended elsewhere, each function taking this control: approved in
+ * safety, and the pause's announcement (`onSuspend` and its receipt, run by
+ * pause-announcement.ts). A pause is ended elsewhere, each function taking this control: approved in
  * resume.ts, denied, expired or cancelled in pause-settlement.ts, a decision
  * already on record completed in recorded-decision.ts.
  * @internal
@@ -168,12 +167,12 @@ export class SuspensionControl {
   enterSuspended(reason: string, prepared: SuspensionMarker | undefined, expiresAt?: string): Promise<void> {
     const services = this.runner.requireServices();
     const marker = prepared ?? this.newMarker(reason, services.clock.now(), expiresAt);
-    const span = this.suspendSpan(marker, false);
+    const span = suspendSpan(this.runner, marker, false);
     this.runner.transition(ProcessStatus.SUSPENDED);
     this.setMarker(marker);
     // What is queued now is accepted work of a paused agent: the marker's write stores it too.
     this.runner.backlog?.adoptQueued();
-    return this.announce(marker, span);
+    return announcePause(this, marker, span);
   }
 
   /**
@@ -190,56 +189,11 @@ export class SuspensionControl {
     const stored = this.marker;
     if (stored?.announced !== false) return Promise.resolve();
     const marker = announcedMarker(stored);
-    const span = this.suspendSpan(marker, true);
+    const span = suspendSpan(this.runner, marker, true);
     this.setMarker(marker);
     // Resumes queued before a restart (one sent while the agent still ran) were not meant for this pause.
     this.pauseAfter = this.request?.askedBy ?? startedAfter;
-    return this.announce(marker, span, true);
-  }
-
-  private suspendSpan(marker: SuspensionMarker, restored: boolean): Span | undefined {
-    const telemetry = this.runner.requireServices().telemetry;
-    if (!telemetry.tracing) return undefined;
-    return telemetry.startSpan("civitas.agent.suspend", {
-      "civitas.agent.name": this.runner.agent.name,
-      "civitas.suspend.reason": marker.reason,
-      "civitas.suspend.id": marker.suspensionId,
-      ...(restored ? { "civitas.suspend.restored": true } : {}),
-    });
-  }
-
-  /**
-   * Persists the (already set) marker, runs `onSuspend`, and records the
-   * `agent.suspend` receipt. While there is an `onSuspend` or a receipt to
-   * come, the marker is stored flagged as not announced, and a second write
-   * clears the flag once both are done: a kill in between re-announces the
-   * pause on restart (`onSuspend` runs at least once, and the receipt may be
-   * recorded twice under the same `suspensionId`), instead of losing its
-   * announcement. `stored`: the store already holds the flagged marker (a
-   * restored pause), so the first write is skipped.
-   */
-  private async announce(marker: SuspensionMarker, span: Span | undefined, stored = false): Promise<void> {
-    const services = this.runner.requireServices();
-    const notifying = overrides(this.runner, "onSuspend");
-    const flagged = notifying || services.telemetry.auditing;
-    this.announcementOwed = flagged;
-    const durable = stored || (await this.persistMarker("suspend", span));
-    const notified = !notifying || (await runHookWithDeadline(this.runner, "onSuspend", () => this.runner.agent.onSuspend(marker.reason), this.runner.options.shutdownTimeoutMs));
-    const details: JsonObject = { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable };
-    if (marker.expiresAt !== undefined) details.expiresAt = marker.expiresAt;
-    const recorded = await this.receipt("agent.suspend", details);
-    // The same pause (its reason may have been updated meanwhile), unless it was resumed or cleared: then nothing is owed.
-    if (this.marker?.suspensionId === marker.suspensionId) {
-      // Owed until both are done: a later write (or a restart after a kill) keeps the flag, and a resume records the receipt first.
-      this.announcementOwed = !(notified && recorded);
-      if ((flagged || stored) && durable && !this.announcementOwed) {
-        await this.runner.persist().catch((error: unknown) => {
-          services.logger.warn(`'${this.runner.agent.name}' is paused and stored so, but could not record that its pause was announced; a restart will announce it again (onSuspend and its receipt)`, { error });
-        });
-      }
-    }
-    services.telemetry.setAttribute(span, "civitas.suspend.durable", durable);
-    services.telemetry.endSpan(span);
+    return announcePause(this, marker, span, true);
   }
 
   /**
@@ -253,25 +207,7 @@ export class SuspensionControl {
     await this.persistMarker("suspend", undefined);
     const details: JsonObject = { reason, suspensionId: marker.suspensionId };
     if (expiresAt !== undefined) details.expiresAt = expiresAt;
-    await this.receipt("agent.suspend.update", details);
-  }
-
-  /**
-   * Records a suspend's audit row, waiting at most the agent's
-   * `shutdownTimeoutMs` for the sink: the pause does not depend on its
-   * receipt (a resume does), and a sink that never answers must not hold the
-   * agent's control messages, or `runtime.suspend`, forever.
-   */
-  private async receipt(event: string, details: JsonObject): Promise<boolean> {
-    const services = this.runner.requireServices();
-    if (!services.telemetry.auditing) return true;
-    const limitMs = this.runner.options.shutdownTimeoutMs;
-    const recording = services.telemetry.audit(event, this.runner.agent.name, details);
-    if (!(await settlesWithin(recording, services.clock, limitMs))) {
-      services.logger.warn(`audit: the sink did not record '${event}' of '${this.runner.agent.name}' within ${limitMs} ms (the agent's shutdownTimeoutMs); moving on without waiting for it`);
-      return false;
-    }
-    return await recording;
+    await suspendReceipt(this.runner, "agent.suspend.update", details);
   }
 
   /**
