@@ -255,9 +255,16 @@ export class Mailbox {
     if (this.isClosed) return;
     this.isClosed = true;
     this.consumer = undefined;
+    const pending = [
+      ...(this.waiting?.any.drain() ?? []),
+      ...(this.waiting?.priorityOnly.drain() ?? []),
+      ...(this.business.putters?.drain() ?? []),
+      ...(this.priority.putters?.drain() ?? []),
+    ];
+    if (pending.length === 0) return;
+    // Built only when someone waits: capturing a stack costs about as much as starting an agent.
     const error = new MailboxClosedError();
-    for (const waiter of [...(this.waiting?.any.drain() ?? []), ...(this.waiting?.priorityOnly.drain() ?? [])]) settle(waiter, error);
-    for (const putter of [...(this.business.putters?.drain() ?? []), ...(this.priority.putters?.drain() ?? [])]) settle(putter, error);
+    for (const waiter of pending) settle(waiter, error);
   }
 
   /**
