@@ -44,7 +44,7 @@ export { faultPoint } from "./runtime/fault-point.js";
 export { Mailbox } from "./mailbox/mailbox.js";
 export type { MailboxOptions, MailboxWaitOptions } from "./mailbox/mailbox-options.js";
 
-export { AgentProcess, type AnyAgentProcess } from "./process/agent-process.js";
+export { AgentProcess } from "./process/agent-process.js";
 export type { AskOptions, SendOptions } from "./process/send-options.js";
 export type { PauseOptions } from "./process/pause-deadline.js";
 export type { Pause } from "./process/pause.js";
@@ -62,7 +62,7 @@ export { RESTART_STRATEGIES } from "./supervision/restart-strategy.js";
 export type { RestartStrategy } from "./supervision/restart-strategy.js";
 export { DynamicSupervisor } from "./supervision/dynamic-supervisor.js";
 export type { DynamicSupervisorOptions } from "./supervision/dynamic-supervisor.js";
-export type { AgentFactory, ChildTerminationReason, SpawnOptions } from "./process/dynamic-host.js";
+export type { AgentFactory, AnyAgentProcess, ChildTerminationReason, SpawnOptions } from "./process/dynamic-host.js";
 export type { StopOptions, SupervisedChild } from "./contracts/child.js";
 export type { RestartOptions } from "./supervision/supervision-options.js";
 export { backoffDelay } from "./supervision/backoff.js";

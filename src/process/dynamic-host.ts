@@ -1,7 +1,15 @@
 import type { JsonObject } from "../message/json.js";
 import type { AgentProcessOptions } from "./agent-options.js";
-import type { AgentProcess, AnyAgentProcess } from "./agent-process.js";
+import type { AgentProcess } from "./agent-process.js";
 import type { StopOptions } from "../contracts/child.js";
+
+/**
+ * Any agent, whatever its state type: what a factory (`spawn`) may build.
+ * (`AgentProcess` alone means `AgentProcess<JsonObject>`, which an agent with
+ * an `interface` state is not: its state has no index signature.)
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the state type is the subclass's own; `any` admits every JsonPayload
+export type AnyAgentProcess = AgentProcess<any>;
 
 /** Why a dynamically spawned agent is gone for good, as told to its spawner. */
 export type ChildTerminationReason = "despawned" | "restarts_exhausted" | "clean_exit";

@@ -4,30 +4,12 @@ import type { Message } from "../message/message.js";
 import { ProcessStatus } from "../contracts/process-status.js";
 import { durationMs } from "./agent-options.js";
 import { checkSend, composeOutgoing } from "./envelope.js";
-import { sendToSelf } from "./effects.js";
 import type { ProcessRunner } from "./process-runner.js";
 import { broadcastRecipients, capableRecipient } from "./recipients.js";
 import type { AskOptions, SendOptions } from "./send-options.js";
 
-// What an agent's `send`, `ask`, `sendCapable` and `broadcast` do once called: check and compose the
-// message, then hand it to the bus (or, sent to itself, to its own mailbox). `AgentProcess` keeps the
-// signatures and their docs.
-
-/**
- * `this.send(recipient, payload, options)`. Not async: this is the hot path,
- * and an async wrapper costs an extra promise per message.
- * @internal
- */
-export function sendFrom(r: ProcessRunner, recipient: string, payload: JsonObject, options: SendOptions | undefined): Promise<void> {
-  try {
-    const message = composeOutgoing(r, recipient, payload, options?.type, options?.ttlMs);
-    if (recipient === r.agent.name) return sendToSelf(r, message, options?.signal);
-    return r.requireServices().bus.deliver(message, options?.signal);
-  } catch (error) {
-    // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what composing threw, a CivitasError
-    return Promise.reject(error);
-  }
-}
+// What an agent's `ask`, `sendCapable` and `broadcast` do once called: check and compose the message,
+// then hand it to the bus. `AgentProcess` keeps the signatures and their docs (and `send`'s body: the hot path).
 
 /**
  * `this.ask(recipient, payload, options)`: with `failIfSuspended`, a local

@@ -1,7 +1,7 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
-import { AgentProcess, type AnyAgentProcess } from "../process/agent-process.js";
-import type { AgentFactory, SpawnOptions } from "../process/dynamic-host.js";
+import { AgentProcess } from "../process/agent-process.js";
+import type { AgentFactory, AnyAgentProcess, SpawnOptions } from "../process/dynamic-host.js";
 
 /**
  * Makes the agent `spawn` asked for: `new` for an `AgentProcess` subclass, a

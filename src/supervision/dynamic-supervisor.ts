@@ -8,14 +8,14 @@ import {
 } from "../errors/errors.js";
 import { notFound } from "../bus/message-bus.js";
 import { assertValidName } from "../bus/registry.js";
-import { AgentProcess, type AnyAgentProcess, clearSuspension } from "../process/agent-process.js";
+import { AgentProcess, clearSuspension } from "../process/agent-process.js";
 import type { CancelCause } from "../process/pause-settlement.js";
 import { ProcessStatus } from "../contracts/process-status.js";
 import type { RuntimeServices } from "../contracts/runtime-services.js";
 import { sleep } from "../time/clock.js";
 import { backoffDelay } from "./backoff.js";
 import { abandonChildStart, attachChild, checkStopOptions, closeChild, detachChild, startChild, stopChild, type ChildExit, type ChildParent, type StopOptions, type SupervisedChild } from "../contracts/child.js";
-import type { AgentFactory, ChildTerminationReason, DynamicHost, SpawnOptions } from "../process/dynamic-host.js";
+import type { AgentFactory, AnyAgentProcess, ChildTerminationReason, DynamicHost, SpawnOptions } from "../process/dynamic-host.js";
 import { constructAgent } from "./construct-agent.js";
 import { notifySpawner, track, type DynamicChild } from "./dynamic-child.js";
 import { RestartIntensity } from "./restart-intensity.js";
