@@ -52,7 +52,7 @@ function seconds(since: bigint): string {
 async function main(): Promise<void> {
   const args = process.argv.slice(2).filter((arg) => arg !== "--");
   if (args[0] === "check" || args[0] === "callgrind") {
-    process.exitCode = callgrind(args.slice(1), args[0] === "check") ? 0 : 1;
+    process.exitCode = (await callgrind(args.slice(1), args[0] === "check")) ? 0 : 1;
     return;
   }
   const started = process.hrtime.bigint();
