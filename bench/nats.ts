@@ -4,13 +4,13 @@
  * NATS_URL (default 127.0.0.1:4222):
  *
  * - ask round trip: sequential `runtime.ask` to an echo agent in the peer,
- *   beside `nc.request` to a raw echo responder (target: p50 at most 2x);
+ *   beside `nc.request` to a raw echo responder (target: p50 at most 1.5x);
  * - one-way throughput: `runtime.send` of N messages (each awaited) to a
  *   counting agent in the peer until all arrived, beside raw publish of the
  *   same encoded bytes to a counting subscription until all arrived
- *   (target: at least 50%); the median of alternating rounds after a warm-up;
+ *   (target: at least 70%); the median of alternating rounds after a warm-up;
  * - cross-process resume: `runtime.resume` of a suspended agent in the peer,
- *   beside a raw request (no target).
+ *   beside a raw request, after a warm-up of both (target: p50 at most 1.5x).
  *
  * CIVITAS_PEER_NODE_ARGS passes node options to the peer, e.g. `--cpu-prof
  * --cpu-prof-dir=.prof` to profile the receiving side.
@@ -25,7 +25,9 @@ const SERVERS = process.env.NATS_URL ?? "127.0.0.1:4222";
 const ASKS = 3000;
 const SENDS = 20_000;
 const SEND_ROUNDS = 5;
-const RESUMES = 300;
+const RESUMES = 1000;
+/** Untimed suspend+resume pairs first: without them the peer's resume path ran unoptimized through most of the timed ones. */
+const RESUME_WARMUP = 1000;
 
 async function timeEach(count: number, call: (i: number) => Promise<unknown>): Promise<number[]> {
   const latencies: number[] = [];
@@ -97,6 +99,10 @@ export const nats: Benchmark = {
         },
       });
 
+      for (let i = 0; i < RESUME_WARMUP; i++) {
+        await runtime.suspend(`${prefix}-pausable`, "bench");
+        await runtime.resume(`${prefix}-pausable`, "bench@approver");
+      }
       const resumeRuntime: number[] = [];
       for (let i = 0; i < RESUMES; i++) {
         await runtime.suspend(`${prefix}-pausable`, "bench");
@@ -106,10 +112,10 @@ export const nats: Benchmark = {
       }
       const resumeRaw = await timeEach(RESUMES, () => nc.request(`${prefix}.raw.echo`, bytes));
       return [
-        { bench: "nats", metric: "ask p50 latency", unit: "us", runtime: percentile(askRuntime, 50), baseline: percentile(askRaw, 50), target: { kind: "ratio<=", value: 2 }, note: "baseline: nc.request echo" },
+        { bench: "nats", metric: "ask p50 latency", unit: "us", runtime: percentile(askRuntime, 50), baseline: percentile(askRaw, 50), target: { kind: "ratio<=", value: 1.5 }, note: "baseline: nc.request echo" },
         { bench: "nats", metric: "ask p99 latency", unit: "us", runtime: percentile(askRuntime, 99), baseline: percentile(askRaw, 99), note: "baseline: nc.request echo" },
-        { bench: "nats", metric: "one-way sends/s", unit: "msg/s", runtime: throughput.runtime, baseline: throughput.raw, target: { kind: "ratio>=", value: 0.5 }, note: `baseline: raw publish of the same bytes; median of ${SEND_ROUNDS} alternating rounds of ${SENDS}` },
-        { bench: "nats", metric: "resume p50 latency", unit: "us", runtime: percentile(resumeRuntime, 50), baseline: percentile(resumeRaw, 50), note: "baseline: nc.request echo" },
+        { bench: "nats", metric: "one-way sends/s", unit: "msg/s", runtime: throughput.runtime, baseline: throughput.raw, target: { kind: "ratio>=", value: 0.7 }, note: `baseline: raw publish of the same bytes; median of ${SEND_ROUNDS} alternating rounds of ${SENDS}` },
+        { bench: "nats", metric: "resume p50 latency", unit: "us", runtime: percentile(resumeRuntime, 50), baseline: percentile(resumeRaw, 50), target: { kind: "ratio<=", value: 1.5 }, note: "baseline: nc.request echo" },
       ];
     } finally {
       await runtime.stop();
