@@ -132,6 +132,27 @@ export async function countInstructions(names: readonly string[]): Promise<Count
   return (names.length === 0 ? RIGS.map((rig) => rig.name) : names).map((name) => counts.get(name) as Count);
 }
 
+/**
+ * Counts again, in fresh processes, the workloads past the tolerance, and
+ * keeps the lower of each pair: a function V8 optimizes only inside the
+ * counted segment (ask with a policy: 3,600 instructions per ask of
+ * TurboFan work in one run of three) ran that segment partly unoptimized,
+ * which only ever adds instructions; a real regression is counted twice.
+ */
+async function recountOutliers(counts: Count[], baseline: Baseline | undefined): Promise<Count[]> {
+  const over = counts.filter((c) => {
+    const base = baseline?.workloads[c.name]?.instructions;
+    return base !== undefined && c.perUnit / base - 1 > TOLERANCE;
+  });
+  if (over.length === 0) return counts;
+  console.log(`  counting again, in fresh processes: ${over.map((c) => c.name).join(", ")}`);
+  const again = await countInstructions(over.map((c) => c.name));
+  return counts.map((c) => {
+    const second = again.find((a) => a.name === c.name);
+    return second !== undefined && second.perUnit < c.perUnit ? second : c;
+  });
+}
+
 function readBaseline(): Baseline | undefined {
   try {
     return JSON.parse(readFileSync(BASELINE, "utf8")) as Baseline;
@@ -151,10 +172,10 @@ export async function callgrind(args: readonly string[], strict: boolean): Promi
   if (unknown.length > 0) throw new Error(`unknown workload: ${unknown.join(", ")}; known: ${RIGS.map((rig) => rig.name).join(", ")}`);
   const started = process.hrtime.bigint();
   console.log(`callgrind: counting instructions per unit (${names.length === 0 ? "every workload" : names.join(", ")}); this takes a few minutes`);
-  const counts = await countInstructions(names);
   const recorded = readBaseline();
   if (recorded !== undefined && recorded.counted !== COUNTED) console.log(`warning: the baseline counts "${recorded.counted ?? "every instruction"}", not "${COUNTED}": it is ignored; record a new one (--write-baseline)`);
   const baseline = recorded?.counted === COUNTED ? recorded : undefined;
+  const counts = await recountOutliers(await countInstructions(names), baseline);
   if (baseline !== undefined && baseline.node !== process.version) {
     console.log(`warning: the baseline was counted on node ${baseline.node}, this is ${process.version}: counts differ between V8 versions`);
   }
