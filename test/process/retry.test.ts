@@ -8,7 +8,7 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { AgentProcess, ErrorAction, ProcessStatus, Supervisor, type Message } from "../../src/index.js";
+import { AgentProcess, ErrorAction, ProcessStatus, type Message } from "../../src/index.js";
 import { gate, rendezvous, type Gate } from "../support/agents.js";
 import { runtimes, sleep, whenStarted, supervisedRuntimes, until } from "../support/runtimes.js";
 import { besideCrasher } from "../support/probe-agents.js";

@@ -31,6 +31,7 @@ import { TestClock } from "../../../src/testing/test-clock.js";
 import { testTracing, type TestTracing } from "../../support/tracing.js";
 
 import { gate, turns, waitUntil, type Gate } from "../../support/agents.js";
+import { rejectsWithCode } from "../../support/outcome.js";
 
 
 // ---- store ------------------------------------------------------------------
@@ -367,6 +368,28 @@ export async function suspendedRigWithThrowingAuthorizer(): Promise<Rig & { read
     },
   });
   return { ...r, boom };
+}
+
+/**
+ * Checks that `decision` (a resume or deny of the paused "a") is refused with
+ * RESUME_REFUSED carrying `cause` (what the authorizeResume hook threw or
+ * rejected with), and that "a" stays SUSPENDED.
+ */
+export async function expectRefusedWithCause(agent: Pausable, decision: Promise<unknown>, cause: unknown): Promise<void> {
+  const error = await rejectsWithCode(decision, "RESUME_REFUSED");
+  expect(error.cause).toBe(cause);
+  expect(agent.status).toBe(ProcessStatus.SUSPENDED);
+}
+
+/**
+ * Checks that a resume of the paused "a" by `approver` is refused with
+ * INVALID_APPROVER and that "a" stays SUSPENDED; returns the rig.
+ */
+export async function refusedApprover(approver: string): Promise<Rig & { readonly agent: Pausable }> {
+  const r = await suspendedRig();
+  await rejectsWithCode(r.runtime.resume("a", approver), "INVALID_APPROVER");
+  expect(r.agent.status).toBe(ProcessStatus.SUSPENDED);
+  return r;
 }
 
 /** Options of {@link dynamicRig}: the rig's, and the DynamicSupervisor's. */
