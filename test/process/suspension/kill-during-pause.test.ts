@@ -28,7 +28,11 @@ const S = ProcessStatus;
  * SQLite file and the audit log it is to use. The script starts with what
  * every one of them needs: the imports (AgentProcess, Runtime, silentLogger,
  * SUSPENSION_KEY, SqliteStateStore, JsonlAuditSink, from src), its arguments
- * `mode`, `file` and `log`, and `say(line)`, which prints `line` as JSON.
+ * `mode`, `file` and `log`, `say(line)`, which prints `line` as JSON, and
+ * `pauseOrSettle(agent, store, startFields)`: a runtime of `agent` ("a") on
+ * `store` and the audit log, started; in mode "first" it suspends "a" (the
+ * test kills it on the way), otherwise it prints the "start" line (status,
+ * suspensionId and `startFields()`), resumes "a" as alice and closes it all.
  */
 function childScript(prefix: string, body: string): { script: string; file: string; log: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -43,6 +47,21 @@ import { SqliteStateStore } from ${from("entries/sqlite")};
 import { JsonlAuditSink } from ${from("entries/audit")};
 const [mode, file, log] = process.argv.slice(2);
 const say = (line) => process.stdout.write(JSON.stringify(line) + "\\n");
+const pauseOrSettle = async (agent, store, startFields = () => ({})) => {
+  const audit = new JsonlAuditSink(log, { key: "k" });
+  const runtime = new Runtime({ root: [agent], store, auditSink: audit, logger: silentLogger, keepAlive: false });
+  await runtime.start();
+  if (mode === "first") {
+    void runtime.suspend("a", "approve INV-7");
+    return;
+  }
+  say({ ev: "start", status: agent.status, ...startFields(), suspensionId: agent.suspension?.suspensionId ?? null });
+  await runtime.resume("a", "alice");
+  say({ ev: "resumed", status: agent.status });
+  await runtime.stop();
+  await audit.close();
+  await store.close();
+};
 ${body}`,
   );
   return { script, file: path.join(dir, "state.db"), log: path.join(dir, "audit.jsonl") };
@@ -134,21 +153,7 @@ class Approvals extends AgentProcess {
     await new Promise(() => {}); // killed here
   }
 }
-const agent = new Approvals("a");
-const store = new SqliteStateStore(file);
-const audit = new JsonlAuditSink(log, { key: "k" });
-const runtime = new Runtime({ root: [agent], store, auditSink: audit, logger: silentLogger, keepAlive: false });
-await runtime.start();
-if (mode === "first") {
-  void runtime.suspend("a", "approve INV-7");
-} else {
-  say({ ev: "start", status: agent.status, suspensionId: agent.suspension?.suspensionId ?? null });
-  await runtime.resume("a", "alice");
-  say({ ev: "resumed", status: agent.status });
-  await runtime.stop();
-  await audit.close();
-  await store.close();
-}
+await pauseOrSettle(new Approvals("a"), new SqliteStateStore(file));
 `,
     );
     await killAt(script, ["first", file, log], "onSuspend");
@@ -186,18 +191,7 @@ const store = {
   },
 };
 const agent = new Approvals("a");
-const audit = new JsonlAuditSink(log, { key: "k" });
-const runtime = new Runtime({ root: [agent], store, auditSink: audit, logger: silentLogger, keepAlive: false });
-await runtime.start();
-if (mode === "first") {
-  void runtime.suspend("a", "approve INV-7");
-} else {
-  say({ ev: "start", status: agent.status, suspends: agent.suspends, suspensionId: agent.suspension?.suspensionId ?? null });
-  await runtime.resume("a", "alice");
-  await runtime.stop();
-  await audit.close();
-  await sqlite.close();
-}
+await pauseOrSettle(agent, store, () => ({ suspends: agent.suspends }));
 `,
     );
     await killAt(script, ["first", file, log], "recording");
