@@ -9,6 +9,7 @@ import { open } from "node:fs/promises";
 import { auditTables, readAuditLines } from "../postgres/postgres-audit-sink.js";
 import { InvalidArgumentError } from "../errors/errors.js";
 import { redact, unavailable } from "../postgres/pg-connection.js";
+import { tableExists } from "../postgres/postgres-state-reader.js";
 import { cliPool } from "./open-postgres.js";
 import { CliError, ExitCode, usageError, type CommandResult } from "./output.js";
 
@@ -49,10 +50,10 @@ export async function auditExport(options: ExportOptions): Promise<CommandResult
   const file = options.out === undefined ? undefined : await open(options.out, "w");
   let rows = 0;
   try {
-    const found = await pool.query<{ oid: string | null }>("SELECT to_regclass($1)::text AS oid", [tables.rows.sql]).catch((err: unknown) => {
+    const exists = await tableExists(pool, tables.rows).catch((err: unknown) => {
       throw unavailable(label, where, "opening the chain", err);
     });
-    if ((found.rows[0]?.oid ?? null) === null) throw new CliError(ExitCode.CORRUPT, "UNREADABLE", `${where} has no table ${tables.rows.text}: no PostgresAuditSink wrote there (or pass --table <name>)`);
+    if (!exists) throw new CliError(ExitCode.CORRUPT, "UNREADABLE", `${where} has no table ${tables.rows.text}: no PostgresAuditSink wrote there (or pass --table <name>)`);
     let chunk = "";
     const flush = async (): Promise<void> => {
       if (chunk === "") return;

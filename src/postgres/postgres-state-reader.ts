@@ -39,8 +39,10 @@ export async function openPostgresReader(pool: pg.Pool, uri: string, t: TableNam
     }
   };
   try {
-    const found = await query<{ oid: string | null }>("opening the store", "SELECT to_regclass($1)::text AS oid", [t.sql]);
-    if ((found[0]?.oid ?? null) === null) {
+    const exists = await tableExists(pool, t).catch((err: unknown) => {
+      throw unavailable(label, redact(uri), "opening the store", err, `'civitas state migrate --store <uri> --table ${t.text}' creates the table; or pass --table <name>`);
+    });
+    if (!exists) {
       await pool.end();
       return undefined;
     }
@@ -61,6 +63,16 @@ export async function openPostgresReader(pool: pg.Pool, uri: string, t: TableNam
         .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
     close: () => pool.end(),
   };
+}
+
+/**
+ * Whether the table (or any relation) `t` exists on the server behind `pool`,
+ * read-only; the query's error, unwrapped, when the server cannot answer.
+ * @internal
+ */
+export async function tableExists(pool: pg.Pool, t: TableName): Promise<boolean> {
+  const found = await pool.query<{ oid: string | null }>("SELECT to_regclass($1)::text AS oid", [t.sql]);
+  return (found.rows[0]?.oid ?? null) !== null;
 }
 
 /**

@@ -10,7 +10,7 @@ import { TestClock } from "../../src/testing/test-clock.js";
 import { rejection } from "../support/outcome.js";
 import { runtimes, whenStarted } from "../support/runtimes.js";
 import { waitUntil } from "../support/agents.js";
-import { Payments, paymentsPolicy } from "./fixtures.js";
+import { Payments, paymentsPolicy, payLarge, startedPayments } from "./fixtures.js";
 
 const runtime = runtimes();
 
@@ -27,9 +27,8 @@ describe("escalation and expiry", () => {
   it("after escalateAfterMs the manager may vote in the current stage (recorded as approval.escalated); before it she may not", async () => {
     const clock = new TestClock();
     const audit = new MemoryAuditSink();
-    const payments = new Payments("payments");
-    const rt = await whenStarted(runtime(payments, { clock, approvalPolicy: paymentsPolicy, auditSink: audit }));
-    const paying = rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 600_000 });
+    const { rt } = await startedPayments(runtime, { clock, auditSink: audit });
+    const paying = payLarge(rt, 600_000);
     const request = await onePending(rt);
     expect(request.escalateAt).toBe(new Date(clock.now() + 60_000).toISOString());
     expect((await rejection(rt.approvals.approve(request.approvalId, "maya"))).code).toBe("APPROVER_NOT_ALLOWED");
@@ -46,9 +45,8 @@ describe("escalation and expiry", () => {
   it("at expiresInMs the request expires: the asker gets APPROVAL_DENIED by 'expiry', onApprovalDenied runs, a late vote is STALE_APPROVAL, nothing is handled", async () => {
     const clock = new TestClock();
     const audit = new MemoryAuditSink();
-    const payments = new Payments("payments");
-    const rt = await whenStarted(runtime(payments, { clock, approvalPolicy: paymentsPolicy, auditSink: audit }));
-    const paying = rejection(rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 600_000 }));
+    const { rt, payments } = await startedPayments(runtime, { clock, auditSink: audit });
+    const paying = rejection(payLarge(rt, 600_000));
     const request = await onePending(rt);
     await rt.approvals.approve(request.approvalId, "ana");
     await clock.advance(119_999);
@@ -68,7 +66,7 @@ describe("escalation and expiry", () => {
     const clock = new TestClock();
     const store = new InMemoryStateStore();
     const first = await whenStarted(runtime(new Payments("payments"), { clock, store, approvalPolicy: paymentsPolicy }));
-    void first.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 600_000 }).catch(() => undefined);
+    void payLarge(first, 600_000).catch(() => undefined);
     const request = await onePending(first);
     await first.stop();
     await clock.advance(500_000); // down for longer than the request's expiry

@@ -9,7 +9,7 @@ import { ApprovalDeniedError } from "../../src/approvals/approval-errors.js";
 import { rejection } from "../support/outcome.js";
 import { runtimes, whenStarted } from "../support/runtimes.js";
 import { waitUntil } from "../support/agents.js";
-import { Payments, paymentsPolicy } from "./fixtures.js";
+import { Payments, paymentsPolicy, payLarge } from "./fixtures.js";
 
 const runtime = runtimes();
 
@@ -20,7 +20,7 @@ describe("a removed agent's pending approval requests", () => {
     const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
     const rt = await whenStarted(runtime(new Supervisor("root", { children: [dyn] }), { store, auditSink: audit, approvalPolicy: paymentsPolicy }));
     const payments = await dyn.spawn(Payments, "payments");
-    const paying = rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 30_000 });
+    const paying = payLarge(rt, 30_000);
     const asked = rejection(paying);
     await waitUntil(() => audit.ofType("approval.requested").length === 1, "the request");
     const approvalId = audit.ofType("approval.requested")[0]!.details.approvalId as string;
@@ -64,7 +64,7 @@ describe("a removed agent's pending approval requests", () => {
     const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
     const rt = await whenStarted(runtime(new Supervisor("root", { children: [dyn] }), { store, auditSink: audit, approvalPolicy: paymentsPolicy }));
     await dyn.spawn(Payments, "payments");
-    void rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 30_000 }).catch(() => undefined);
+    void payLarge(rt, 30_000).catch(() => undefined);
     await waitUntil(() => audit.ofType("approval.requested").length === 1, "the request");
     await rt.stop();
     expect(audit.ofType("approval.decided")).toEqual([]);

@@ -1,5 +1,6 @@
 /** Agents, rules and policies shared by the approval tests. */
-import { AgentProcess, type ApprovalPolicy, type ApprovalRule, type ApprovalView, type Message } from "../../src/index.js";
+import { AgentProcess, type ApprovalPolicy, type ApprovalRule, type ApprovalView, type Message, type Runtime, type RuntimeOptions } from "../../src/index.js";
+import { whenStarted, type RuntimeFactory } from "../support/runtimes.js";
 
 /** Two of three finance approvers, escalating to a manager. */
 export const FINANCE: ApprovalRule = Object.freeze({
@@ -46,4 +47,16 @@ export class SelfHeldPayments extends Payments {
     }
     return super.handle(message);
   }
+}
+
+/** Asks "payments" to pay 2,500.00 to ACME: {@link paymentsPolicy} holds it for {@link FINANCE}; the reply comes once it is paid. */
+export function payLarge(rt: Runtime, timeoutMs: number): Promise<Message> {
+  return rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs });
+}
+
+/** A {@link Payments} agent ("payments") alone on a started runtime from `runtime`, under {@link paymentsPolicy} unless `options` names another. */
+export async function startedPayments(runtime: RuntimeFactory, options: Partial<RuntimeOptions> = {}): Promise<{ rt: Runtime; payments: Payments }> {
+  const payments = new Payments("payments");
+  const rt = await whenStarted(runtime(payments, { approvalPolicy: paymentsPolicy, ...options }));
+  return { rt, payments };
 }

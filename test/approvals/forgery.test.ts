@@ -10,7 +10,7 @@ import { APPROVALS_KEY, createMessage, InMemoryStateStore, MemoryAuditSink, type
 import { rejection } from "../support/outcome.js";
 import { runtimes, whenStarted } from "../support/runtimes.js";
 import { turns, waitUntil } from "../support/agents.js";
-import { Payments, paymentsPolicy } from "./fixtures.js";
+import { Payments, paymentsPolicy, payLarge } from "./fixtures.js";
 
 const runtime = runtimes();
 const tally = { tried: 0, succeeded: [] as string[] };
@@ -40,7 +40,7 @@ async function heldPayment(options: { store?: InMemoryStateStore; policy?: typeo
   const payments = new Payments("payments");
   const store = options.store ?? new InMemoryStateStore();
   const rt = await whenStarted(runtime(payments, { store, approvalPolicy: options.policy ?? paymentsPolicy }));
-  void rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 30_000 }).catch(() => undefined);
+  void payLarge(rt, 30_000).catch(() => undefined);
   const [request] = await pendingOf(rt);
   return { rt, payments, store, request: request! };
 }
@@ -90,7 +90,7 @@ describe("forged approvals", () => {
     const store = new InMemoryStateStore();
     const forger = new Forger("payments");
     const rt = await whenStarted(runtime(forger, { store, approvalPolicy: paymentsPolicy }));
-    void rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 30_000 }).catch(() => undefined);
+    void payLarge(rt, 30_000).catch(() => undefined);
     const [request] = await pendingOf(rt);
     const stored = ((await store.get("payments"))![APPROVALS_KEY] as JsonObject[])[0]!;
     await rt.send("payments", { record: stored }, { type: "forge" });

@@ -3,7 +3,7 @@ import { actionDigest, MemoryAuditSink, type ApprovalView } from "../../src/inde
 import { rejection } from "../support/outcome.js";
 import { runtimes, whenStarted } from "../support/runtimes.js";
 import { waitUntil } from "../support/agents.js";
-import { FINANCE, Payments, paymentsPolicy, SelfHeldPayments } from "./fixtures.js";
+import { FINANCE, Payments, paymentsPolicy, SelfHeldPayments, payLarge, startedPayments } from "./fixtures.js";
 import { testTracing } from "../support/tracing.js";
 
 const runtime = runtimes();
@@ -25,7 +25,7 @@ describe("the policy gate holds one action, not the agent", () => {
     const changes: ApprovalView[] = [];
     rt.on("approval.changed", (view) => changes.push(view));
     await rt.start();
-    const paying = rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 10_000 });
+    const paying = payLarge(rt, 10_000);
     const [request] = await pending(rt);
     expect(request!.agent).toBe("payments");
     expect(request!.digest).toBe(actionDigest("payments", "pay", { amountCents: 250_000, to: "ACME" }));
@@ -59,8 +59,7 @@ describe("the policy gate holds one action, not the agent", () => {
   });
 
   it("a deny ends the request: the asker gets APPROVAL_DENIED with the reason and decider, onApprovalDenied runs, nothing is handled", async () => {
-    const payments = new Payments("payments");
-    const rt = await whenStarted(runtime(payments, { approvalPolicy: paymentsPolicy }));
+    const { rt, payments } = await startedPayments(runtime);
     const paying = rt.ask("payments", { amountCents: 500_000, to: "ACME" }, { type: "pay", timeoutMs: 10_000 });
     const [request] = await pending(rt);
     await rt.approvals.approve(request!.approvalId, "ana");
@@ -139,9 +138,8 @@ describe("the policy gate holds one action, not the agent", () => {
 describe("who may decide", () => {
   it("refuses, with coded errors and before any effect, a bad approver, an unknown id, and an approver the stage does not accept (recorded as refused)", async () => {
     const audit = new MemoryAuditSink();
-    const payments = new Payments("payments");
-    const rt = await whenStarted(runtime(payments, { approvalPolicy: paymentsPolicy, auditSink: audit }));
-    void rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 10_000 }).catch(() => undefined);
+    const { rt } = await startedPayments(runtime, { auditSink: audit });
+    void payLarge(rt, 10_000).catch(() => undefined);
     const [request] = await pending(rt);
     expect((await rejection(rt.approvals.approve(request!.approvalId, "  "))).code).toBe("INVALID_APPROVER");
     expect((await rejection(rt.approvals.approve(request!.approvalId, "ana\u202E"))).code).toBe("INVALID_APPROVER");
@@ -158,9 +156,8 @@ describe("who may decide", () => {
   });
 
   it("authorizeApproval may refuse a vote (RESUME_REFUSED); the vote is not counted", async () => {
-    const payments = new Payments("payments");
-    const rt = await whenStarted(runtime(payments, { approvalPolicy: paymentsPolicy, authorizeApproval: (_view, who) => who !== "ben" }));
-    void rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 10_000 }).catch(() => undefined);
+    const { rt } = await startedPayments(runtime, { authorizeApproval: (_view, who) => who !== "ben" });
+    void payLarge(rt, 10_000).catch(() => undefined);
     const [request] = await pending(rt);
     expect((await rejection(rt.approvals.approve(request!.approvalId, "ben"))).code).toBe("RESUME_REFUSED");
     expect((await rt.approvals.get(request!.approvalId)).votes).toEqual([]);
@@ -170,9 +167,8 @@ describe("who may decide", () => {
 describe("traces", () => {
   it("the span of the held message and the span of its handling after approval carry the approval id and the same message id", async () => {
     const tracing = testTracing();
-    const payments = new Payments("payments");
-    const rt = await whenStarted(runtime(payments, { approvalPolicy: paymentsPolicy, tracerProvider: tracing.provider }));
-    const paying = rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 10_000 });
+    const { rt } = await startedPayments(runtime, { tracerProvider: tracing.provider });
+    const paying = payLarge(rt, 10_000);
     const [request] = await pending(rt);
     await rt.approvals.approve(request!.approvalId, "ana");
     await rt.approvals.approve(request!.approvalId, "ben");

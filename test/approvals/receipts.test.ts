@@ -9,9 +9,9 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { APPROVALS_KEY, InMemoryStateStore, MemoryAuditSink, type JsonObject } from "../../src/index.js";
 import { JsonlAuditSink, verifyApproval } from "../../src/entries/audit.js";
-import { runtimes, whenStarted } from "../support/runtimes.js";
+import { runtimes } from "../support/runtimes.js";
 import { waitUntil } from "../support/agents.js";
-import { Payments, paymentsPolicy } from "./fixtures.js";
+import { Payments, paymentsPolicy, payLarge, startedPayments } from "./fixtures.js";
 import { scratch } from "../support/scratch.js";
 
 const runtime = runtimes();
@@ -34,7 +34,7 @@ async function approvedAndHandled(): Promise<{ log: string; sink: JsonlAuditSink
   // The request is shown once its receipt is appended (fsync'ed): waited for by event, not by turns of the loop.
   const requested = new Promise<string>((resolve) => rt.on("approval.changed", (view) => view.status === "pending" && resolve(view.approvalId)));
   await rt.start();
-  const paying = rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 30_000 });
+  const paying = payLarge(rt, 30_000);
   const approvalId = await requested;
   await rt.approvals.approve(approvalId, "ana");
   await rt.approvals.approve(approvalId, "ben");
@@ -58,9 +58,8 @@ describe("write-ahead approval receipts", () => {
   it("every receipt carries a receiptId and the time of its change, and none is left owed in the stored record once appended", async () => {
     const store = new InMemoryStateStore();
     const audit = new MemoryAuditSink();
-    const payments = new Payments("payments");
-    const rt = await whenStarted(runtime(payments, { store, auditSink: audit, approvalPolicy: paymentsPolicy }));
-    const paying = rt.ask("payments", { amountCents: 250_000, to: "ACME" }, { type: "pay", timeoutMs: 30_000 });
+    const { rt, payments } = await startedPayments(runtime, { store, auditSink: audit });
+    const paying = payLarge(rt, 30_000);
     await waitUntil(() => audit.ofType("approval.requested").length === 1, "the request's receipt");
     const approvalId = audit.ofType("approval.requested")[0]!.details.approvalId as string;
     await rt.approvals.approve(approvalId, "ana");
@@ -100,24 +99,17 @@ describe("write-ahead approval receipts", () => {
     expect(verified.failures.join("\n")).toMatch(/reuses receipt id .* with other content/);
   });
 
-  it("a row reusing the decision's receiptId with another decider is a failure", async () => {
+  it.each([
+    { name: "a row reusing the decision's receiptId with another decider is a failure", change: { decidedBy: "mallory" }, failure: /approval\.decided reuses receipt id/ },
+    { name: "a second decision under a fresh receiptId is still a second decision", change: { receiptId: "01900000-0000-7000-8000-000000000000" }, failure: /decided a second time/ },
+  ])("$name", async ({ change, failure }) => {
     const { log, sink, approvalId, rows } = await approvedAndHandled();
     const decided = rows().find((r) => r.event === "approval.decided")!;
-    await reemit(sink, decided, { ...decided.details, decidedBy: "mallory" });
+    await reemit(sink, decided, { ...decided.details, ...change });
     await sink.close();
     const verified = await verifyApproval(log, approvalId, { key: KEY });
     expect(verified.status).toBe("failed");
-    expect(verified.failures.join("\n")).toMatch(/approval\.decided reuses receipt id/);
-  });
-
-  it("a second decision under a fresh receiptId is still a second decision", async () => {
-    const { log, sink, approvalId, rows } = await approvedAndHandled();
-    const decided = rows().find((r) => r.event === "approval.decided")!;
-    await reemit(sink, decided, { ...decided.details, receiptId: "01900000-0000-7000-8000-000000000000" });
-    await sink.close();
-    const verified = await verifyApproval(log, approvalId, { key: KEY });
-    expect(verified.status).toBe("failed");
-    expect(verified.failures.join("\n")).toMatch(/decided a second time/);
+    expect(verified.failures.join("\n")).toMatch(failure);
   });
 
   it("a vote whose recorded time is later than its row is a failure", async () => {

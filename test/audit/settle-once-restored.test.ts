@@ -17,7 +17,7 @@ import type { AuditLogSource } from "../../src/audit/audit-source.js";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
 import { PostgresAuditSink } from "../../src/postgres/postgres-audit-sink.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
-import { AgentProcess, ProcessStatus, Runtime, silentLogger, type AuditSink, type StateStore } from "../../src/index.js";
+import { AgentProcess, ProcessStatus, Runtime, silentLogger, type AuditSink, type AuthorizeResume, type RuntimeOptions, type StateStore } from "../../src/index.js";
 import type { SuspensionMarker } from "../../src/state/suspension-marker.js";
 import { PostgresStateStore } from "../../src/postgres/postgres-state-store.js";
 import { SqliteStateStore } from "../../src/sqlite/sqlite-state-store.js";
@@ -110,18 +110,33 @@ async function decidedThenKilled(b: Backend, decide: (runtime: Runtime, suspensi
   }
 }
 
+/**
+ * The restart after the kill: starts a new runtime (a fresh Payer "payer", a
+ * new sink on the same log, the backend's store, and `options`), runs `body`
+ * on it, then stops it, closes the sink and cleans the backend up.
+ */
+async function afterRestart(b: Backend, options: Partial<RuntimeOptions>, body: (restarted: { runtime: Runtime; agent: Payer; sink: ClosableSink }) => Promise<void>): Promise<void> {
+  const agent = new Payer("payer");
+  const sink = b.sink();
+  const runtime = new Runtime({ root: [agent], store: b.store, auditSink: sink, logger: silentLogger, keepAlive: false, ...options });
+  try {
+    await runtime.start();
+    await body({ runtime, agent, sink });
+  } finally {
+    await runtime.stop();
+    await sink.close();
+    await b.cleanup();
+  }
+}
+
 for (const [label, make] of backends) {
   describe(`a pause whose decision is on record comes back after a kill: ${label}`, () => {
     it("the next start completes the recorded approval (its approver, onResume once) without a second agent.resume; a later approval is STALE_APPROVAL", async () => {
       const b = make();
       const id = await decidedThenKilled(b, (runtime, suspensionId) => runtime.resume("payer", "alice", { suspensionId }));
-      const agent = new Payer("payer");
-      const sink = b.sink();
       const asked: string[] = [];
       const authorizeResume = (_agent: string, approver: string): boolean => (asked.push(approver), true);
-      const runtime = new Runtime({ root: [agent], store: b.store, auditSink: sink, logger: silentLogger, keepAlive: false, authorizeResume });
-      try {
-        await runtime.start();
+      await afterRestart(b, { authorizeResume }, async ({ runtime, agent, sink }) => {
         // The restarted owner's authorizeResume saw the decision it carried out.
         expect(asked).toEqual(["alice"]);
         expect(agent.status).toBe(ProcessStatus.RUNNING);
@@ -135,32 +150,18 @@ for (const [label, make] of backends) {
         expect(verified.failures).toEqual([]);
         expect(verified.status).toBe("verified");
         expect(verified.suspensions).toHaveLength(1);
-      } finally {
-        await runtime.stop();
-        await sink.close();
-        await b.cleanup();
-      }
+      });
     });
 
     it("the next start asks its own authorizeResume about the recorded approver: refused, the decision is set aside (agent.settlement.refused) and the next one decides", async () => {
       const b = make();
       const id = await decidedThenKilled(b, (runtime, suspensionId) => runtime.resume("payer", "alice", { suspensionId }));
       const asked: string[] = [];
-      const refusing = new Payer("payer");
-      const sink = b.sink();
-      const refusingRuntime = new Runtime({
-        root: [refusing],
-        store: b.store,
-        auditSink: sink,
-        logger: silentLogger,
-        keepAlive: false,
-        authorizeResume: (_agent, approver, _marker, context) => {
-          asked.push(`${approver} ${context?.decision ?? "approve"}`);
-          return approver !== "alice";
-        },
-      });
-      try {
-        await refusingRuntime.start();
+      const authorizeResume: AuthorizeResume = (_agent, approver, _marker, context) => {
+        asked.push(`${approver} ${context?.decision ?? "approve"}`);
+        return approver !== "alice";
+      };
+      await afterRestart(b, { authorizeResume }, async ({ runtime: refusingRuntime, agent: refusing, sink }) => {
         expect(asked).toEqual(["alice approve"]);
         expect(refusing.status).toBe(ProcessStatus.SUSPENDED);
         expect(refusing.resumes).toEqual([]);
@@ -172,11 +173,7 @@ for (const [label, make] of backends) {
         const verified = await verifySuspension(await b.log(sink), "payer", { key: KEY });
         expect(verified.failures).toEqual([]);
         expect(verified).toMatchObject({ status: "verified", suspensions: [expect.objectContaining({ suspensionId: id, decision: "denied", decidedBy: "bob" })] });
-      } finally {
-        await refusingRuntime.stop();
-        await sink.close();
-        await b.cleanup();
-      }
+      });
     });
 
     it("a decision whose cleared marker could not be stored is recorded as carried out: the next start clears the pause without running onResume again", async () => {
@@ -217,11 +214,7 @@ for (const [label, make] of backends) {
       }
       await b.store.set("payer", paused!); // killed before any later write stored the cleared marker
 
-      const agent = new Payer("payer");
-      const sink = b.sink();
-      const runtime = new Runtime({ root: [agent], store: b.store, auditSink: sink, logger: silentLogger, keepAlive: false });
-      try {
-        await runtime.start();
+      await afterRestart(b, {}, async ({ runtime, agent, sink }) => {
         expect(agent.status).toBe(ProcessStatus.RUNNING);
         expect(agent.resumes).toEqual([]);
         expect(runtime.listSuspended()).toEqual([]);
@@ -230,21 +223,13 @@ for (const [label, make] of backends) {
         const log = await b.log(sink);
         const verified = await verifySuspension(log, "payer", { key: KEY });
         expect(verified).toMatchObject({ status: "verified", failures: [], suspensions: [expect.objectContaining({ suspensionId: id, decision: "approved", decidedBy: "alice" })] });
-      } finally {
-        await runtime.stop();
-        await sink.close();
-        await b.cleanup();
-      }
+      });
     });
 
     it("the next start completes the recorded denial (onDeny once); a later approval is STALE_APPROVAL", async () => {
       const b = make();
       const id = await decidedThenKilled(b, (runtime, suspensionId) => runtime.deny("payer", "dora", { suspensionId, reason: "over budget" }));
-      const agent = new Payer("payer");
-      const sink = b.sink();
-      const runtime = new Runtime({ root: [agent], store: b.store, auditSink: sink, logger: silentLogger, keepAlive: false });
-      try {
-        await runtime.start();
+      await afterRestart(b, {}, async ({ runtime, agent, sink }) => {
         expect(agent.status).toBe(ProcessStatus.RUNNING);
         expect(agent.denials).toEqual(["dora:over budget"]);
         expect(runtime.listSuspended()).toEqual([]);
@@ -255,11 +240,7 @@ for (const [label, make] of backends) {
         const verified = await verifySuspension(await b.log(sink), "payer", { key: KEY });
         expect(verified.failures).toEqual([]);
         expect(verified.status).toBe("verified");
-      } finally {
-        await runtime.stop();
-        await sink.close();
-        await b.cleanup();
-      }
+      });
     });
   });
 }

@@ -3,7 +3,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AuditEvent } from "../../src/audit/audit-event.js";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
-import { civitas, civitasJson, tempDir } from "./fixtures/run-cli.js";
+import { civitas, civitasBoth, civitasJson, tempDir } from "./fixtures/run-cli.js";
 
 const KEY = "k";
 const TORN = '{"agent":"payer","details":{"reas';
@@ -95,10 +95,7 @@ describe("civitas audit", { timeout: 60_000 }, () => {
     });
 
     it("notes a torn tail and still exits 0", async () => {
-      const [run, { code, json }] = await Promise.all([
-        civitas(["audit", "verify", tornLog, "--key", KEY]),
-        civitasJson(["audit", "verify", tornLog, "--key", KEY]),
-      ]);
+      const [run, { code, json }] = await civitasBoth(["audit", "verify", tornLog, "--key", KEY]);
       expect(run.code).toBe(0);
       expect(run.stdout).toContain("5 rows verified");
       expect(run.stdout).toContain("torn final line");
@@ -141,10 +138,7 @@ describe("civitas audit", { timeout: 60_000 }, () => {
 
   describe("verify-suspension", () => {
     it("prints a table and VERIFIED for a settled agent (exit 0)", async () => {
-      const [run, { code, json }] = await Promise.all([
-        civitas(["audit", "verify-suspension", log, "fetcher", "--key", KEY]),
-        civitasJson(["audit", "verify-suspension", log, "fetcher", "--key", KEY]),
-      ]);
+      const [run, { code, json }] = await civitasBoth(["audit", "verify-suspension", log, "fetcher", "--key", KEY]);
       expect(run.code).toBe(0);
       const lines = run.stdout.split("\n");
       expect(lines[0]).toMatch(/^SUSPENSION\s+REASON\s+SINCE\s+STATUS\s+DECISION\s+BY\s+SETTLED AT$/);
@@ -161,10 +155,7 @@ describe("civitas audit", { timeout: 60_000 }, () => {
     });
 
     it("says NOT FOUND and exits 4 for an agent the log holds no row of (a misspelt name)", async () => {
-      const [run, { code, json }] = await Promise.all([
-        civitas(["audit", "verify-suspension", log, "fetchr", "--key", KEY]),
-        civitasJson(["audit", "verify-suspension", log, "fetchr", "--key", KEY]),
-      ]);
+      const [run, { code, json }] = await civitasBoth(["audit", "verify-suspension", log, "fetchr", "--key", KEY]);
       expect(run.code).toBe(4);
       expect(run.stdout).toContain("NOT FOUND");
       expect(run.stdout).toContain("did you mean 'fetcher'?");
@@ -174,10 +165,7 @@ describe("civitas audit", { timeout: 60_000 }, () => {
     });
 
     it("suggests nothing when no agent of the log has a similar name (still NOT FOUND, exit 4)", async () => {
-      const [run, { code, json }] = await Promise.all([
-        civitas(["audit", "verify-suspension", log, "zzzzzzzz", "--key", KEY]),
-        civitasJson(["audit", "verify-suspension", log, "zzzzzzzz", "--key", KEY]),
-      ]);
+      const [run, { code, json }] = await civitasBoth(["audit", "verify-suspension", log, "zzzzzzzz", "--key", KEY]);
       expect(run.code).toBe(4);
       expect(run.stdout).toContain("NOT FOUND");
       expect(run.stdout).not.toContain("did you mean");
@@ -187,10 +175,7 @@ describe("civitas audit", { timeout: 60_000 }, () => {
     });
 
     it("shows how each suspension was decided: approved, denied, expired, cancelled (table and --json)", async () => {
-      const [run, { code, json }] = await Promise.all([
-        civitas(["audit", "verify-suspension", decidedLog, "payer", "--key", KEY]),
-        civitasJson(["audit", "verify-suspension", decidedLog, "payer", "--key", KEY]),
-      ]);
+      const [run, { code, json }] = await civitasBoth(["audit", "verify-suspension", decidedLog, "payer", "--key", KEY]);
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/^d-1\s+budget\s+\S+\s+verified\s+approved\s+alice\s+2030-01-02T04:00:00.000Z$/m);
       expect(run.stdout).toMatch(/^d-2\s+budget\s+\S+\s+verified\s+denied\s+bob\s+2030-01-02T05:00:00.000Z$/m);
@@ -210,10 +195,7 @@ describe("civitas audit", { timeout: 60_000 }, () => {
     });
 
     it("says PENDING clearly for a live suspension, and exits 0", async () => {
-      const [run, { code, json }] = await Promise.all([
-        civitas(["audit", "verify-suspension", log, "payer", "--key", KEY]),
-        civitasJson(["audit", "verify-suspension", log, "payer", "--key", KEY]),
-      ]);
+      const [run, { code, json }] = await civitasBoth(["audit", "verify-suspension", log, "payer", "--key", KEY]);
       expect(run.code).toBe(0);
       expect(run.stdout).toMatch(/^s-2\s+review\s+\S+\s+pending\s+-\s+-\s+-$/m);
       expect(run.stdout).toContain("PENDING: 1 suspension of 'payer' is still live");
@@ -222,10 +204,7 @@ describe("civitas audit", { timeout: 60_000 }, () => {
     });
 
     it("exits 1 with the failures for a resume naming an unknown suspension", async () => {
-      const [run, { code, json }] = await Promise.all([
-        civitas(["audit", "verify-suspension", badLog, "payer", "--key", KEY]),
-        civitasJson(["audit", "verify-suspension", badLog, "payer", "--key", KEY]),
-      ]);
+      const [run, { code, json }] = await civitasBoth(["audit", "verify-suspension", badLog, "payer", "--key", KEY]);
       expect(run.code).toBe(1);
       expect(run.stdout).toContain("failures:");
       expect(run.stdout).toContain("FAILED");
@@ -261,7 +240,7 @@ describe("civitas audit", { timeout: 60_000 }, () => {
 
     it("says nothing needed repair for an intact log (exit 0)", async () => {
       const before = fs.readFileSync(log);
-      const [run, { code, json }] = await Promise.all([civitas(["audit", "repair", log]), civitasJson(["audit", "repair", log])]);
+      const [run, { code, json }] = await civitasBoth(["audit", "repair", log]);
       expect(run.code).toBe(0);
       expect(run.stdout).toContain("nothing to repair");
       expect(code).toBe(0);

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
 import { event, KEY, OTHER_KEY, tempLogPerTest } from "../support/audit-log.js";
-import { civitas, civitasJson } from "./fixtures/run-cli.js";
+import { civitas, civitasBoth } from "./fixtures/run-cli.js";
 
 describe("civitas audit verify with the keys of a rotated log", () => {
   const log = tempLogPerTest();
@@ -29,10 +29,7 @@ describe("civitas audit verify with the keys of a rotated log", () => {
       await b.close();
       expect((await verifyAuditLog(log.file, { keys: { "2030-01": KEY, "2030-02": OTHER_KEY } })).ok).toBe(true);
 
-      const [text, { code, json }] = await Promise.all([
-        civitas(["audit", "verify", log.file, "--key", KEY, "--key", OTHER_KEY]),
-        civitasJson(["audit", "verify", log.file, "--key", KEY, "--key", OTHER_KEY]),
-      ]);
+      const [text, { code, json }] = await civitasBoth(["audit", "verify", log.file, "--key", KEY, "--key", OTHER_KEY]);
       // Either verify with both keys (exit 0) or refuse the command line (exit 2) — never "FAILED".
       expect([0, 2], `stdout: ${text.stdout}\nstderr: ${text.stderr}`).toContain(text.code);
       expect(text.stdout).not.toContain("FAILED");

@@ -19,7 +19,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { Authenticate } from "../../src/entries/http.js";
 import { ProcessStatus, type Runtime } from "../../src/index.js";
 import { runtimes, until } from "../support/runtimes.js";
-import { call, headerIdentity, LIMIT_CENTS, Payer, signIn, USER_HEADER } from "./support.js";
+import { call, headerIdentity, pausedPayer, signIn, USER_HEADER, type Payer } from "./support.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const docs = fs.readFileSync(path.join(root, "docs", "http.md"), "utf8");
@@ -52,15 +52,6 @@ async function load<T>(code: string, result: string): Promise<(runtime: Runtime,
   fs.writeFileSync(file, `${imports.join("\n")}\nexport default async function mount(runtime, authenticate) {\n${body.join("\n")}\nreturn ${result};\n}\n`);
   const module = (await import(/* @vite-ignore */ pathToFileURL(file).href)) as { default: (runtime: Runtime, authenticate: Authenticate) => Promise<T> };
   return module.default;
-}
-
-async function pausedPayer(): Promise<{ rt: Runtime; payer: Payer }> {
-  const payer = new Payer("payer");
-  const rt = runtime([payer]);
-  await rt.start();
-  await rt.send("payer", { invoice: "INV-1", cents: LIMIT_CENTS + 1 });
-  await until(() => payer.status === ProcessStatus.SUSPENDED);
-  return { rt, payer };
 }
 
 async function listening(server: Server): Promise<string> {
@@ -98,14 +89,14 @@ async function drive(origin: string, rt: Runtime, payer: Payer): Promise<void> {
 describe("the framework snippets of docs/http.md, run verbatim", () => {
   it("Express: app.use(\"/inbox\", handler)", async () => {
     const mount = await load<Express>(snippet('from "express"'), "app");
-    const { rt, payer } = await pausedPayer();
+    const { rt, payer } = await pausedPayer(runtime, "INV-1");
     const app = await mount(rt, headerIdentity);
     await drive(await listening(app.listen(0, "127.0.0.1")), rt, payer);
   });
 
   it("Fastify: the raw request and reply under a basePath, the body left to the inbox", async () => {
     const mount = await load<FastifyInstance>(snippet('from "fastify"'), "fastify");
-    const { rt, payer } = await pausedPayer();
+    const { rt, payer } = await pausedPayer(runtime, "INV-1");
     const fastify = await mount(rt, headerIdentity);
     closers.push(() => fastify.close());
     await fastify.listen({ port: 0, host: "127.0.0.1" });
@@ -114,7 +105,7 @@ describe("the framework snippets of docs/http.md, run verbatim", () => {
 
   it("Hono on @hono/node-server: c.env.incoming / c.env.outgoing and RESPONSE_ALREADY_SENT", async () => {
     const mount = await load<Hono>(snippet('from "hono"'), "app");
-    const { rt, payer } = await pausedPayer();
+    const { rt, payer } = await pausedPayer(runtime, "INV-1");
     const app = await mount(rt, headerIdentity);
     const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }) as Server;
     await drive(await listening(server), rt, payer);

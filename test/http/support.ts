@@ -6,8 +6,9 @@
  */
 import { request as httpRequest } from "node:http";
 import { afterEach } from "vitest";
-import { AgentProcess, type ApprovalPolicy, type Message, type SuspensionMarker } from "../../src/index.js";
+import { AgentProcess, ProcessStatus, type ApprovalPolicy, type Message, type Runtime, type SuspensionMarker } from "../../src/index.js";
 import { serveInbox, type InboxServer, type ServeInboxOptions } from "../../src/entries/http.js";
+import { until, type RuntimeFactory } from "../support/runtimes.js";
 
 export type Payment = { invoice: string; cents: number };
 type PayerState = { pending: Payment | null; paid: (Payment & { approvedBy: string })[]; denied: (Payment & { decider: string; reason: string })[] };
@@ -60,6 +61,19 @@ export class Payer extends AgentProcess<PayerState> {
     this.executions.set(payment.invoice, (this.executions.get(payment.invoice) ?? 0) + 1);
     this.state.paid.push({ ...payment, approvedBy });
   }
+}
+
+/**
+ * Starts one `Payer` ("payer") alone on a runtime made by `runtime` and sends
+ * it the large payment `invoice`; resolves once the payer is SUSPENDED on it.
+ */
+export async function pausedPayer(runtime: RuntimeFactory, invoice: string): Promise<{ rt: Runtime; payer: Payer }> {
+  const payer = new Payer("payer");
+  const rt = runtime([payer]);
+  await rt.start();
+  await rt.send("payer", { invoice, cents: LIMIT_CENTS + 1 });
+  await until(() => payer.status === ProcessStatus.SUSPENDED);
+  return { rt, payer };
 }
 
 /** Records every message it gets. */

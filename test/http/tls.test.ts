@@ -14,7 +14,7 @@ import { describe, expect, it } from "vitest";
 import { ProcessStatus } from "../../src/index.js";
 import { runtimes, until } from "../support/runtimes.js";
 import { scratch } from "../support/scratch.js";
-import { headerIdentity, inboxes, LIMIT_CENTS, Payer, USER_HEADER } from "./support.js";
+import { headerIdentity, inboxes, pausedPayer, USER_HEADER } from "./support.js";
 
 const { tempDir } = scratch("civitas-http-tls-");
 const runtime = runtimes();
@@ -52,18 +52,9 @@ function httpsCall(url: URL, options: RequestOptions, body?: string): Promise<An
   });
 }
 
-async function pausedPayer(): Promise<{ payer: Payer; rt: ReturnType<typeof runtime> }> {
-  const payer = new Payer("payer");
-  const rt = runtime([payer]);
-  await rt.start();
-  await rt.send("payer", { invoice: "INV-TLS", cents: LIMIT_CENTS + 1 });
-  await until(() => payer.status === ProcessStatus.SUSPENDED);
-  return { payer, rt };
-}
-
 describe("serveInbox({ tls })", () => {
   it("serves the page and the API over HTTPS with the given certificate, and takes a decision sent over it", async () => {
-    const { payer, rt } = await pausedPayer();
+    const { payer, rt } = await pausedPayer(runtime, "INV-TLS");
     const { key, cert } = selfSigned();
     const server = await serve({ runtime: rt, authenticate: headerIdentity, tls: { key, cert } });
     expect(server.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/$/);
@@ -97,7 +88,7 @@ describe("serveInbox({ tls })", () => {
   });
 
   it("is refused by a client that does not trust the certificate, and does not answer plain HTTP", async () => {
-    const { rt } = await pausedPayer();
+    const { rt } = await pausedPayer(runtime, "INV-TLS");
     const { key, cert } = selfSigned();
     const server = await serve({ runtime: rt, authenticate: headerIdentity, tls: { key, cert } });
     const base = new URL(server.url);

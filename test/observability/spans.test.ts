@@ -11,6 +11,8 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { context, ROOT_CONTEXT, trace, type Context, type ContextManager } from "@opentelemetry/api";
 import { describe, expect, it } from "vitest";
 import { AgentProcess, ErrorAction, type Message } from "../../src/index.js";
+import { gate } from "../support/agents.js";
+import { FailsToStart } from "../support/probe-agents.js";
 import { tracedRuntimes } from "../support/tracing.js";
 import { whenStarted, until } from "../support/runtimes.js";
 
@@ -40,18 +42,10 @@ class AlsContextManager implements ContextManager {
 describe("span lifecycle", () => {
   it("a failed start records civitas.agent.stop (docs: civitas.agent.stop at each stop or crash: onStop)", async () => {
     const t = tracing();
-    let onStopRan = 0;
-    class FailsToStart extends AgentProcess {
-      override async onStart(): Promise<void> {
-        throw new Error("cannot start");
-      }
-      override async onStop(): Promise<void> {
-        onStopRan++;
-      }
-    }
-    const rt = tracedRuntime([new FailsToStart("a")], { tracerProvider: t.provider });
+    const agent = new FailsToStart("a");
+    const rt = tracedRuntime([agent], { tracerProvider: t.provider });
     await rt.start().catch(() => undefined);
-    expect(onStopRan).toBe(1);
+    expect(agent.stopCount).toBe(1);
     expect(t.named("civitas.agent.start")).toHaveLength(1);
     expect(t.named("civitas.agent.stop")).toHaveLength(1);
   });
@@ -60,13 +54,12 @@ describe("span lifecycle", () => {
 describe("span parents", () => {
   it("the civitas.agent.retry span of a message belongs to that message's trace, not to an unrelated caller's", async () => {
     const t = tracing();
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
+    const slow = gate();
     const attempts: number[] = [];
     class Worker extends AgentProcess {
       override async handle(message: Message): Promise<void> {
         if (message.type === "slow") {
-          await gate;
+          await slow.promise;
           return;
         }
         attempts.push(message.attempt);
@@ -86,7 +79,7 @@ describe("span parents", () => {
       await context.with(caller, () => rt.send("w", {}, { type: "slow" }));
       // ... and a later, unrelated message (sent outside any span) fails and is retried on that loop
       await rt.send("w", {}, { type: "job" });
-      release();
+      slow.open();
       await until(() => attempts.length === 2, "the retry", 2_000, 5);
       await until(() => t.named("civitas.agent.handle").length === 3, "three handle spans", 2_000, 5);
     } finally {

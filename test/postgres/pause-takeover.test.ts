@@ -88,16 +88,22 @@ async function expectDeniedByBobOnly(owner: Owner): Promise<void> {
   expect(owner.lines.some((line) => line.startsWith("onResume"))).toBe(false);
 }
 
+/** Starts the first owner (owner-a), has it suspend the payer, and returns it with its fence. */
+async function suspendingOwner(checkOwner: boolean): Promise<{ a: Owner; fenceA: number }> {
+  const a = new Owner(schema.name, "owner-a", checkOwner);
+  owners.push(a);
+  const fenceA = Number((await a.line(/^ready /)).split(" ")[1]);
+  a.send("suspend");
+  await a.line(/^ok suspend$/);
+  return { a, fenceA };
+}
+
 describe.each([
   { checkOwner: true, label: "with the owner checked in the append's transaction (stateTable)" },
   { checkOwner: false, label: "with receipts stamped with their fence only" },
 ])("a takeover of a pause, $label", ({ checkOwner }) => {
   it("the former owner's approval after the takeover is refused with STATE_FENCED; the successor's deny is the only decision", async () => {
-    const a = new Owner(schema.name, "owner-a", checkOwner);
-    owners.push(a);
-    const fenceA = Number((await a.line(/^ready /)).split(" ")[1]);
-    a.send("suspend");
-    await a.line(/^ok suspend$/);
+    const { a, fenceA } = await suspendingOwner(checkOwner);
     const store = new PostgresStateStore({ pool: schema.pool }, { table: `${schema.name}.state`, fenceSequence: `${schema.name}.fences` });
     const marker = (await store.get("payer"))?.[SUSPENSION_KEY] as { suspensionId: string };
     expect(marker.suspensionId).toBeTypeOf("string");
@@ -148,11 +154,7 @@ describe.each([
   }, 90_000);
 
   it("the former owner's approval between the successor's claim and the end of its start is not rolled forward by it", async () => {
-    const a = new Owner(schema.name, "owner-a", checkOwner);
-    owners.push(a);
-    const fenceA = Number((await a.line(/^ready /)).split(" ")[1]);
-    a.send("suspend");
-    await a.line(/^ok suspend$/);
+    const { a, fenceA } = await suspendingOwner(checkOwner);
     a.child.kill("SIGSTOP");
     await new Promise((resolve) => setTimeout(resolve, 2000));
     // The successor has put its claim on record and claimed the row; its start (the roll forward) waits.

@@ -1,18 +1,15 @@
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { PostgresAuditSink } from "../../src/postgres/postgres-audit-sink.js";
 import { encodeRow } from "../../src/audit/audit-row.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
-import { runTsChild } from "../support/child-process.js";
 import { PG_URL, testSchemaPerFile, UNREACHABLE_URL } from "../support/postgres.js";
 import { event, KEY, OTHER_KEY, resume, sampleEvents, suspend, tempDir } from "../support/audit-log.js";
 import { JsonlAuditSink } from "../../src/audit/jsonl-audit-sink.js";
-
-const here = path.dirname(fileURLToPath(import.meta.url));
+import { appendFromProcesses } from "./support/audit-appenders.js";
 
 const schema = testSchemaPerFile("audit");
 
@@ -106,19 +103,7 @@ describe("PostgresAuditSink", () => {
     const table = schema.table("shared");
     const writers = ["w1", "w2", "w3", "w4"];
     const perWriter = 40;
-    const acked = new Map<string, number>();
-    const runs = await Promise.all(
-      writers.map((w) =>
-        runTsChild(path.join(here, "fixtures", "postgres-audit-appender.ts"), [PG_URL, table, KEY, w, String(perWriter)], {
-          timeoutMs: 60_000,
-          onLine: (line) => {
-            const [id, seq] = line.split(" ");
-            if (id !== undefined && seq !== undefined) acked.set(id, Number(seq));
-          },
-        }),
-      ),
-    );
-    for (const run of runs) expect(run.lines.at(-1), run.stderr).toBe("done");
+    const acked = await appendFromProcesses(table, writers, perWriter, 60_000);
     expect(acked.size).toBe(writers.length * perWriter);
     const bytes = await exported(table);
     expect(await verifyAuditLog(bytes, { key: KEY })).toEqual({ ok: true, rows: writers.length * perWriter, tornTail: false });

@@ -1,20 +1,17 @@
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { PostgresAuditSink } from "../../src/postgres/postgres-audit-sink.js";
 import { verifyAuditLog } from "../../src/audit/verify-audit-log.js";
 import { verifySuspension } from "../../src/audit/verify-suspension.js";
 import { civitas, civitasJson } from "../cli/fixtures/run-cli.js";
-import { runTsChild } from "../support/child-process.js";
+import { appendFromProcesses } from "./support/audit-appenders.js";
 import { PG_URL, testSchemaPerFile } from "../support/postgres.js";
 import { event, KEY, resume, suspend, tempDir } from "../support/audit-log.js";
 
 // Issue 21, item 1: the chain is read back in numeric seq order (a text sort gave 0, 1, 10, 100, …
 // and paging by seq then skipped and repeated rows), through every reader.
-
-const here = path.dirname(fileURLToPath(import.meta.url));
 
 const schema = testSchemaPerFile("order");
 
@@ -25,20 +22,8 @@ describe("the PostgreSQL audit chain read in seq order", () => {
     // The decision sits at seq 1, far before the rows the other processes add (the lookup missed it past ~2,000 rows).
     await sink.emit(suspend("payer", "s-1"));
     await sink.emit(resume("payer", "s-1", "alice"));
-    const acked = new Map<string, number>();
     const perWriter = 1049;
-    const runs = await Promise.all(
-      ["w1", "w2"].map((writer) =>
-        runTsChild(path.join(here, "fixtures", "postgres-audit-appender.ts"), [PG_URL, table, KEY, writer, String(perWriter)], {
-          timeoutMs: 120_000,
-          onLine: (line) => {
-            const [id, seq] = line.split(" ");
-            if (id !== undefined && seq !== undefined) acked.set(id, Number(seq));
-          },
-        }),
-      ),
-    );
-    for (const run of runs) expect(run.lines.at(-1), run.stderr).toBe("done");
+    const acked = await appendFromProcesses(table, ["w1", "w2"], perWriter, 120_000);
     const rows = await sink.rows();
     expect(rows.length).toBe(2 + 2 * perWriter);
     expect(rows.map((row) => row.seq)).toEqual(rows.map((_, i) => i));

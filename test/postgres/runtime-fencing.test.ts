@@ -108,6 +108,18 @@ describe("the runtime's reaction to STATE_FENCED (lost ownership)", () => {
   });
 });
 
+/**
+ * Starts `runtime` and checks that the start failed with STATE_FENCED (on the
+ * error or one of its two causes) and that `name` never showed RUNNING.
+ */
+async function expectFencedStart(runtime: Runtime, name: string): Promise<void> {
+  const seen = watch(runtime, name);
+  seen.mark();
+  const err = (await runtime.start().catch((e: unknown) => e)) as { code?: string; cause?: { code?: string } };
+  expect(JSON.stringify([err.code, err.cause?.code, (err.cause as { cause?: { code?: string } } | undefined)?.cause?.code])).toMatch(/STATE_FENCED/);
+  expect(seen.after().some((t) => t.to === ProcessStatus.RUNNING)).toBe(false);
+}
+
 describe("an agent fenced while it starts", () => {
   it("a record claimed by a newer fence fails the start with STATE_FENCED (before onStart's checkpoint): the agent never shows RUNNING", async () => {
     class Starter extends AgentProcess {
@@ -120,11 +132,7 @@ describe("an agent fenced while it starts", () => {
     const agent = new Starter("starter");
     const audit = new MemoryAuditSink();
     const runtime = new Runtime({ root: [agent], store: base.fenced(old), auditSink: audit, logger: silentLogger, keepAlive: false });
-    const seen = watch(runtime, "starter");
-    seen.mark();
-    const err = (await runtime.start().catch((e: unknown) => e)) as { code?: string; cause?: { code?: string } };
-    expect(JSON.stringify([err.code, err.cause?.code, (err.cause as { cause?: { code?: string } } | undefined)?.cause?.code])).toMatch(/STATE_FENCED/);
-    expect(seen.after().some((t) => t.to === ProcessStatus.RUNNING)).toBe(false);
+    await expectFencedStart(runtime, "starter");
     expect(agent.status).not.toBe(ProcessStatus.RUNNING);
     expect(audit.events.filter((e) => e.event === "agent.fenced")).toHaveLength(1);
     await runtime.stop();
@@ -143,11 +151,7 @@ describe("an agent fenced during onStart", () => {
     const audit = new MemoryAuditSink();
     const fence = await base.nextFence();
     const runtime = new Runtime({ root: [agent], store: base.fenced(fence), auditSink: audit, logger: silentLogger, keepAlive: false });
-    const seen = watch(runtime, "taken");
-    seen.mark();
-    const err = (await runtime.start().catch((e: unknown) => e)) as { code?: string; cause?: { code?: string } };
-    expect(JSON.stringify([err.code, err.cause?.code, (err.cause as { cause?: { code?: string } } | undefined)?.cause?.code])).toMatch(/STATE_FENCED/);
-    expect(seen.after().some((t) => t.to === ProcessStatus.RUNNING)).toBe(false);
+    await expectFencedStart(runtime, "taken");
     // The start claimed the record first, its receipt before the claim.
     expect(audit.events.filter((e) => e.agent === "taken").map((e) => e.event).slice(0, 1)).toEqual(["agent.claimed"]);
     expect(audit.events.find((e) => e.event === "agent.claimed")?.details.fence).toBe(fence);

@@ -14,6 +14,8 @@ import {
 } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { waitForStatus } from "../../src/testing/wait-for-status.js";
+import { gate } from "../support/agents.js";
+import { FailsToStart } from "../support/probe-agents.js";
 import { runtimes, whenStarted } from "../support/runtimes.js";
 
 const built = runtimes({ stop: "full" });
@@ -113,20 +115,11 @@ describe("AgentProcess lifecycle", () => {
   });
 
   it("INITIALIZING → CRASHED when onStart throws; start rejects with START_FAILED and onStop still runs", async () => {
-    let stops = 0;
-    class BadStart extends AgentProcess {
-      override async onStart(): Promise<void> {
-        throw new Error("no config");
-      }
-      override async onStop(): Promise<void> {
-        stops++;
-      }
-    }
-    const agent = new BadStart("bad");
+    const agent = new FailsToStart("bad");
     const rt = runtime([agent]);
     await expect(rt.start()).rejects.toMatchObject({ name: "StartFailedError", code: "START_FAILED", agent: "bad" });
     expect(agent.status).toBe(ProcessStatus.CRASHED);
-    expect(stops).toBe(1);
+    expect(agent.stopCount).toBe(1);
   });
 
   it("STOPPED → INITIALIZING when a ONE_FOR_ALL sibling crash restarts a stopped agent", async () => {
@@ -143,12 +136,11 @@ describe("AgentProcess lifecycle", () => {
   });
 
   it("finishes the message in flight before stopping, and leaves the rest queued", async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
+    const first = gate();
     const handled: number[] = [];
     class Slow extends AgentProcess {
       override async handle(message: Message): Promise<void> {
-        if (message.payload.n === 0) await gate;
+        if (message.payload.n === 0) await first.promise;
         handled.push(message.payload.n as number);
       }
     }
@@ -159,7 +151,7 @@ describe("AgentProcess lifecycle", () => {
     const stopping = rt.stop();
     await new Promise((r) => setTimeout(r, 5));
     expect(agent.status).toBe(ProcessStatus.STOPPING);
-    release();
+    first.open();
     await stopping;
     expect(handled).toEqual([0]);
     expect(agent.mailbox.size).toBe(2);
@@ -169,12 +161,11 @@ describe("AgentProcess lifecycle", () => {
   it("gives up on a handler that hangs past shutdownTimeoutMs, and the abandoned handler can no longer dispatch", async () => {
     const clock = new TestClock();
     const handled: number[] = [];
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
+    const first = gate();
     class Hangs extends AgentProcess {
       override async handle(message: Message): Promise<void> {
         handled.push(message.payload.n as number);
-        if (message.payload.n === 0) await gate;
+        if (message.payload.n === 0) await first.promise;
       }
     }
     const agent = new Hangs("hangs", { shutdownTimeoutMs: 1000 });
@@ -188,7 +179,7 @@ describe("AgentProcess lifecycle", () => {
     await clock.advance(1);
     await stopping;
     expect(agent.status).toBe(ProcessStatus.STOPPED);
-    release();
+    first.open();
     await new Promise((r) => setTimeout(r, 10));
     expect(handled).toEqual([0]);
   });
@@ -216,14 +207,13 @@ describe("AgentProcess error actions", () => {
   });
 
   it("RETRY does not deadlock when the agent's own mailbox is full", async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
+    const first = gate();
     const seen: string[] = [];
     class Busy extends AgentProcess {
       override async handle(message: Message): Promise<void> {
         seen.push(`${String(message.payload.id)}@${message.attempt}`);
         if (message.payload.id === "x" && message.attempt === 0) {
-          await gate;
+          await first.promise;
           throw new Error("transient");
         }
       }
@@ -237,7 +227,7 @@ describe("AgentProcess error actions", () => {
     await until(() => seen.length === 1);
     await rt.send("busy", { id: "y" }); // fills the one-slot lane
     expect(agent.mailbox.size).toBe(1);
-    release();
+    first.open();
     await until(() => seen.length === 3);
     expect(seen).toEqual(["x@0", "y@0", "x@1"]);
     expect(agent.status).toBe(ProcessStatus.RUNNING);

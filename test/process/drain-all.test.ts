@@ -9,7 +9,7 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, createMessage, DynamicSupervisor, ProcessStatus, type Message, ErrorAction } from "../../src/index.js";
-import { gate } from "../support/agents.js";
+import { gate, rendezvous } from "../support/agents.js";
 import { runtimes, whenStarted, until } from "../support/runtimes.js";
 
 const runtime = runtimes();
@@ -17,16 +17,12 @@ const runtime = runtimes();
 describe("a stop with drain \"all\"", () => {
   it("handles what was queued when the stop began, not every message that keeps arriving during the drain", async () => {
     const seen: number[] = [];
-    const entered = gate();
-    const proceed = gate();
+    const first = rendezvous();
     class Chain extends AgentProcess {
       override async handle(message: Message): Promise<Message | void> {
         const n = message.payload.n as number;
         seen.push(n);
-        if (n === 0) {
-          entered.open();
-          await proceed.promise;
-        }
+        if (n === 0) await first.hold();
         // a follow-up to itself, as a crawler paging through results would
         return createMessage({ sender: this.name, recipient: this.name, payload: { n: n + 1 } });
       }
@@ -35,11 +31,11 @@ describe("a stop with drain \"all\"", () => {
     const rt = await whenStarted(runtime(pool));
     const chain = await pool.spawn(Chain, "chain", { shutdownTimeoutMs: 5000 });
     await rt.send("chain", { n: 0 });
-    await entered.promise;
+    await first.entered.promise;
     await rt.send("chain", { n: 100 }); // queued when the stop begins
     const stopping = pool.stop("chain", { drain: "all", timeoutMs: 400 });
     await until(() => chain.status === ProcessStatus.STOPPING, "stopping");
-    proceed.open();
+    first.proceed.open();
     const started = Date.now();
     await stopping;
     // "all" first handles every business message already queued: 0 (in flight) and 100, plus at most

@@ -9,7 +9,7 @@
 
 import { describe, expect, it } from "vitest";
 import { AgentProcess, DynamicSupervisor, ErrorAction, type Message, Supervisor } from "../../src/index.js";
-import { gate } from "../support/agents.js";
+import { heldHook, rendezvous } from "../support/agents.js";
 import { outcome, settlement, codeOf } from "../support/outcome.js";
 import { runtimes, sleep, whenStarted, supervisedRuntimes, until } from "../support/runtimes.js";
 
@@ -34,22 +34,15 @@ class Gate extends AgentProcess {
 
 describe("a queued ask on the priority lane when the mailbox closes", () => {
   it("fails a queued ask on the priority lane (civitas.eval.halt) with MAILBOX_CLOSED, as before d26c756, instead of leaving it to time out", async () => {
-    const busy = gate();
-    let entered = false;
-    class Busy extends AgentProcess {
-      override async handle(): Promise<void> {
-        entered = true;
-        await busy.promise;
-      }
-    }
+    const busy = heldHook("handle");
     const dyn = new DynamicSupervisor("dyn");
     const rt = await whenStarted(runtime([dyn]));
-    await dyn.spawn(Busy, "b");
+    await dyn.spawn(busy.Agent, "b");
     void rt.send("b", {});
-    await until(() => entered, "the handler entered", 1000, 2);
+    await until(busy.entered, "the handler entered", 1000, 2);
     const halt = rt.ask("b", {}, { type: "civitas.eval.halt", timeoutMs: 5000 });
     const despawn = dyn.despawn("b");
-    busy.open();
+    busy.release.open();
     await despawn;
     const result = await outcome(halt, 300);
     expect(result, "the ask is silently dropped when the mailbox closes").not.toBe("pending");
@@ -63,25 +56,16 @@ describe("an ask queued in the mailbox of an agent that then stops for good", ()
   // ("Nobody will answer control requests still waiting here: fail them rather than leave callers
   // hanging") but drops queued business asks silently: their callers wait out the whole timeoutMs
   // (30 s by default) for an agent that is gone.
-  it("rejects with MAILBOX_CLOSED when the agent halts (civitas.eval.halt), instead of waiting out timeoutMs", async () => {
+  it.each([
+    { how: "the agent halts (civitas.eval.halt)", held: { hold: true }, halt: true },
+    { how: "onError returns STOP", held: { hold: true, stop: true }, halt: false },
+  ])("rejects with MAILBOX_CLOSED when $how, instead of waiting out timeoutMs", async ({ held, halt }) => {
     const worker = new Gate("worker");
     const rt = await whenStarted(supervised([worker]));
-    void rt.send("worker", { hold: true });
+    void rt.send("worker", held);
     await sleep(10);
     const asked = settlement(rt.ask("worker", {}, { timeoutMs: 5_000 }), 2_000); // queued behind the held message
-    await rt.send("worker", {}, { type: "civitas.eval.halt" }); // priority lane: acted on right after the held message
-    worker.release();
-    await sleep(50);
-    expect(worker.status).toBe("STOPPED");
-    expect(await asked).toBe("MAILBOX_CLOSED");
-  });
-
-  it("rejects with MAILBOX_CLOSED when onError returns STOP, instead of waiting out timeoutMs", async () => {
-    const worker = new Gate("worker");
-    const rt = await whenStarted(supervised([worker]));
-    void rt.send("worker", { hold: true, stop: true });
-    await sleep(10);
-    const asked = settlement(rt.ask("worker", {}, { timeoutMs: 5_000 }), 2_000);
+    if (halt) await rt.send("worker", {}, { type: "civitas.eval.halt" }); // priority lane: acted on right after the held message
     worker.release();
     await sleep(50);
     expect(worker.status).toBe("STOPPED");
@@ -105,13 +89,11 @@ describe("an ask queued in the mailbox of an agent that then stops for good", ()
 
 describe("an agent that stops itself for good", () => {
   it("an ask already queued when the agent stops itself (ErrorAction.STOP) fails at once, like one still waiting for room", async () => {
-    const entered = gate();
-    const proceed = gate();
+    const fatal = rendezvous();
     class Stopper extends AgentProcess {
       override async handle(message: Message): Promise<Message | void> {
         if (message.payload.id === "fatal") {
-          entered.open();
-          await proceed.promise;
+          await fatal.hold();
           throw new Error("unrecoverable");
         }
         return this.reply({ ok: true });
@@ -122,10 +104,10 @@ describe("an agent that stops itself for good", () => {
     }
     const rt = await whenStarted(runtime(new Supervisor("root", { children: [new Stopper("stopper", { mailboxSize: 1 })] })));
     await rt.send("stopper", { id: "fatal" });
-    await entered.promise;
+    await fatal.entered.promise;
     const queued = rt.ask("stopper", { id: "queued" }, { timeoutMs: 5000 }); // takes the one slot
     const waiting = rt.ask("stopper", { id: "waiting" }, { timeoutMs: 5000 }); // waits for room
-    proceed.open();
+    fatal.proceed.open();
     const waitingOutcome = await outcome(waiting, 1000);
     // The ask that was still waiting for room is told MAILBOX_CLOSED at once ...
     expect(waitingOutcome !== "pending" && !waitingOutcome.ok && codeOf(waitingOutcome.error)).toBe("MAILBOX_CLOSED");

@@ -8,10 +8,10 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { AgentProcess, ErrorAction, ProcessStatus, Supervisor, type Message } from "../../src/index.js";
-import { gate, type Gate } from "../support/agents.js";
+import { AgentProcess, ErrorAction, ProcessStatus, type Message } from "../../src/index.js";
+import { gate, rendezvous, type Gate } from "../support/agents.js";
 import { runtimes, sleep, whenStarted, supervisedRuntimes, until } from "../support/runtimes.js";
-import { Crasher } from "../support/probe-agents.js";
+import { besideCrasher } from "../support/probe-agents.js";
 
 const runtime = runtimes();
 
@@ -24,7 +24,7 @@ const supervised = supervisedRuntimes();
  * its mailbox. Resolves once flaky is STOPPING, its message still held.
  */
 async function restartWhileHeld(flaky: AgentProcess, entered: Gate): Promise<void> {
-  const rt = await whenStarted(runtime(new Supervisor("root", { children: [flaky, new Crasher("crasher")], strategy: "ONE_FOR_ALL", backoffBaseMs: 0 })));
+  const rt = await whenStarted(runtime(besideCrasher(flaky).root));
   await rt.send("flaky", { job: 1 });
   await entered.promise;
   await rt.send("crasher", {});
@@ -34,22 +34,20 @@ async function restartWhileHeld(flaky: AgentProcess, entered: Gate): Promise<voi
 describe("RETRY racing a restart", () => {
   it("a message onError asks to RETRY while a sibling's crash restarts the agent is handled again, not dropped", async () => {
     const attempts: number[] = [];
-    const entered = gate();
-    const proceed = gate();
+    const onError = rendezvous();
     class Flaky extends AgentProcess {
       override async handle(message: Message): Promise<void> {
         attempts.push(message.attempt);
         if (message.attempt === 0) throw new Error("transient");
       }
       override async onError(): Promise<ErrorAction> {
-        entered.open();
-        await proceed.promise;
+        await onError.hold();
         return ErrorAction.RETRY;
       }
     }
     const flaky = new Flaky("flaky", { shutdownTimeoutMs: 2000 });
-    await restartWhileHeld(flaky, entered);
-    proceed.open(); // onError answers RETRY: attempts are left, the mailbox stays open for the restart
+    await restartWhileHeld(flaky, onError.entered);
+    onError.proceed.open(); // onError answers RETRY: attempts are left, the mailbox stays open for the restart
     await until(() => flaky.incarnation === 2 && flaky.status === ProcessStatus.RUNNING, "flaky restarted");
     await until(() => attempts.length === 2, "the retried message handled", 1000);
     expect(attempts).toEqual([0, 1]);
@@ -60,14 +58,12 @@ describe("a handler that fails after a restart's stop began", () => {
   it("still goes through onError, and its RETRY survives the restart", async () => {
     const attempts: number[] = [];
     const errors: number[] = [];
-    const entered = gate();
-    const proceed = gate();
+    const handler = rendezvous();
     class Flaky extends AgentProcess {
       override async handle(message: Message): Promise<void> {
         attempts.push(message.attempt);
         if (message.attempt === 0) {
-          entered.open();
-          await proceed.promise;
+          await handler.hold();
           throw new Error("transient");
         }
       }
@@ -77,8 +73,8 @@ describe("a handler that fails after a restart's stop began", () => {
       }
     }
     const flaky = new Flaky("flaky", { shutdownTimeoutMs: 2000 });
-    await restartWhileHeld(flaky, entered);
-    proceed.open(); // the handler throws now, while the stop (drain "current") waits for it
+    await restartWhileHeld(flaky, handler.entered);
+    handler.proceed.open(); // the handler throws now, while the stop (drain "current") waits for it
     await until(() => flaky.incarnation === 2 && flaky.status === ProcessStatus.RUNNING, "flaky restarted");
     // "When handle throws (or rejects), the runtime calls onError(error, message) and does what it returns"
     await until(() => errors.length === 1, "onError consulted", 500);
@@ -130,12 +126,11 @@ describe("RETRY coverage", () => {
     const { TestClock } = await import("civitas-ts/testing");
     const clock = new TestClock();
     const calls: number[] = [];
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
+    const held = gate();
     class Slow extends AgentProcess {
       override async handle(message: Message): Promise<void> {
         calls.push(message.attempt);
-        await gate;
+        await held.promise;
         throw new Error("fail");
       }
       override async onError(): Promise<ErrorAction> {
@@ -150,7 +145,7 @@ describe("RETRY coverage", () => {
     await rt.send("slow", { n: 1 }, { ttlMs: 100 });
     await until(() => calls.length === 1);
     await clock.advance(101); // the message outlives its ttl while it is being handled
-    release();
+    held.open();
     await until(() => expired.length === 1);
     await sleep(10);
     expect(calls).toEqual([0]);

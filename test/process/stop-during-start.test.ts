@@ -19,11 +19,11 @@ import {
   Supervisor,
   type JsonObject,
 } from "../../src/index.js";
-import { gate } from "../support/agents.js";
+import { gate, heldHook } from "../support/agents.js";
 import { outcome, codeOf } from "../support/outcome.js";
 import { runtimes, sleep, whenStarted, supervisedRuntimes, until } from "../support/runtimes.js";
 import { unannouncedRecord, WrappedStore } from "../support/stores.js";
-import { Sink, Crasher } from "../support/probe-agents.js";
+import { Sink, Crasher, besideCrasher } from "../support/probe-agents.js";
 
 const runtime = runtimes();
 
@@ -109,22 +109,15 @@ describe("a stop that comes during onStart of an agent restoring an unannounced 
     const store = new HangingStore();
     await store.inner.set("a", unannouncedRecord("r1"));
     const audit = new MemoryAuditSink();
-    const release = gate();
-    let inOnStart = false;
-    class SlowStart extends AgentProcess {
-      override async onStart(): Promise<void> {
-        inOnStart = true;
-        await release.promise;
-      }
-    }
+    const slowStart = heldHook("onStart");
     const dyn = new DynamicSupervisor("dyn");
     const rt = await whenStarted(new Runtime({ root: [dyn], logger: silentLogger, keepAlive: false, store, auditSink: audit }));
     store.hang = true; // the write that records the announcement hangs (a store without its own timeout)
-    const spawning = dyn.spawn(SlowStart, "a", { shutdownTimeoutMs: 1000 }).catch(() => undefined);
-    await until(() => inOnStart, "condition", 1000, 2);
+    const spawning = dyn.spawn(slowStart.Agent, "a", { shutdownTimeoutMs: 1000 }).catch(() => undefined);
+    await until(slowStart.entered, "condition", 1000, 2);
     const stopping = rt.stop();
     await sleep(10);
-    release.open(); // onStart finishes well within shutdownTimeoutMs
+    slowStart.release.open(); // onStart finishes well within shutdownTimeoutMs
     await until(() => store.hung > 0, "condition", 1000, 2);
     const stopped = await outcome(stopping, 1500);
     expect(stopped, "runtime.stop() waits for the whole start, announcement write included").not.toBe("pending");
@@ -235,9 +228,7 @@ describe("a restart after a start the parent's stop abandoned", () => {
       }
     }
     const w = new Flaky("w", { shutdownTimeoutMs: 300 });
-    const inner = new Supervisor("inner", { backoffBaseMs: 0, children: [w] });
-    const crasher = new Crasher("crasher");
-    const root = new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [inner, crasher] });
+    const { root } = besideCrasher(new Supervisor("inner", { backoffBaseMs: 0, children: [w] }));
     const rt = await whenStarted(runtime(root));
     await rt.send("w", {});
     await until(() => inSecondStart, "condition", 1000, 2);
@@ -295,13 +286,8 @@ describe("a stop of a child that is announcing a restored pause", () => {
 describe("a stop that comes during onStart", () => {
   it("does not let the new incarnation take a queued business message before the stop begins (drain 'current' leaves what is queued)", async () => {
     const handled: number[] = [];
-    const release = gate();
-    let inOnStart = false;
-    class SlowStart extends AgentProcess {
-      override async onStart(): Promise<void> {
-        inOnStart = true;
-        await release.promise;
-      }
+    const slowStart = heldHook("onStart");
+    class SlowStart extends slowStart.Agent {
       override async handle(message: { payload: JsonObject }): Promise<void> {
         handled.push(message.payload.i as number);
       }
@@ -309,12 +295,12 @@ describe("a stop that comes during onStart", () => {
     const dyn = new DynamicSupervisor("dyn");
     const rt = await whenStarted(runtime([dyn], { store: new InMemoryStateStore() }));
     const spawning = dyn.spawn(SlowStart, "a", { shutdownTimeoutMs: 2000 }).catch(() => undefined);
-    await until(() => inOnStart, "onStart entered", 1000, 2);
+    await until(slowStart.entered, "onStart entered", 1000, 2);
     for (let i = 0; i < 3; i++) await rt.send("a", { i });
     // The stop (drain "current": nothing is being handled, so nothing should be) comes before any message was taken.
     const stopping = dyn.stop("a");
     await sleep(10);
-    release.open(); // onStart finishes in time
+    slowStart.release.open(); // onStart finishes in time
     await stopping;
     await spawning;
     expect(handled, "a message queued before the stop was handled after it").toEqual([]);

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { AgentProcess, Runtime, silentLogger, Supervisor, type AuditEvent, type AuditSink, type Logger, type Message } from "../../src/index.js";
 import { TestClock } from "../../src/testing/test-clock.js";
 import { eventually, turns } from "./fixtures.js";
-import { track } from "../support/outcome.js";
+import { track, type Tracked } from "../support/outcome.js";
 
 /** A sink that records an event only when the test lets it: `release()` records everything held. */
 class HeldSink implements AuditSink {
@@ -43,6 +43,16 @@ class HeldSink implements AuditSink {
   of(event: string): string[] {
     return this.recorded.filter((e) => e.event === event).map((e) => e.agent);
   }
+  /**
+   * Waits until `count` events are held (`what`), checks that `call` is still
+   * pending a few turns later (it waits for them), then records them.
+   */
+  async releaseOnceHeld(count: number, what: string, call: Tracked<unknown>): Promise<void> {
+    await eventually(() => this.pending === count, what);
+    await turns();
+    expect(call.state).toBe("pending");
+    this.release();
+  }
 }
 
 class Echo extends AgentProcess {
@@ -69,10 +79,7 @@ describe("lifecycle receipts", () => {
     const rt = new Runtime({ root: [new Echo("a"), new Echo("b")], auditSink: sink, logger: silentLogger });
     runtimes.push(rt);
     const starting = track(rt.start());
-    await eventually(() => sink.pending === 2, "both start receipts to be emitted");
-    await turns();
-    expect(starting.state).toBe("pending");
-    sink.release();
+    await sink.releaseOnceHeld(2, "both start receipts to be emitted", starting);
     await starting.promise;
     expect(sink.of("agent.start")).toEqual(["a", "b"]);
   });
@@ -86,12 +93,7 @@ describe("lifecycle receipts", () => {
     await starting;
     const stopping = track(rt.stop());
     // Children stop one after the other, each once its receipt is recorded: b, then a.
-    for (const agent of ["b", "a"]) {
-      await eventually(() => sink.pending === 1, `the stop receipt of ${agent} to be emitted`);
-      await turns();
-      expect(stopping.state).toBe("pending");
-      sink.release();
-    }
+    for (const agent of ["b", "a"]) await sink.releaseOnceHeld(1, `the stop receipt of ${agent} to be emitted`, stopping);
     await stopping.promise;
     expect(sink.of("agent.stop")).toEqual(["b", "a"]);
   });

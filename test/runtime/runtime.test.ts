@@ -19,20 +19,10 @@ import { TestClock } from "../../src/testing/test-clock.js";
 import { Echo, eventually, Silent } from "./fixtures.js";
 import { gate, type Gate } from "../support/agents.js";
 import { rejectsWithCode, throwsWithCode, track } from "../support/outcome.js";
+import { Lifecycle } from "../support/probe-agents.js";
 import { runtimes, whenStarted } from "../support/runtimes.js";
 
 const runtime = runtimes({ stop: "full" });
-
-class Lifecycle extends AgentProcess {
-  startCount = 0;
-  stopCount = 0;
-  override async onStart(): Promise<void> {
-    this.startCount++;
-  }
-  override async onStop(): Promise<void> {
-    this.stopCount++;
-  }
-}
 
 const RESERVED = SYSTEM_MESSAGE_TYPES.filter((t) => t.startsWith("_agency."));
 

@@ -98,12 +98,16 @@ describe("runtime.stop() from listeners and handlers", () => {
         finished = true;
       }
     }
+    /** A fresh runtime of one Shutdown agent "s", started and sent `{ await }`: its handler calls stop() on it. */
+    const stopFromHandler = async (wait: boolean): Promise<void> => {
+      const rt = new Runtime({ root: [new Shutdown("s", { shutdownTimeoutMs: 60_000 })], logger: silentLogger, keepAlive: false, clock });
+      ref.rt = rt;
+      started.push(rt);
+      await rt.start();
+      await rt.send("s", { await: wait });
+    };
     // awaited: the stop waits for the handler, which waits for the stop, until shutdownTimeoutMs
-    const awaited = new Runtime({ root: [new Shutdown("s", { shutdownTimeoutMs: 60_000 })], logger: silentLogger, keepAlive: false, clock });
-    ref.rt = awaited;
-    started.push(awaited);
-    await awaited.start();
-    await awaited.send("s", { await: true });
+    await stopFromHandler(true);
     await eventually(() => stopping !== undefined, "the handler to call stop()");
     await turns(50);
     expect(stopping?.state).toBe("pending");
@@ -113,11 +117,7 @@ describe("runtime.stop() from listeners and handlers", () => {
     // not awaited: the handler returns, and the stop completes without any time passing
     stopping = undefined;
     finished = false;
-    const fired = new Runtime({ root: [new Shutdown("s", { shutdownTimeoutMs: 60_000 })], logger: silentLogger, keepAlive: false, clock });
-    ref.rt = fired;
-    started.push(fired);
-    await fired.start();
-    await fired.send("s", { await: false });
+    await stopFromHandler(false);
     await eventually(() => stopping?.state === "resolved", "the stop to complete");
     expect(finished).toBe(true);
   });

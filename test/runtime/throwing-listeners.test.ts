@@ -9,6 +9,7 @@
 import { describe, expect, it } from "vitest";
 import { ProcessStatus } from "civitas-ts";
 import { sleep, supervisedRuntimes, until } from "../support/runtimes.js";
+import { gate } from "../support/agents.js";
 import { Sink } from "../support/probe-agents.js";
 
 const supervised = supervisedRuntimes();
@@ -18,11 +19,10 @@ describe("a throwing message.expired listener", () => {
   it("a throwing 'message.expired' listener does not crash the agent whose mailbox expired the message", async () => {
     const { TestClock } = await import("civitas-ts/testing");
     const clock = new TestClock();
-    let open!: () => void;
-    const opened = new Promise<void>((resolve) => (open = resolve));
+    const opened = gate();
     class SlowSink extends Sink {
       override async onStart(): Promise<void> {
-        await opened;
+        await opened.promise;
       }
     }
     const sink = new SlowSink("sink");
@@ -34,7 +34,7 @@ describe("a throwing message.expired listener", () => {
     await rt.send("sink", { n: 1 }, { ttlMs: 10 });
     await rt.send("sink", { n: 2 });
     await clock.advance(11);
-    open();
+    opened.open();
     await starting;
     await until(() => sink.seen.length === 1);
     expect(sink.seen.map((m) => m.payload.n)).toEqual([2]);

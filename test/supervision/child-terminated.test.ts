@@ -6,18 +6,13 @@
  */
 
 import { afterEach, describe, expect, it } from "vitest";
-import { DynamicSupervisor, Supervisor } from "../../src/index.js";
-import { Spawner, harness, stopAll, turns } from "../support/agents.js";
+import { Spawner, bossWithChild, stopAll, turns } from "../support/agents.js";
 
 afterEach(stopAll);
 
 describe("onChildTerminated goes to the spawner, and only to it", () => {
   it("a child whose spawner was despawned is not reported to a new, unrelated agent that reuses the spawner's name", async () => {
-    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
-    const { runtime } = harness(new Supervisor("root", { children: [dyn] }));
-    await runtime.start();
-    const boss = await dyn.spawn(Spawner, "boss");
-    expect((await runtime.ask("boss", { op: "spawn", name: "w" })).payload).toEqual({ ok: true });
+    const { dyn, boss } = await bossWithChild(Spawner);
     await dyn.despawn("boss"); // the spawner is gone for good; 'w' lives on
     const impostor = await dyn.spawn(Spawner, "boss"); // a different agent that happens to reuse the name
     expect(impostor).not.toBe(boss);

@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import { AgentProcess, DynamicSupervisor, ErrorAction, ProcessStatus, StateFencedError, type JsonObject } from "../../src/index.js";
 import { gate, type Gate } from "../support/agents.js";
 import { runtimes, sleep, whenStarted, until } from "../support/runtimes.js";
+import { Lifecycle } from "../support/probe-agents.js";
 import { WrappedStore } from "../support/stores.js";
 
 const runtime = runtimes();
@@ -87,17 +88,7 @@ describe("a write refused with STATE_FENCED while the agent is parked", () => {
     const store = new FencingStore();
     const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
     const rt = await whenStarted(runtime(dyn, { store }));
-    class Parked extends AgentProcess {
-      stops = 0;
-      starts = 0;
-      override async onStart(): Promise<void> {
-        this.starts++;
-      }
-      override async onStop(): Promise<void> {
-        this.stops++;
-      }
-    }
-    const agent = await dyn.spawn(() => new Parked("p"), "p");
+    const agent = await dyn.spawn(() => new Lifecycle("p"), "p"); // counts its onStart and onStop calls
     store.fenced = true;
     // A checkpoint from outside any handler (a timer's): the agent's loop is parked.
     const written = await agent.checkpoint().then(
@@ -107,8 +98,8 @@ describe("a write refused with STATE_FENCED while the agent is parked", () => {
     expect(written).toBe("STATE_FENCED");
     await until(() => agent.status === ProcessStatus.STOPPED && rt.getAgent("p") === undefined, "the fenced agent's end");
     await sleep(20);
-    expect(agent.stops).toBe(1);
-    expect(agent.starts).toBe(1);
+    expect(agent.stopCount).toBe(1);
+    expect(agent.startCount).toBe(1);
     await expect(rt.send("p", {})).rejects.toMatchObject({ code: "AGENT_NOT_FOUND" });
   });
 });

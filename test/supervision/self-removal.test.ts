@@ -9,7 +9,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { DynamicSupervisor, ProcessStatus, Supervisor } from "civitas-ts";
-import { Spawner, harness, stopAll, waitUntil, turns } from "../support/agents.js";
+import { Spawner, bossWithChild, harness, stopAll, waitUntil, turns } from "../support/agents.js";
 import { AgentProcess, type ChildTerminationReason } from "../../src/index.js";
 
 afterEach(stopAll);
@@ -49,11 +49,7 @@ class SelfRemover extends AgentProcess {
 
 describe("an agent removing itself from a hook other than handle()", () => {
   it("despawn(this.name) from onChildTerminated removes the agent at once, not after its shutdownTimeoutMs", async () => {
-    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
-    const { runtime } = harness(new Supervisor("root", { children: [dyn] }));
-    await runtime.start();
-    const boss = await dyn.spawn(LastOneOut, "boss");
-    expect((await runtime.ask("boss", { op: "spawn", name: "w" })).payload).toEqual({ ok: true });
+    const { dyn, boss } = await bossWithChild(LastOneOut);
     await dyn.despawn("w");
     await turns(100); // the test clock does not move: nothing may wait out a timeout
     expect(boss.terminated).toEqual([{ name: "w", reason: "despawned" }]);

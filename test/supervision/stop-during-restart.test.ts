@@ -10,7 +10,7 @@
 import { describe, expect, it } from "vitest";
 import { AgentProcess, Supervisor, DynamicSupervisor } from "../../src/index.js";
 import { runtimes, sleep, whenStarted, until } from "../support/runtimes.js";
-import { Crasher } from "../support/probe-agents.js";
+import { besideCrasher } from "../support/probe-agents.js";
 
 const runtime = runtimes();
 
@@ -34,9 +34,7 @@ class HangsOnRestart extends AgentProcess {
 describe("Supervisor (static) stopped by its parent while restarting a child whose onStart hangs", () => {
   it("is bounded as a DynamicSupervisor's is: the parent's ONE_FOR_ALL restart does not wait for the hanging onStart forever", async () => {
     const w = new HangsOnRestart("w", { shutdownTimeoutMs: 50 });
-    const inner = new Supervisor("inner", { backoffBaseMs: 0, children: [w] });
-    const crasher = new Crasher("crasher");
-    const root = new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [inner, crasher] });
+    const { root, crasher } = besideCrasher(new Supervisor("inner", { backoffBaseMs: 0, children: [w] }));
     const rt = await whenStarted(runtime(root));
     await rt.send("w", {});
     await until(() => w.restartStarted, "the restart's onStart", 1000, 2);
@@ -49,8 +47,7 @@ describe("Supervisor (static) stopped by its parent while restarting a child who
 describe("a DynamicSupervisor stopped while a child restarts", () => {
   it("is bounded by the child's shutdownTimeoutMs (as a despawn of a starting child is), not held by its hanging onStart", async () => {
     const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
-    const crasher = new Crasher("crasher");
-    const root = new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [dyn, crasher] });
+    const { root, crasher } = besideCrasher(dyn);
     const rt = await whenStarted(runtime(root));
     const w = await dyn.spawn(HangsOnRestart, "w", { shutdownTimeoutMs: 50 });
     await rt.send("w", {});

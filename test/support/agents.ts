@@ -20,6 +20,9 @@ import { TestClock, settle } from "../../src/testing/test-clock.js";
 import { MemoryAuditSink } from "../../src/audit/memory-audit-sink.js";
 import { silentLogger } from "../../src/logging/logger.js";
 import { CivitasError } from "../../src/errors/civitas-error.js";
+import { DynamicSupervisor } from "../../src/supervision/dynamic-supervisor.js";
+import { Supervisor } from "../../src/supervision/supervisor.js";
+import { expect } from "vitest";
 
 /** The options argument every agent constructor takes. */
 export type ProbeOptions = ConstructorParameters<typeof AgentProcess>[1];
@@ -43,6 +46,64 @@ export function gate(): Gate {
   let open!: () => void;
   const promise = new Promise<void>((resolve) => (open = resolve));
   return { promise, open };
+}
+
+/** A hand-off between agent code that holds and the test that lets it go: see {@link rendezvous}. */
+export interface Rendezvous {
+  /** Opens once the agent's code has reached {@link Rendezvous.hold}. */
+  readonly entered: Gate;
+  /** Opened by the test: the held code goes on. */
+  readonly proceed: Gate;
+  /** Called by the agent's code: opens `entered`, then waits for `proceed`. */
+  readonly hold: () => Promise<void>;
+}
+
+/**
+ * Creates a {@link Rendezvous}: the agent's code calls `hold()` where it must
+ * be caught mid-way (a handler, an onError), the test awaits
+ * `entered.promise`, acts (a crash, a stop), then calls `proceed.open()`.
+ */
+export function rendezvous(): Rendezvous {
+  const entered = gate();
+  const proceed = gate();
+  return {
+    entered,
+    proceed,
+    hold: async () => {
+      entered.open();
+      await proceed.promise;
+    },
+  };
+}
+
+/** The hooks {@link heldHook} can hold. */
+export type HeldHookName = "onStart" | "onSuspend" | "handle";
+
+/** An agent class whose hook holds on a gate, with what a test sees of it. */
+export interface HeldHook {
+  /** The agent class: its hook records that it was entered, then waits until `release` opens. */
+  readonly Agent: new (name: string, options?: ProbeOptions) => AgentProcess;
+  /** Opens the held hook (every instance's). */
+  readonly release: Gate;
+  /** Whether the hook has been entered (by any instance). */
+  readonly entered: () => boolean;
+}
+
+/**
+ * An agent class whose `hook` (onStart, onSuspend or handle) marks itself
+ * entered, then holds until `release.open()`: the "the hook is busy when the
+ * stop, despawn or halt comes" set-up of the lifecycle tests.
+ */
+export function heldHook(hook: HeldHookName): HeldHook {
+  const release = gate();
+  let entered = false;
+  const hold = async (): Promise<void> => {
+    entered = true;
+    await release.promise;
+  };
+  class Held extends AgentProcess {}
+  Object.defineProperty(Held.prototype, hook, { value: hold, writable: true, configurable: true });
+  return { Agent: Held, release, entered: () => entered };
 }
 
 /** See the module comment. */
@@ -192,6 +253,20 @@ export function harness(root: RuntimeOptions["root"], options: Omit<RuntimeOptio
   const runtime = new Runtime({ clock, logger: silentLogger, auditSink: audit, ...options, root });
   live.set(runtime, clock);
   return { runtime, clock, audit };
+}
+
+/**
+ * A started {@link harness} whose root holds one DynamicSupervisor "dyn" (no
+ * restart backoff), with a `Boss` ({@link Spawner} or a subclass) spawned in
+ * it as "boss", which has spawned the {@link Probe} "w" (checked).
+ */
+export async function bossWithChild<B extends Spawner>(Boss: new (name: string, options?: ProbeOptions) => B): Promise<{ dyn: DynamicSupervisor; runtime: Runtime; boss: B }> {
+  const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
+  const { runtime } = harness(new Supervisor("root", { children: [dyn] }));
+  await runtime.start();
+  const boss = await dyn.spawn(Boss, "boss");
+  expect((await runtime.ask("boss", { op: "spawn", name: "w" })).payload).toEqual({ ok: true });
+  return { dyn, runtime, boss };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { AgentProcess, type JsonObject, type Message } from "civitas-ts";
+import { AgentProcess, Supervisor, type JsonObject, type Message, type SupervisedChild } from "civitas-ts";
 import { codeOf } from "./outcome.js";
 
 /** Keeps every message it handles, in order. */
@@ -6,6 +6,29 @@ export class Sink extends AgentProcess {
   readonly seen: Message[] = [];
   override async handle(message: Message): Promise<void> {
     this.seen.push(message);
+  }
+}
+
+/** Counts its `onStart` and `onStop` calls. */
+export class Lifecycle extends AgentProcess {
+  startCount = 0;
+  stopCount = 0;
+  override async onStart(): Promise<void> {
+    this.startCount++;
+  }
+  override async onStop(): Promise<void> {
+    this.stopCount++;
+  }
+}
+
+/** Its `onStart` always throws ("cannot start"); counts its `onStop` calls (a failed start still runs onStop). */
+export class FailsToStart extends AgentProcess {
+  stopCount = 0;
+  override async onStart(): Promise<void> {
+    throw new Error("cannot start");
+  }
+  override async onStop(): Promise<void> {
+    this.stopCount++;
   }
 }
 
@@ -44,6 +67,16 @@ export class Crasher extends AgentProcess {
   override async handle(): Promise<void> {
     throw new Error("boom");
   }
+}
+
+/**
+ * A ONE_FOR_ALL root ("root", no restart backoff) holding `child` beside a
+ * {@link Crasher} ("crasher"): any message to the crasher makes the root stop
+ * `child` and start it again.
+ */
+export function besideCrasher(child: SupervisedChild): { root: Supervisor; crasher: Crasher } {
+  const crasher = new Crasher("crasher");
+  return { root: new Supervisor("root", { strategy: "ONE_FOR_ALL", backoffBaseMs: 0, children: [child, crasher] }), crasher };
 }
 
 /**

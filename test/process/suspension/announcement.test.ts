@@ -24,7 +24,7 @@ import {
 import { testTracing } from "../../support/tracing.js";
 import { Pausable, startedRig, teardown } from "./helpers.js";
 import { runtimes, sleep, whenStarted, until } from "../../support/runtimes.js";
-import { gate, waitUntil } from "../../support/agents.js";
+import { heldHook, waitUntil } from "../../support/agents.js";
 import { unannouncedRecord } from "../../support/stores.js";
 
 const runtime = runtimes();
@@ -105,22 +105,15 @@ describe("a resume sent while the runtime starts, into a pause a kill left flagg
 describe("a despawn that clears the pause during onSuspend", () => {
   it("still ends the civitas.agent.suspend span when a despawn clears the pause during onSuspend", async () => {
     const tracing = testTracing();
-    const release = gate();
-    let inOnSuspend = false;
-    class SlowSuspend extends AgentProcess {
-      override async onSuspend(): Promise<void> {
-        inOnSuspend = true;
-        await release.promise;
-      }
-    }
+    const slowSuspend = heldHook("onSuspend");
     const dyn = new DynamicSupervisor("dyn");
     const rt = await whenStarted(runtime([dyn], { tracerProvider: tracing.provider, store: new InMemoryStateStore() }));
-    await dyn.spawn(SlowSuspend, "a", { shutdownTimeoutMs: 5000 });
+    await dyn.spawn(slowSuspend.Agent, "a", { shutdownTimeoutMs: 5000 });
     const suspending = rt.suspend("a", "approve").catch(() => undefined);
-    await until(() => inOnSuspend, "onSuspend entered", 1000, 2);
+    await until(slowSuspend.entered, "onSuspend entered", 1000, 2);
     // The despawn gives up on the loop (busy announcing) after 20 ms, stops it and clears its pause.
     await dyn.stop("a", { timeoutMs: 20 });
-    release.open();
+    slowSuspend.release.open();
     await suspending;
     await sleep(20);
     // The suspend span was started; before the change it was always ended (setAttribute + endSpan ran unconditionally).

@@ -7,19 +7,14 @@
  */
 
 import { afterEach, describe, expect, it } from "vitest";
-import { ProcessStatus, SUSPENSION_KEY } from "../../../src/index.js";
-import { suspendedRig, teardown } from "./helpers.js";
-import { rejectsWithCode } from "../../support/outcome.js";
+import { SUSPENSION_KEY } from "../../../src/index.js";
+import { refusedApprover, teardown } from "./helpers.js";
 
 afterEach(teardown);
 
-const S = ProcessStatus;
-
 describe("approver validation", () => {
   it("an approver made only of U+0085 (NEXT LINE, Unicode White_Space) is refused with INVALID_APPROVER", async () => {
-    const { agent, ...r } = await suspendedRig();
-    await rejectsWithCode(r.runtime.resume("a", "\u0085"), "INVALID_APPROVER");
-    expect(agent.status).toBe(S.SUSPENDED);
+    const { agent, ...r } = await refusedApprover("\u0085");
     expect(agent.resumes).toEqual([]);
     expect(Object.hasOwn((await r.store.get("a")) ?? {}, SUSPENSION_KEY)).toBe(true);
   });
@@ -32,9 +27,7 @@ describe("approver validation (S6: a resume always names someone)", () => {
     ["HANGUL FILLER", "\u3164"],
     ["BRAILLE PATTERN BLANK", "\u2800"],
   ])("an approver made only of %s (nothing visible) is refused with INVALID_APPROVER and the agent stays SUSPENDED", async (_name, approver) => {
-    const { agent, ...r } = await suspendedRig();
-    await rejectsWithCode(r.runtime.resume("a", approver), "INVALID_APPROVER");
-    expect(agent.status).toBe(S.SUSPENDED);
+    const { agent } = await refusedApprover(approver);
     expect(agent.resumes).toEqual([]);
   });
 });
@@ -44,8 +37,6 @@ describe("approvers that display as someone else", () => {
     ["RIGHT-TO-LEFT OVERRIDE", "\u202Eecila"],
     ["RIGHT-TO-LEFT ISOLATE", "bob\u2067ecila"],
   ])("an approver with a %s (shows as another name) is refused with INVALID_APPROVER", async (_name, approver) => {
-    const { agent, ...r } = await suspendedRig();
-    await rejectsWithCode(r.runtime.resume("a", approver), "INVALID_APPROVER");
-    expect(agent.status).toBe(S.SUSPENDED);
+    await refusedApprover(approver);
   });
 });

@@ -27,10 +27,12 @@ import {
   type SuspensionMarker,
 } from "../../../src/index.js";
 import type { TracerProvider } from "@opentelemetry/api";
-import { TestClock } from "../../../src/testing/test-clock.js";
+import { TestClock, settle } from "../../../src/testing/test-clock.js";
+import { LIFECYCLE_ID_KEY } from "../../../src/entries/testing.js";
 import { testTracing, type TestTracing } from "../../support/tracing.js";
 
 import { gate, turns, waitUntil, type Gate } from "../../support/agents.js";
+import { rejectsWithCode } from "../../support/outcome.js";
 
 
 // ---- store ------------------------------------------------------------------
@@ -367,6 +369,49 @@ export async function suspendedRigWithThrowingAuthorizer(): Promise<Rig & { read
     },
   });
   return { ...r, boom };
+}
+
+/**
+ * Checks that `decision` (a resume or deny of the paused "a") is refused with
+ * RESUME_REFUSED carrying `cause` (what the authorizeResume hook threw or
+ * rejected with), and that "a" stays SUSPENDED.
+ */
+export async function expectRefusedWithCause(agent: Pausable, decision: Promise<unknown>, cause: unknown): Promise<void> {
+  const error = await rejectsWithCode(decision, "RESUME_REFUSED");
+  expect(error.cause).toBe(cause);
+  expect(agent.status).toBe(ProcessStatus.SUSPENDED);
+}
+
+/**
+ * Checks that a resume of the paused "a" by `approver` is refused with
+ * INVALID_APPROVER and that "a" stays SUSPENDED; returns the rig.
+ */
+export async function refusedApprover(approver: string): Promise<Rig & { readonly agent: Pausable }> {
+  const r = await suspendedRig();
+  await rejectsWithCode(r.runtime.resume("a", approver), "INVALID_APPROVER");
+  expect(r.agent.status).toBe(ProcessStatus.SUSPENDED);
+  return r;
+}
+
+/**
+ * The business agent of the lifecycle model tests: records the id of each
+ * message (`LIFECYCLE_ID_KEY` of its payload) in its state and checkpoints,
+ * so every business message is a store write; with `yieldFirst` it yields to
+ * the event loop first (so its handling overlaps more of what runs around it).
+ */
+export class Tally extends AgentProcess<{ ids: number[] }> {
+  override state = { ids: [] as number[] };
+  constructor(
+    name: string,
+    private readonly yieldFirst = false,
+  ) {
+    super(name);
+  }
+  override async handle(message: Message): Promise<void> {
+    if (this.yieldFirst) await settle();
+    this.state.ids.push(message.payload[LIFECYCLE_ID_KEY] as number);
+    await this.checkpoint();
+  }
 }
 
 /** Options of {@link dynamicRig}: the rig's, and the DynamicSupervisor's. */

@@ -9,7 +9,7 @@ import {
 } from "../../../src/index.js";
 import { Pausable, pausableRig, rig, startedRig, teardown } from "./helpers.js";
 import { rejectsWithCode, track } from "../../support/outcome.js";
-import { turns, waitUntil } from "../../support/agents.js";
+import { heldHook, turns, waitUntil } from "../../support/agents.js";
 import { whenStarted } from "../../support/runtimes.js";
 
 afterEach(teardown);
@@ -230,15 +230,9 @@ describe("checkpoint-and-return", () => {
 
 describe("waiting on suspend and resume is bounded", () => {
   it("runtime.suspend with timeoutMs rejects with ASK_TIMEOUT while the agent is busy, and the pause still lands afterwards", async () => {
-    const { AgentProcess, Runtime, silentLogger, ProcessStatus } = await import("../../../src/index.js");
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    class Busy extends AgentProcess {
-      override async handle(): Promise<void> {
-        await gate;
-      }
-    }
-    const busy = new Busy("busy");
+    const { Runtime, silentLogger, ProcessStatus } = await import("../../../src/index.js");
+    const handler = heldHook("handle");
+    const busy = new handler.Agent("busy");
     const runtime = await whenStarted(new Runtime({ root: [busy], logger: silentLogger }));
     try {
       await runtime.send("busy", {});
@@ -248,7 +242,7 @@ describe("waiting on suspend and resume is bounded", () => {
       controller.abort(new Error("gave up"));
       await expect(aborted).rejects.toThrow("gave up");
       await expect(runtime.suspend("busy", "x", { timeoutMs: -1 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
-      release();
+      handler.release.open();
       const deadline = Date.now() + 2000;
       while (busy.status !== ProcessStatus.SUSPENDED && Date.now() < deadline) await new Promise((r) => setTimeout(r, 2));
       expect(busy.status).toBe(ProcessStatus.SUSPENDED);

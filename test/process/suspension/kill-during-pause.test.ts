@@ -23,18 +23,48 @@ afterEach(teardown);
 const S = ProcessStatus;
 
 /**
- * Writes `source(from)` as a child script into a fresh temp dir (named after
- * `prefix`, removed when the test finishes) and returns the paths of both.
- * `from("index")` / `from("entries/sqlite")` is the quoted path of that
- * module of src, for the script's imports.
+ * Writes `body` as a child script into a fresh temp dir (named after `prefix`,
+ * removed when the test finishes) and returns its path with the paths of the
+ * SQLite file and the audit log it is to use. The script starts with what
+ * every one of them needs: the imports (AgentProcess, Runtime, silentLogger,
+ * SUSPENSION_KEY, SqliteStateStore, JsonlAuditSink, from src), its arguments
+ * `mode`, `file` and `log`, `say(line)`, which prints `line` as JSON, and
+ * `pauseOrSettle(agent, store, startFields)`: a runtime of `agent` ("a") on
+ * `store` and the audit log, started; in mode "first" it suspends "a" (the
+ * test kills it on the way), otherwise it prints the "start" line (status,
+ * suspensionId and `startFields()`), resumes "a" as alice and closes it all.
  */
-function childScript(prefix: string, source: (from: (module: string) => string) => string): { script: string; dir: string } {
+function childScript(prefix: string, body: string): { script: string; file: string; log: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   onTestFinished(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const src = path.resolve("src");
+  const from = (module: string): string => JSON.stringify(path.join(path.resolve("src"), `${module}.js`));
   const script = path.join(dir, "child.mts");
-  fs.writeFileSync(script, source((module) => JSON.stringify(path.join(src, `${module}.js`))));
-  return { script, dir };
+  fs.writeFileSync(
+    script,
+    `
+import { AgentProcess, Runtime, silentLogger, SUSPENSION_KEY } from ${from("index")};
+import { SqliteStateStore } from ${from("entries/sqlite")};
+import { JsonlAuditSink } from ${from("entries/audit")};
+const [mode, file, log] = process.argv.slice(2);
+const say = (line) => process.stdout.write(JSON.stringify(line) + "\\n");
+const pauseOrSettle = async (agent, store, startFields = () => ({})) => {
+  const audit = new JsonlAuditSink(log, { key: "k" });
+  const runtime = new Runtime({ root: [agent], store, auditSink: audit, logger: silentLogger, keepAlive: false });
+  await runtime.start();
+  if (mode === "first") {
+    void runtime.suspend("a", "approve INV-7");
+    return;
+  }
+  say({ ev: "start", status: agent.status, ...startFields(), suspensionId: agent.suspension?.suspensionId ?? null });
+  await runtime.resume("a", "alice");
+  say({ ev: "resumed", status: agent.status });
+  await runtime.stop();
+  await audit.close();
+  await store.close();
+};
+${body}`,
+  );
+  return { script, file: path.join(dir, "state.db"), log: path.join(dir, "audit.jsonl") };
 }
 
 /** Runs `script` with `args` until it prints a line containing `cue`, SIGKILLs it there, and asserts the kill ended it. */
@@ -82,19 +112,16 @@ describe("this.suspend() then checkpoint() from onStart (S4: one atomic write)",
   });
 
   it("under SIGKILL right after that checkpoint, the restarted agent is SUSPENDED, not RUNNING with the pending action", async () => {
-    const { script, dir } = childScript(
+    const { script, file } = childScript(
       "civitas-pending-onstart-",
-      (from) => `
-import { AgentProcess, Runtime, silentLogger } from ${from("index")};
-import { SqliteStateStore } from ${from("entries/sqlite")};
-const [mode, file] = process.argv.slice(2);
+      `
 class Due extends AgentProcess {
   override async onStart() {
     if (mode !== "first") return;
     this.state.pending = "INV-9";
     this.suspend("approve INV-9");
     await this.checkpoint();
-    process.stdout.write(JSON.stringify({ ev: "checkpointed" }) + "\\n");
+    say({ ev: "checkpointed" });
     await new Promise(() => {}); // e.g. still talking to the approval queue: killed here
   }
 }
@@ -102,12 +129,11 @@ const agent = new Due("due");
 const store = new SqliteStateStore(file);
 const runtime = new Runtime({ root: [agent], store, logger: silentLogger, keepAlive: false });
 await runtime.start();
-process.stdout.write(JSON.stringify({ ev: "start", status: agent.status, pending: agent.state.pending ?? null }) + "\\n");
+say({ ev: "start", status: agent.status, pending: agent.state.pending ?? null });
 await runtime.stop();
 await store.close();
 `,
     );
-    const file = path.join(dir, "state.db");
     await killAt(script, ["first", file], "checkpointed");
     const start = await startLine<{ status: string; pending: string | null }>(script, ["report", file]);
     expect(start.pending).toBe("INV-9");
@@ -117,14 +143,9 @@ await store.close();
 
 describe("the agent.suspend receipt under SIGKILL (S9: an AuditEvent at each suspend)", () => {
   it("a kill after the marker's write and before its receipt still leaves the pause with its agent.suspend receipt once restarted, so its approval verifies", async () => {
-    const { script, dir } = childScript(
+    const { script, file, log } = childScript(
       "civitas-pending-receipt-",
-      (from) => `
-import { AgentProcess, Runtime, silentLogger } from ${from("index")};
-import { SqliteStateStore } from ${from("entries/sqlite")};
-import { JsonlAuditSink } from ${from("entries/audit")};
-const [mode, file, log] = process.argv.slice(2);
-const say = (line) => process.stdout.write(JSON.stringify(line) + "\\n");
+      `
 class Approvals extends AgentProcess {
   override async onSuspend(reason) {
     if (mode !== "first") return;
@@ -132,25 +153,9 @@ class Approvals extends AgentProcess {
     await new Promise(() => {}); // killed here
   }
 }
-const agent = new Approvals("a");
-const store = new SqliteStateStore(file);
-const audit = new JsonlAuditSink(log, { key: "k" });
-const runtime = new Runtime({ root: [agent], store, auditSink: audit, logger: silentLogger, keepAlive: false });
-await runtime.start();
-if (mode === "first") {
-  void runtime.suspend("a", "approve INV-7");
-} else {
-  say({ ev: "start", status: agent.status, suspensionId: agent.suspension?.suspensionId ?? null });
-  await runtime.resume("a", "alice");
-  say({ ev: "resumed", status: agent.status });
-  await runtime.stop();
-  await audit.close();
-  await store.close();
-}
+await pauseOrSettle(new Approvals("a"), new SqliteStateStore(file));
 `,
     );
-    const file = path.join(dir, "state.db");
-    const log = path.join(dir, "audit.jsonl");
     await killAt(script, ["first", file, log], "onSuspend");
     const start = await startLine<{ status: string; suspensionId: string | null }>(script, ["second", file, log]);
     expect(start.status).toBe("SUSPENDED"); // the pause survived the kill...
@@ -161,14 +166,9 @@ if (mode === "first") {
 
 describe("the pause's announcement under SIGKILL after its receipt", () => {
   it("a kill after the receipt and before the write recording it re-announces the pause on restart: two receipts of one suspension, which verifies", async () => {
-    const { script, dir } = childScript(
+    const { script, file, log } = childScript(
       "civitas-pending-reannounce-",
-      (from) => `
-import { AgentProcess, Runtime, silentLogger, SUSPENSION_KEY } from ${from("index")};
-import { SqliteStateStore } from ${from("entries/sqlite")};
-import { JsonlAuditSink } from ${from("entries/audit")};
-const [mode, file, log] = process.argv.slice(2);
-const say = (line) => process.stdout.write(JSON.stringify(line) + "\\n");
+      `
 class Approvals extends AgentProcess {
   suspends = 0;
   override async onSuspend() { this.suspends++; }
@@ -191,22 +191,9 @@ const store = {
   },
 };
 const agent = new Approvals("a");
-const audit = new JsonlAuditSink(log, { key: "k" });
-const runtime = new Runtime({ root: [agent], store, auditSink: audit, logger: silentLogger, keepAlive: false });
-await runtime.start();
-if (mode === "first") {
-  void runtime.suspend("a", "approve INV-7");
-} else {
-  say({ ev: "start", status: agent.status, suspends: agent.suspends, suspensionId: agent.suspension?.suspensionId ?? null });
-  await runtime.resume("a", "alice");
-  await runtime.stop();
-  await audit.close();
-  await sqlite.close();
-}
+await pauseOrSettle(agent, store, () => ({ suspends: agent.suspends }));
 `,
     );
-    const file = path.join(dir, "state.db");
-    const log = path.join(dir, "audit.jsonl");
     await killAt(script, ["first", file, log], "recording");
     const receiptsBefore = fs.readFileSync(log, "utf8").split("\n").filter((l) => l.includes('"agent.suspend"'));
     expect(receiptsBefore).toHaveLength(1); // the receipt was on record when the kill came

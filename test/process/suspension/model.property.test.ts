@@ -20,11 +20,9 @@ import {
   Supervisor,
   SUSPENSION_KEY,
   type JsonObject,
-  type Message,
 } from "../../../src/index.js";
 import {
   formatCommand,
-  LIFECYCLE_ID_KEY,
   lifecycleCommandsArbitrary,
   runLifecycleCommands,
   settle,
@@ -35,18 +33,9 @@ import {
   type LifecycleObservation,
 } from "../../../src/entries/testing.js";
 import { whenStarted } from "../../support/runtimes.js";
+import { Tally } from "./helpers.js";
 
 const RUNS = Number(process.env.CIVITAS_PROPERTY_RUNS ?? 0);
-
-/** A business agent: it yields to the event loop, then records the id in its state and checkpoints. */
-class Tally extends AgentProcess<{ ids: number[] }> {
-  override state = { ids: [] as number[] };
-  override async handle(message: Message): Promise<void> {
-    await settle();
-    this.state.ids.push(message.payload[LIFECYCLE_ID_KEY] as number);
-    await this.checkpoint();
-  }
-}
 
 /** A store that yields to the event loop before each write, so persists overlap more of what runs around them. */
 class SlowStore extends InMemoryStateStore {
@@ -150,7 +139,7 @@ describe("durable suspension against its reference model (property)", () => {
     await fc.assert(
       fc.asyncProperty(lifecycleCommandsArbitrary({ maxLength: 40 }), async (commands) => {
         const store = new InMemoryStateStore();
-        const observed = await runLifecycleCommands(commands, { store, createAgent: (name) => new Tally(name) });
+        const observed = await runLifecycleCommands(commands, { store, createAgent: (name) => new Tally(name, true) });
         checkSafety(commands, observed);
         checkSettled(observed);
         expect(observed.outcome).toEqual(SuspensionModel.run(commands));
@@ -166,7 +155,7 @@ describe("durable suspension against its reference model (property)", () => {
     await fc.assert(
       fc.asyncProperty(lifecycleCommandsArbitrary({ maxLength: 40 }), fc.array(fc.boolean(), { minLength: 41, maxLength: 41 }), async (commands, waits) => {
         const store = new SlowStore();
-        const observed = await runLifecycleCommands(commands, { store, createAgent: (name) => new Tally(name), settleAfter: (_command, i) => waits[i] ?? true });
+        const observed = await runLifecycleCommands(commands, { store, createAgent: (name) => new Tally(name, true), settleAfter: (_command, i) => waits[i] ?? true });
         checkSafety(commands, observed);
         checkOverlapping(observed);
         const business = new Set(commands.flatMap((c) => (c.kind === "send" || c.kind === "ask" ? [c.id] : [])));

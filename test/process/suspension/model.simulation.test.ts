@@ -11,9 +11,8 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { AgentProcess, ProcessStatus, type Message } from "../../../src/index.js";
+import { ProcessStatus } from "../../../src/index.js";
 import {
-  LIFECYCLE_ID_KEY,
   LifecycleSimulation,
   lifecycleCommandsArbitrary,
   runSimulationScenario,
@@ -22,18 +21,11 @@ import {
   SuspensionModel,
   type LifecycleCommand,
 } from "../../../src/entries/testing.js";
+import { Tally } from "./helpers.js";
 
 const RUNS = Number(process.env.CIVITAS_PROPERTY_RUNS ?? 0);
 
-/** Records the ids it handles in its state and checkpoints: every business message is a store write the simulation schedules. */
-class Tally extends AgentProcess<{ ids: number[] }> {
-  override state = { ids: [] as number[] };
-  override async handle(message: Message): Promise<void> {
-    this.state.ids.push(message.payload[LIFECYCLE_ID_KEY] as number);
-    await this.checkpoint();
-  }
-}
-
+// Tally: every business message is a store write the simulation schedules.
 /** Lifecycle scenarios with a simulated form: no `elapse` (virtual time moves only when nothing is ready), no `shutdown`. */
 const scenarios = lifecycleCommandsArbitrary({ maxLength: 25, weights: { elapse: 0 }, shutdown: "never" });
 

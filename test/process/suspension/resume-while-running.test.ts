@@ -8,7 +8,7 @@
 
 import { afterEach, describe, expect, it } from "vitest";
 import { ProcessStatus, type JsonValue, type Message, ErrorAction, Supervisor } from "../../../src/index.js";
-import { Pausable, startedRig, teardown } from "./helpers.js";
+import { Pausable, startedRig, teardown, type Rig } from "./helpers.js";
 import { gate, turns, waitUntil } from "../../support/agents.js";
 import { track } from "../../support/outcome.js";
 
@@ -54,20 +54,39 @@ class GatedPayments extends PaymentsAgent {
   }
 }
 
+/**
+ * Sends `agent` ("pay", on a started rig) its payment and waits until it is
+ * handling it (RUNNING, held on its `go` gate). `root` defaults to the agent alone.
+ */
+async function handlingPayment(agent: PaymentsAgent, invoice: string, root: Supervisor | PaymentsAgent[] = [agent]): Promise<Rig> {
+  const r = await startedRig(root);
+  await r.runtime.send("pay", { op: "pay", invoice });
+  await waitUntil(() => agent.entered === 1, "handling");
+  return r;
+}
+
+/**
+ * While `agent` is held in its handler, sends a resume by bob (a no-op on a
+ * running agent), then opens the gate; resolves once the resume has settled
+ * (after `afterOpen`, when given) and the runtime is quiet again.
+ */
+async function resumeThenOpen(r: Rig, agent: PaymentsAgent, afterOpen?: () => Promise<void>): Promise<void> {
+  const resuming = track(r.runtime.resume("pay", "bob"));
+  await turns(5);
+  agent.go.open();
+  await afterOpen?.();
+  await waitUntil(() => resuming.state !== "pending", "resume settled");
+  await turns(20);
+}
+
 describe("a resume sent while the agent is RUNNING (SPEC 11.9: a no-op)", () => {
   it("does not lift a pause the agent asks for afterwards, and the pending action stays unpaid", async () => {
     const agent = new GatedPayments("pay");
-    const r = await startedRig([agent]);
-    await r.runtime.send("pay", { op: "pay", invoice: "INV-9" });
-    await waitUntil(() => agent.entered === 1, "handling");
+    const r = await handlingPayment(agent, "INV-9");
     // Not suspended, and no pause asked for yet: this resume is a no-op by contract.
     expect(agent.status).toBe(S.RUNNING);
     expect(agent.suspension).toBeUndefined();
-    const resuming = track(r.runtime.resume("pay", "bob"));
-    await turns(5);
-    agent.go.open(); // only now does the agent decide the payment needs approval
-    await waitUntil(() => resuming.state !== "pending", "resume settled");
-    await turns(20);
+    await resumeThenOpen(r, agent); // only once its gate opens does the agent decide the payment needs approval
     expect(agent.paid).toEqual([]);
     expect(agent.status).toBe(S.SUSPENDED);
     expect(r.audit.ofType("agent.resume", "pay")).toEqual([]);
@@ -96,18 +115,12 @@ class CrashyPayments extends PaymentsAgent {
 describe("a resume sent while RUNNING (SPEC 11.9: a no-op) and a crash-restart", () => {
   it("does not lift the pause the running handler asked for when the handler crashes and the agent restarts into that pause", async () => {
     const agent = new CrashyPayments("pay");
-    const r = await startedRig(new Supervisor("sup", { backoffBaseMs: 0, children: [agent] }));
-    await r.runtime.send("pay", { op: "pay", invoice: "INV-1" });
-    await waitUntil(() => agent.entered === 1, "handling");
+    const r = await handlingPayment(agent, "INV-1", new Supervisor("sup", { backoffBaseMs: 0, children: [agent] }));
     // What an approver can see: RUNNING, no pause listed. A resume now is a no-op by contract.
     expect(agent.status).toBe(S.RUNNING);
     expect(r.runtime.listSuspended()).toEqual([]);
-    const resuming = track(r.runtime.resume("pay", "bob"));
-    await turns(5);
-    agent.go.open(); // the handler crashes; the pause it asked for was stored with the pending action
-    await waitUntil(() => agent.incarnation === 2 && agent.status !== S.INITIALIZING, "restarted");
-    await waitUntil(() => resuming.state !== "pending", "resume settled");
-    await turns(20);
+    // Once its gate opens the handler crashes; the pause it asked for was stored with the pending action.
+    await resumeThenOpen(r, agent, () => waitUntil(() => agent.incarnation === 2 && agent.status !== S.INITIALIZING, "restarted"));
     // Without the crash the same resume is dropped (test/review/diff-review.test.ts); the crash must not change that.
     expect(agent.paid).toEqual([]);
     expect(agent.status).toBe(S.SUSPENDED);
@@ -129,18 +142,12 @@ class SlowCheckpointPayments extends PaymentsAgent {
 describe("a resume sent while RUNNING (SPEC 11.9: a no-op) and a pause asked for earlier in the handler", () => {
   it("does not lift a pause asked for earlier in the running handler, which no caller could see yet", async () => {
     const agent = new SlowCheckpointPayments("pay");
-    const r = await startedRig([agent]);
-    await r.runtime.send("pay", { op: "pay", invoice: "INV-1" });
-    await waitUntil(() => agent.entered === 1, "handling");
+    const r = await handlingPayment(agent, "INV-1");
     // What an approver can see: RUNNING, no pause, nothing listed.
     expect(agent.status).toBe(S.RUNNING);
     expect(agent.suspension).toBeUndefined();
     expect(r.runtime.listSuspended()).toEqual([]);
-    const resuming = track(r.runtime.resume("pay", "bob")); // by contract a no-op on a running agent
-    await turns(5);
-    agent.go.open();
-    await waitUntil(() => resuming.state !== "pending", "resume settled");
-    await turns(20);
+    await resumeThenOpen(r, agent); // the resume is by contract a no-op on a running agent
     expect(agent.paid).toEqual([]);
     expect(agent.status).toBe(S.SUSPENDED);
   });

@@ -20,7 +20,7 @@ import { sequenceChooser } from "../../../src/testing/simulation/sequence-choose
 import { simulate } from "../../../src/testing/simulation/simulate.js";
 import type { SimulationFailure } from "../../../src/testing/simulation/simulation-failure.js";
 import type { SimulationFaults, SimulationView } from "../../../src/testing/simulation/types.js";
-import { Payer } from "./fixtures.js";
+import { Payer, TwoAccountBooks } from "./fixtures.js";
 import { whenStarted } from "../../support/runtimes.js";
 
 /** A balance, changed by `debit` and `credit` (sent, not asked). */
@@ -29,17 +29,6 @@ class Balance extends AgentProcess<{ balance: number }> {
   override async handle(message: Message): Promise<void> {
     const amount = Number(message.payload.amount);
     this.state.balance += message.type === "credit" ? amount : -amount;
-    await this.checkpoint();
-  }
-}
-
-/** Both balances in one agent: a `move` is applied at once. */
-class Ledger extends AgentProcess<{ alice: number; bob: number }> {
-  override state = { alice: 100, bob: 100 };
-  override async handle(message: Message): Promise<void> {
-    const amount = Number(message.payload.amount);
-    this.state.alice -= amount;
-    this.state.bob += amount;
     await this.checkpoint();
   }
 }
@@ -62,11 +51,11 @@ class WholeTransfer extends AgentProcess {
 }
 
 const buggyRoot = (): Supervisor => new Supervisor("bank", { children: [new Balance("alice"), new Balance("bob"), new SplitTransfer("coord")] });
-const fixedRoot = (): Supervisor => new Supervisor("bank", { children: [new Ledger("ledger"), new WholeTransfer("coord")] });
+const fixedRoot = (): Supervisor => new Supervisor("bank", { children: [new TwoAccountBooks("ledger"), new WholeTransfer("coord")] });
 
 function total(view: SimulationView, fixed: boolean): number {
   if (fixed) {
-    const { alice, bob } = view.agent<Ledger>("ledger").state;
+    const { alice, bob } = view.agent<TwoAccountBooks>("ledger").state;
     return alice + bob;
   }
   return view.agent<Balance>("alice").state.balance + view.agent<Balance>("bob").state.balance;

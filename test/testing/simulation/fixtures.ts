@@ -12,6 +12,21 @@ import { SimulationFailure } from "../../../src/testing/simulation/simulation-fa
 import type { Chooser, Simulation, SimulationFaultKind, SimulationInvariant } from "../../../src/testing/simulation/types.js";
 import { lostUpdate } from "../../../examples/simulation/lost-update.js";
 
+/**
+ * Both balances of a transfer (alice, bob: 100 each) in one agent: each
+ * message moves `amount` from alice to bob in one checkpoint, so a crash
+ * takes all of a transfer or none of it (the fix of the split-transfer bugs).
+ */
+export class TwoAccountBooks extends AgentProcess<{ alice: number; bob: number }> {
+  override state = { alice: 100, bob: 100 };
+  override async handle(message: Message): Promise<void> {
+    const amount = Number(message.payload.amount);
+    this.state.alice -= amount;
+    this.state.bob += amount;
+    await this.checkpoint();
+  }
+}
+
 /** Holds the accounts; answers `balance`, applies `set`, `deposit` (checkpointed). */
 export class Ledger extends AgentProcess<{ accounts: Record<string, number> }> {
   override async onStart(): Promise<void> {

@@ -25,6 +25,7 @@ import { sequenceChooser } from "../../../src/testing/simulation/sequence-choose
 import type { SimulationFailure } from "../../../src/testing/simulation/simulation-failure.js";
 import { simulate } from "../../../src/testing/simulation/simulate.js";
 import type { SimulationOptions, SimulationView } from "../../../src/testing/simulation/types.js";
+import { TwoAccountBooks } from "./fixtures.js";
 
 /** A balance that applies a debit or a credit and checkpoints it. */
 class Account extends AgentProcess<{ balance: number }> {
@@ -46,17 +47,6 @@ class Coordinator extends AgentProcess {
   }
 }
 
-/** The fix: both balances in one agent, changed in one checkpoint — a crash takes all of a transfer or none of it. */
-class Books extends AgentProcess<{ alice: number; bob: number }> {
-  override state = { alice: 100, bob: 100 };
-  override async handle(message: Message): Promise<void> {
-    const amount = message.payload.amount as number;
-    this.state.alice -= amount;
-    this.state.bob += amount;
-    await this.checkpoint();
-  }
-}
-
 /** Passes each transfer on to the books in one message. */
 class Forwarder extends AgentProcess {
   override async handle(message: Message): Promise<void> {
@@ -65,11 +55,11 @@ class Forwarder extends AgentProcess {
 }
 
 const splitBank = (): Supervisor => new Supervisor("bank", { strategy: "ONE_FOR_ALL", children: [new Account("alice"), new Account("bob"), new Coordinator("coord")] });
-const atomicBank = (): Supervisor => new Supervisor("bank", { strategy: "ONE_FOR_ALL", children: [new Books("books"), new Forwarder("coord")] });
+const atomicBank = (): Supervisor => new Supervisor("bank", { strategy: "ONE_FOR_ALL", children: [new TwoAccountBooks("books"), new Forwarder("coord")] });
 
 function money(view: SimulationView, fixed: boolean): number {
   if (fixed) {
-    const books = view.agent<Books>("books").state;
+    const books = view.agent<TwoAccountBooks>("books").state;
     return books.alice + books.bob;
   }
   return view.agent<Account>("alice").state.balance + view.agent<Account>("bob").state.balance;
