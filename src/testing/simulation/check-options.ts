@@ -20,6 +20,10 @@ export interface CheckedOptions {
   readonly startMs: number;
   /** How long a delayed packet of the simulated bus is held back. */
   readonly networkDelayMs: number;
+  /** How long a drawn partition keeps its link cut. */
+  readonly partitionMs: number;
+  /** How long a node a drawn kill hits stays down. */
+  readonly killDownMs: number;
   /** Time as a choice: races per run, and latency per step. */
   readonly time: { readonly races: number; readonly stepLatencyMs: number };
   /** Whether `faultPoint()` calls are steps (points faults are configured, or a target names a point). */
@@ -77,6 +81,8 @@ export function checkSimulationOptions(options: unknown, replaying: boolean): Ch
     externalAwaits,
     startMs,
     networkDelayMs: checkDelayMs(o.faults?.network?.delayMs, "faults.network.delayMs", 1_500),
+    partitionMs: checkDelayMs(o.faults?.network?.partitionMs, "faults.network.partitionMs", 2_000),
+    killDownMs: checkDelayMs(o.faults?.killDownMs, "faults.killDownMs", 0),
     points: o.faults?.points !== undefined || targets.some((t) => t.point !== undefined || t.fault.startsWith("point.")),
     pointDelayMs: checkDelayMs(o.faults?.points?.delayMs, "faults.points.delayMs", 1_000),
     targets,
@@ -123,6 +129,7 @@ function checkFaults(faults: SimulationOptions["faults"]): Record<SimulationFaul
     "net.drop": probability("faults.network.drop", network.drop),
     "net.delay": probability("faults.network.delay", network.delay),
     "net.duplicate": probability("faults.network.duplicate", network.duplicate),
+    "net.partition": probability("faults.network.partition", network.partition),
     "point.crash": probability("faults.points.crash", points.crash),
     "point.throw": probability("faults.points.throw", points.throw),
     "point.delay": probability("faults.points.delay", points.delay),

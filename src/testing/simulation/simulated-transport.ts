@@ -9,8 +9,8 @@ import type { SimulatedNetwork } from "./simulated-network.js";
 /** Where replies to a node's asks come back, as `NatsTransport`'s `_reply.<uuid7>`. */
 const REPLY_PREFIX = "_reply.";
 
-/** The business subject of `name`, as on NATS. */
-function agentSubject(name: string): string {
+/** The business subject of `name`, as on NATS. @internal */
+export function agentSubject(name: string): string {
   return `civitas.agent.${name}`;
 }
 

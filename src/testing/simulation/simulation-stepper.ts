@@ -82,7 +82,7 @@ export abstract class SimulationStepper extends SimulationOperations implements 
     );
     this.builtIn = new BuiltInInvariants(this.log);
     this.view = new EngineView(() => this.runtime, this.data, this.log, this.clock, (name) => this.node(name).view);
-    this.network = new SimulatedNetwork(this, () => this.epoch, this.clock, this.clock.outside(), options.networkDelayMs, (epoch) => epoch === this.epoch || this.nodes?.live(epoch) === true);
+    this.network = new SimulatedNetwork(this, () => this.epoch, this.clock, this.clock.outside(), options.networkDelayMs, options.partitionMs, (epoch) => epoch === this.epoch || this.nodes?.live(epoch) === true);
     this.targets = new TargetedFaults(options.targets);
     this.recorder = listensToFootprints(options.chooser) ? new FootprintRecorder() : undefined;
     this.time = new TimeChoices(this.clock, options.time.stepLatencyMs, options.time.races);
@@ -126,6 +126,9 @@ export abstract class SimulationStepper extends SimulationOperations implements 
 
   /** Kills node `node` alone (a fault drawn, or the test's `node(name).kill()`). */
   protected abstract killNode(node: SimulatedNode, downMs: number | undefined): Promise<void>;
+
+  /** A kill drawn at `choice` instead of its step: of the main runtime (`node` undefined), or of `node` alone. */
+  protected abstract killDrawn(choice: SimulationChoice, node: SimulatedNode | undefined): void;
 
   /** "kill -9" of the whole process: forgets the runtime and what the store did not keep, and builds it again. */
   protected abstract rebuild(): void;
@@ -186,12 +189,11 @@ export abstract class SimulationStepper extends SimulationOperations implements 
       throw this.fail("SIMULATION_DIVERGED", `the chooser returned ${String(index)}, not an index of the ${offers.length} ready choices`);
     }
     this.gates.splice(index, 1);
-    const fault = this.options.faulty ? await chooseFault(this.options, this.targets, gate, choice, this.steps.length) : undefined;
-    const agent = choice.agent === undefined ? {} : { agent: choice.agent };
+    // A kill drawn here hits the process of the step: the main runtime, or (with nodes) the node of its agent, unless that node is down.
+    const node = this.nodes?.get(this.nodes.nodeOf(choice.agent));
+    const fault = this.options.faulty ? await chooseFault(this.options, this.targets, gate, choice, this.steps.length, node?.down !== true) : undefined;
     if (fault === "kill") {
-      this.record({ kind: "kill", key: choice.key, ...agent, detail: "fault: the process was killed instead" });
-      this.rebuild();
-      this.restarted().catch(() => undefined); // a failed start shows in the trace; run() goes on with what is left
+      this.killDrawn(choice, node);
       return "stepped";
     }
     const watched = choice.kind === "deliver" && choice.agent !== undefined ? this.builtIn.watch(this.scheduler?.runners.get(choice.agent) ?? this.nodes?.runner(choice.agent)) : undefined;
