@@ -80,7 +80,7 @@ export abstract class SimulationStepper extends SimulationOperations implements 
       (name) => this.scheduler?.runners.has(name) === true || this.nodes?.runner(name) !== undefined,
       () => this.clock.owner,
     );
-    this.builtIn = new BuiltInInvariants(this.log);
+    this.builtIn = new BuiltInInvariants(() => [this.log, ...(this.nodes?.list.map((n) => n.log) ?? [])]);
     this.view = new EngineView(() => this.runtime, this.data, this.log, this.clock, (name) => this.node(name).view);
     this.network = new SimulatedNetwork(this, () => this.epoch, this.clock, this.clock.outside(), options.networkDelayMs, options.partitionMs, (epoch) => epoch === this.epoch || this.nodes?.live(epoch) === true);
     this.targets = new TargetedFaults(options.targets);
@@ -89,7 +89,7 @@ export abstract class SimulationStepper extends SimulationOperations implements 
     // A point passed by a node's agent belongs to that node's incarnation: a kill of the node lets it go.
     this.points = new FaultPoints(this, () => this.nodes?.epochOf(this.clock.owner) ?? this.epoch, this.clock, options.pointDelayMs);
     this.stalls = new StallDetection({
-      runners: () => this.scheduler?.runners,
+      runners: () => (this.scheduler === undefined ? undefined : this.runners()),
       gates: () => this.gates,
       clock: this.clock,
       puts: this.puts,
@@ -236,7 +236,7 @@ export abstract class SimulationStepper extends SimulationOperations implements 
     }
   }
 
-  /** Every agent that dispatched, of the main runtime and (with `nodes`) of every node: what a footprint compares. */
+  /** Every agent that dispatched, of the main runtime and (with `nodes`) of every node (names are unique across nodes): what a footprint compares, what deadlock detection reads. */
   private runners(): ReadonlyMap<string, ProcessRunner> {
     const main = this.scheduler?.runners ?? new Map<string, ProcessRunner>();
     return this.nodes === undefined ? main : new Map([...main, ...this.nodes.list.flatMap((n) => [...(n.scheduler?.runners ?? [])])]);
