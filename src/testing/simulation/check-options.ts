@@ -1,6 +1,7 @@
 import { describeValue } from "../../errors/civitas-error.js";
 import { InvalidArgumentError } from "../../errors/errors.js";
 import { randomChooser, checkSeed } from "./random-chooser.js";
+import { checkNodeNames } from "./node-names.js";
 import { checkTargets } from "./targeted-faults.js";
 import { checkTime } from "./time-choices.js";
 import type { SimulationNodes } from "./simulation-node.js";
@@ -68,11 +69,13 @@ export function checkSimulationOptions(options: unknown, replaying: boolean): Ch
   if (!Number.isFinite(startMs) || startMs < 0) throw new InvalidArgumentError("startMs", `simulate({ startMs }): startMs must be a non-negative number of epoch ms, got ${describeValue(startMs)}`);
   const runtime = o.runtime ?? {};
   if (typeof runtime !== "object" || (runtime as unknown) === null) throw new InvalidArgumentError("runtime", `simulate({ runtime }): runtime must be an object of Runtime options, got ${describeValue(runtime)}`);
+  const nodes = checkNodes(o.nodes);
+  if (nodes !== undefined) checkNodeNames(o.root, nodes);
   const faults = checkFaults(o.faults);
   const targets = checkTargets(o.faults?.targets);
   return {
     root: o.root,
-    nodes: checkNodes(o.nodes),
+    nodes,
     seed,
     chooser: o.chooser ?? randomChooser(seed),
     invariants,

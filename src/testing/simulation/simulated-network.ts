@@ -13,6 +13,12 @@ interface Subscription {
   readonly node: string;
 }
 
+/** An agent some runtime announced: its node, and the capabilities `sendCapable` finds it by. */
+interface Announced {
+  readonly node: string;
+  readonly capabilities: readonly string[];
+}
+
 /** What takes business messages (and replies) on an agent's subject: a runtime incarnation of a node. */
 interface Inbox {
   readonly take: (message: Message) => void;
@@ -76,8 +82,8 @@ const NONE: readonly SimulationFaultKind[] = [];
 export class SimulatedNetwork implements ControlChannel {
   private readonly subscriptions = new Map<string, Subscription>();
   private readonly waiting = new Map<number, Waiting>();
-  /** Names announced by some runtime, and not withdrawn (a killed runtime withdraws nothing). */
-  private readonly directory = new Set<string>();
+  /** Agents announced by some runtime, and not withdrawn (a killed runtime withdraws nothing): their node and capabilities, in announcement order. */
+  private readonly directory = new Map<string, Announced>();
   private readonly ordinals = new Map<string, number>();
   /** Business subscriptions: agents' subjects and reply addresses. */
   private readonly inboxes = new Map<string, Inbox>();
@@ -101,10 +107,15 @@ export class SimulatedNetwork implements ControlChannel {
     private readonly live: (epoch: number) => boolean = (epoch) => epoch === this.epoch(),
   ) {}
 
-  /** Subscribes `answer` to `subject` for the runtime incarnation `epoch` of `node`, and announces `name`. */
-  subscribe(name: string, subject: string, epoch: number, answer: (request: Message) => Promise<Message>, node = "main"): void {
+  /** Subscribes `answer` to `subject` for the runtime incarnation `epoch` of `node`, and announces `name` with its `capabilities`. */
+  subscribe(name: string, subject: string, epoch: number, answer: (request: Message) => Promise<Message>, node = "main", capabilities: readonly string[] = []): void {
     this.subscriptions.set(subject, { answer, epoch, node });
-    this.directory.add(name);
+    this.directory.set(name, { node, capabilities });
+  }
+
+  /** The announced agents of nodes other than `node`, in announcement order: what `NatsTransport`'s directory of remote agents holds. */
+  *announcedBesides(node: string): Iterable<{ readonly name: string } & Announced> {
+    for (const [name, announced] of this.directory) if (announced.node !== node) yield { name, ...announced };
   }
 
   /** Subscribes `take` to the business subject `subject` (an agent's, or a reply address) for the incarnation `epoch` of `node`. */
