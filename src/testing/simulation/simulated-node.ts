@@ -116,6 +116,7 @@ export class SimulatedNode extends SimulationOperations implements SimulationNod
    * meanwhile, or `running()` no longer holds (the simulation stops).
    */
   upAfter(downMs: number, clock: Clock, running: () => boolean): void {
+    if (!running()) return; // killed while the simulation stops: the successor is stopped, never started
     if (downMs > 0) {
       this.down = true;
       const runtime = this.runtime as Runtime;

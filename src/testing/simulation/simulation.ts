@@ -133,7 +133,14 @@ export class SimulationEngine extends SimulationStepper implements Simulation {
     if (this.phase !== "running") return Promise.resolve();
     this.stopping ??= (async () => {
       this.record({ kind: "op", key: "op:stop", type: "stop" });
-      for (const node of this.nodes?.list ?? []) await this.runUntil(node.runtime?.stop() ?? Promise.resolve(), `node ${node.name}'s runtime.stop()`);
+      // A kill of a node drawn while it stops replaces it: then its successor (built, never started) is stopped.
+      for (const node of this.nodes?.list ?? []) {
+        for (;;) {
+          const epoch = node.epoch;
+          await this.runUntil(node.runtime?.stop() ?? Promise.resolve(), `node ${node.name}'s runtime.stop()`, () => node.epoch !== epoch);
+          if (node.epoch === epoch) break;
+        }
+      }
       // A kill drawn meanwhile replaces the runtime: then its successor is stopped.
       for (;;) {
         const epoch = this.epoch;

@@ -98,6 +98,21 @@ describe("faults drawn at the nodes", () => {
     await fc.assert(property(shopNode(true), { bank: bankNode }, partitioned, paidTooOften), { seed: 1, numRuns: 300 });
   });
 
+  it("a kill drawn at a node while it starts or stops is a kill, not a deadlock: start and stop finish, over 200 seeds", { timeout: 60_000 }, async () => {
+    let killedNodes = 0;
+    for (let seed = 0; seed < 200; seed++) {
+      const sim = simulate({ root: shopNode(true), nodes: { bank: keyedBankNode("state") }, seed, faults: { kills: 0.2, killDownMs: seed % 2 === 0 ? 0 : 300 } });
+      current = sim;
+      await sim.start();
+      void sim.ask("shop", "checkout", { orderId: "o1", amount: 1 }, { timeoutMs: 10_000 }).catch(() => undefined);
+      await sim.run();
+      await sim.stop();
+      current = undefined;
+      if (sim.trace.some((s) => s.kind === "kill" && s.node === "bank")) killedNodes++;
+    }
+    expect(killedNodes).toBeGreaterThanOrEqual(50);
+  });
+
   it("the same seed gives the same trace with drawn node kills and partitions, and replay follows it", { timeout: 60_000 }, async () => {
     const options = { root: shopNode(true), nodes: { bank: keyedBankNode("state") }, faults: { ...killed, kills: 0.05, network: { partition: 0.2 } } };
     const run = async (sim: Simulation): Promise<SimulationStep[]> => {
