@@ -14,21 +14,32 @@ export interface WatchedDelivery {
 }
 
 
+/** What the "settled once" check has read of one audit log: how far, the pauses it settled, its owners' fences. */
+class SettlementReader {
+  seen = 0;
+  readonly settled = new Map<string, AuditEvent>();
+  readonly fences = new OwnerFences();
+}
+
 /**
- * The runtime's own invariants, checked after every step: only legal status
- * transitions; no business message taken while its agent is SUSPENDED;
- * every pause settled (resumed, denied, cancelled) at most once, counting
- * only settlements that decide (not a fenced-out owner's, and not one an
- * `agent.settlement.refused` set aside: audit/owner-fence.ts).
+ * The runtime's own invariants, checked after every step on every node:
+ * only legal status transitions; no business message taken while its
+ * agent is SUSPENDED; every pause settled (resumed, denied, cancelled) at
+ * most once, counting only settlements that decide (not a fenced-out
+ * owner's, and not one an `agent.settlement.refused` set aside:
+ * audit/owner-fence.ts). Each node's audit log is read on its own: a
+ * pause's receipts are written by the runtime that owns its agent.
  */
 export class BuiltInInvariants {
   private problem: { name: string; text: string } | undefined;
   private readonly transitions = new Map<string, number>();
-  private readonly settled = new Map<string, AuditEvent>();
-  private readonly fences = new OwnerFences();
-  private auditSeen = 0;
+  private readonly readers = new Map<AuditLog, SettlementReader>();
+  private readonly logs: () => Iterable<AuditLog>;
 
-  constructor(private readonly log: AuditLog) {}
+  /** `logs`: the audit log to read, or every node's (read anew at each check: nodes may come later). */
+  constructor(logs: AuditLog | (() => Iterable<AuditLog>)) {
+    this.logs = typeof logs === "function" ? logs : () => [logs];
+  }
 
   /** Called for each `agent.status` event. */
   transition(agent: string, from: ProcessStatus, to: ProcessStatus): void {
@@ -63,21 +74,30 @@ export class BuiltInInvariants {
 
   /** The first problem found since the start, if any. */
   check(): { name: string; text: string } | undefined {
-    const events = this.log.acknowledged;
-    for (; this.auditSeen < events.length; this.auditSeen++) {
-      const event = events[this.auditSeen] as AuditEvent;
+    for (const log of this.logs()) {
+      let reader = this.readers.get(log);
+      if (reader === undefined) this.readers.set(log, (reader = new SettlementReader()));
+      this.read(log, reader);
+    }
+    return this.problem;
+  }
+
+  /** Reads what `log` acknowledged since the last check: a pause settled a second time is a problem. */
+  private read(log: AuditLog, r: SettlementReader): void {
+    const events = log.acknowledged;
+    for (; r.seen < events.length; r.seen++) {
+      const event = events[r.seen] as AuditEvent;
       const id = event.details.suspensionId;
-      const fencedOut = this.fences.fencedOut(event) !== undefined;
-      this.fences.see(event);
+      const fencedOut = r.fences.fencedOut(event) !== undefined;
+      r.fences.see(event);
       if (typeof id !== "string" || fencedOut) continue;
-      const first = this.settled.get(id);
-      if (first !== undefined && refuses(event, first)) this.settled.delete(id);
+      const first = r.settled.get(id);
+      if (first !== undefined && refuses(event, first)) r.settled.delete(id);
       else if (!SETTLEMENT_EVENTS.has(event.event)) continue;
       else if (first !== undefined) {
         this.problem ??= { name: "pause-settled-once", text: `the pause ${id} of '${event.agent}' was settled twice: ${first.event}, then ${event.event}` };
-      } else this.settled.set(id, event);
+      } else r.settled.set(id, event);
     }
-    return this.problem;
   }
 }
 

@@ -1,6 +1,7 @@
 import { describeValue } from "../../errors/civitas-error.js";
 import { InvalidArgumentError } from "../../errors/errors.js";
 import { randomChooser, checkSeed } from "./random-chooser.js";
+import { checkNodeNames } from "./node-names.js";
 import { checkTargets } from "./targeted-faults.js";
 import { checkTime } from "./time-choices.js";
 import type { SimulationNodes } from "./simulation-node.js";
@@ -20,6 +21,10 @@ export interface CheckedOptions {
   readonly startMs: number;
   /** How long a delayed packet of the simulated bus is held back. */
   readonly networkDelayMs: number;
+  /** How long a drawn partition keeps its link cut. */
+  readonly partitionMs: number;
+  /** How long a node a drawn kill hits stays down. */
+  readonly killDownMs: number;
   /** Time as a choice: races per run, and latency per step. */
   readonly time: { readonly races: number; readonly stepLatencyMs: number };
   /** Whether `faultPoint()` calls are steps (points faults are configured, or a target names a point). */
@@ -64,11 +69,13 @@ export function checkSimulationOptions(options: unknown, replaying: boolean): Ch
   if (!Number.isFinite(startMs) || startMs < 0) throw new InvalidArgumentError("startMs", `simulate({ startMs }): startMs must be a non-negative number of epoch ms, got ${describeValue(startMs)}`);
   const runtime = o.runtime ?? {};
   if (typeof runtime !== "object" || (runtime as unknown) === null) throw new InvalidArgumentError("runtime", `simulate({ runtime }): runtime must be an object of Runtime options, got ${describeValue(runtime)}`);
+  const nodes = checkNodes(o.nodes);
+  if (nodes !== undefined) checkNodeNames(o.root, nodes);
   const faults = checkFaults(o.faults);
   const targets = checkTargets(o.faults?.targets);
   return {
     root: o.root,
-    nodes: checkNodes(o.nodes),
+    nodes,
     seed,
     chooser: o.chooser ?? randomChooser(seed),
     invariants,
@@ -77,6 +84,8 @@ export function checkSimulationOptions(options: unknown, replaying: boolean): Ch
     externalAwaits,
     startMs,
     networkDelayMs: checkDelayMs(o.faults?.network?.delayMs, "faults.network.delayMs", 1_500),
+    partitionMs: checkDelayMs(o.faults?.network?.partitionMs, "faults.network.partitionMs", 2_000),
+    killDownMs: checkDelayMs(o.faults?.killDownMs, "faults.killDownMs", 0),
     points: o.faults?.points !== undefined || targets.some((t) => t.point !== undefined || t.fault.startsWith("point.")),
     pointDelayMs: checkDelayMs(o.faults?.points?.delayMs, "faults.points.delayMs", 1_000),
     targets,
@@ -123,6 +132,7 @@ function checkFaults(faults: SimulationOptions["faults"]): Record<SimulationFaul
     "net.drop": probability("faults.network.drop", network.drop),
     "net.delay": probability("faults.network.delay", network.delay),
     "net.duplicate": probability("faults.network.duplicate", network.duplicate),
+    "net.partition": probability("faults.network.partition", network.partition),
     "point.crash": probability("faults.points.crash", points.crash),
     "point.throw": probability("faults.points.throw", points.throw),
     "point.delay": probability("faults.points.delay", points.delay),

@@ -20,6 +20,7 @@ import type { Simulation, SimulationOptions, SimulationStep } from "./types.js";
  * hooks are process-wide): `start()` of a second rejects with
  * `SIMULATION_BUSY` until the first stopped or failed.
  * @throws {@link InvalidArgumentError} (`INVALID_ARGUMENT`) for a bad option, before anything runs
+ * @throws {@link DuplicateNameError} (`DUPLICATE_NAME`) with `nodes`, when an agent name is used on two nodes (each factory is called once to read its tree)
  * @example
  * ```ts
  * const sim = simulate({ root: () => new Supervisor("bank", { children: [new Ledger("ledger")] }), seed: 7 });

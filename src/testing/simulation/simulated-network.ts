@@ -13,6 +13,12 @@ interface Subscription {
   readonly node: string;
 }
 
+/** An agent some runtime announced: its node, and the capabilities `sendCapable` finds it by. */
+interface Announced {
+  readonly node: string;
+  readonly capabilities: readonly string[];
+}
+
 /** What takes business messages (and replies) on an agent's subject: a runtime incarnation of a node. */
 interface Inbox {
   readonly take: (message: Message) => void;
@@ -46,6 +52,8 @@ interface Packet {
 }
 
 const FAULTS: readonly SimulationFaultKind[] = ["net.drop", "net.delay", "net.duplicate"];
+/** The faults of a packet between two different nodes: a partition of their link too. */
+const BETWEEN_NODES: readonly SimulationFaultKind[] = [...FAULTS, "net.partition"];
 const NONE: readonly SimulationFaultKind[] = [];
 
 /**
@@ -67,18 +75,22 @@ const NONE: readonly SimulationFaultKind[] = [];
  * was killed, or has not restarted) is lost, as a NATS publish nobody
  * subscribes to. A link between two nodes may be cut: a packet of either
  * direction that arrives while it is cut is dropped (`net.drop`), not held.
+ * A cut is the test's (`cut`, until `heal`) or drawn at a packet between
+ * two nodes (`net.partition`): then it heals by itself `partitionMs` later.
  * @internal
  */
 export class SimulatedNetwork implements ControlChannel {
   private readonly subscriptions = new Map<string, Subscription>();
   private readonly waiting = new Map<number, Waiting>();
-  /** Names announced by some runtime, and not withdrawn (a killed runtime withdraws nothing). */
-  private readonly directory = new Set<string>();
+  /** Agents announced by some runtime, and not withdrawn (a killed runtime withdraws nothing): their node and capabilities, in announcement order. */
+  private readonly directory = new Map<string, Announced>();
   private readonly ordinals = new Map<string, number>();
   /** Business subscriptions: agents' subjects and reply addresses. */
   private readonly inboxes = new Map<string, Inbox>();
-  /** Cut links, as `a|b` with `a < b`. */
+  /** Links the test cut, as `a|b` with `a < b`. */
   private readonly cuts = new Set<string>();
+  /** Links cut by drawn partitions, with how many such partitions hold each (a drawn partition heals only its own cut). */
+  private readonly drawnCuts = new Map<string, number>();
   private attempts = 0;
 
   constructor(
@@ -89,14 +101,21 @@ export class SimulatedNetwork implements ControlChannel {
     /** The requester's clock: its attempt timeouts survive a kill of the owner. */
     private readonly requesterClock: Clock,
     private readonly delayMs: number,
+    /** How long a drawn partition keeps its link cut. */
+    private readonly partitionMs: number,
     /** Whether a runtime incarnation is the current one of its node (and not down). */
     private readonly live: (epoch: number) => boolean = (epoch) => epoch === this.epoch(),
   ) {}
 
-  /** Subscribes `answer` to `subject` for the runtime incarnation `epoch` of `node`, and announces `name`. */
-  subscribe(name: string, subject: string, epoch: number, answer: (request: Message) => Promise<Message>, node = "main"): void {
+  /** Subscribes `answer` to `subject` for the runtime incarnation `epoch` of `node`, and announces `name` with its `capabilities`. */
+  subscribe(name: string, subject: string, epoch: number, answer: (request: Message) => Promise<Message>, node = "main", capabilities: readonly string[] = []): void {
     this.subscriptions.set(subject, { answer, epoch, node });
-    this.directory.add(name);
+    this.directory.set(name, { node, capabilities });
+  }
+
+  /** The announced agents of nodes other than `node`, in announcement order: what `NatsTransport`'s directory of remote agents holds. */
+  *announcedBesides(node: string): Iterable<{ readonly name: string } & Announced> {
+    for (const [name, announced] of this.directory) if (announced.node !== node) yield { name, ...announced };
   }
 
   /** Subscribes `take` to the business subject `subject` (an agent's, or a reply address) for the incarnation `epoch` of `node`. */
@@ -131,9 +150,26 @@ export class SimulatedNetwork implements ControlChannel {
     this.cuts.add(link(a, b));
   }
 
-  /** Heals the link between `a` and `b`. */
+  /** Heals the link between `a` and `b`, whoever cut it. */
   heal(a: string, b: string): void {
     this.cuts.delete(link(a, b));
+    this.drawnCuts.delete(link(a, b));
+  }
+
+  /** Whether the link `name` (`a|b`) is cut now. */
+  private isCut(name: string): boolean {
+    return this.cuts.has(name) || this.drawnCuts.has(name);
+  }
+
+  /** A drawn partition: cuts the link `name` for `partitionMs` of virtual time (on the bus's own clock: no kill ends it sooner). */
+  private partition(name: string): void {
+    this.drawnCuts.set(name, (this.drawnCuts.get(name) ?? 0) + 1);
+    this.requesterClock.setTimeout(() => {
+      const holding = this.drawnCuts.get(name);
+      if (holding === undefined) return; // the test healed it meanwhile
+      if (holding > 1) this.drawnCuts.set(name, holding - 1);
+      else this.drawnCuts.delete(name);
+    }, this.partitionMs);
   }
 
   /** A control channel for the requests of `from`'s runtime, its attempt timers on `clock`. */
@@ -211,7 +247,7 @@ export class SimulatedNetwork implements ControlChannel {
       from,
       to,
     };
-    this.board.add(this.gate(packet, packet.key, FAULTS), epoch);
+    this.board.add(this.gate(packet, packet.key, to !== undefined && to !== from ? BETWEEN_NODES : FAULTS), epoch);
   }
 
   private gate(packet: Packet, key: string, faults: readonly SimulationFaultKind[]): Gate {
@@ -220,8 +256,13 @@ export class SimulatedNetwork implements ControlChannel {
       faults,
       offer: () => choice,
       open: (fault): GateOutcome => {
-        if (this.cuts.size > 0 && packet.to !== undefined && this.cuts.has(link(packet.from, packet.to))) {
-          return { kind: "net.drop", type: packet.type, detail: `the link ${link(packet.from, packet.to)} is cut: lost` };
+        const between = packet.to === undefined ? undefined : link(packet.from, packet.to);
+        if (between !== undefined && (this.cuts.size > 0 || this.drawnCuts.size > 0) && this.isCut(between)) {
+          return { kind: "net.drop", type: packet.type, detail: `the link ${between} is cut: lost` };
+        }
+        if (fault === "net.partition" && between !== undefined) {
+          this.partition(between);
+          return { kind: "net.partition", type: packet.type, detail: `the link ${between} is cut here, for ${this.partitionMs} ms: lost` };
         }
         switch (fault) {
           case "net.drop":

@@ -10,11 +10,12 @@ import type { ProcessStatus } from "../../contracts/process-status.js";
 import type { Gate, GateBoard } from "./gate.js";
 import { replyGate } from "./reply-gate.js";
 import { AuditLog, SimulatedAuditSink } from "./simulated-audit-sink.js";
+import type { Clock } from "../../time/clock.js";
 import type { SimulatedClock } from "./simulated-clock.js";
 import { BUS_EPOCH, type SimulatedNetwork } from "./simulated-network.js";
 import { disarmCrash, SimulatedScheduler, type DeliveryOrdinals } from "./simulated-scheduler.js";
 import { DurableData, SimulatedStore } from "./simulated-store.js";
-import { SimulatedTransport } from "./simulated-transport.js";
+import { agentSubject, SimulatedTransport } from "./simulated-transport.js";
 import { SimulationOperations } from "./simulation-operations.js";
 import { EngineView } from "./simulation-view.js";
 import type { SimulationNode, SimulationNodes } from "./simulation-node.js";
@@ -57,6 +58,10 @@ export class SimulatedNode extends SimulationOperations implements SimulationNod
   private incarnation = -1;
   runtime: Runtime | undefined;
   scheduler: SimulatedScheduler | undefined;
+  /** Whether the current incarnation waits out a drawn kill's downtime (built, not started): a kill does not hit it again. */
+  down = false;
+  /** The current incarnation's start, once asked for (after a drawn kill: when its downtime is over). */
+  private ready: Promise<void> | undefined;
 
   constructor(
     readonly name: string,
@@ -71,6 +76,8 @@ export class SimulatedNode extends SimulationOperations implements SimulationNod
   /** Builds the next incarnation under the engine epoch `epoch` (not started). */
   build(epoch: number): void {
     this.epoch = epoch;
+    this.down = false;
+    this.ready = undefined;
     const incarnation = ++this.incarnation;
     const host = this.host;
     const clock = host.clock.grouped(this.group);
@@ -95,6 +102,31 @@ export class SimulatedNode extends SimulationOperations implements SimulationNod
     );
     runtime.on("agent.status", (agent, from, to) => host.transition(agent, from, to));
     this.runtime = runtime;
+  }
+
+  /** The current incarnation's start: started now, unless a drawn kill's downtime holds it (then when it is over). */
+  up(): Promise<void> {
+    this.ready ??= (this.runtime as Runtime).start();
+    return this.ready;
+  }
+
+  /**
+   * Starts the current incarnation (just built after a drawn kill) once
+   * `downMs` of virtual time passed on `clock` — unless it was replaced
+   * meanwhile, or `running()` no longer holds (the simulation stops).
+   */
+  upAfter(downMs: number, clock: Clock, running: () => boolean): void {
+    if (!running()) return; // killed while the simulation stops: the successor is stopped, never started
+    if (downMs > 0) {
+      this.down = true;
+      const runtime = this.runtime as Runtime;
+      this.ready = new Promise<void>((resolve) => clock.setTimeout(() => resolve(), downMs)).then(() => {
+        if (this.runtime !== runtime) return undefined; // the test killed it again meanwhile: its successor starts itself
+        this.down = false;
+        return running() ? runtime.start() : undefined;
+      });
+    }
+    this.up().catch(() => undefined); // a failed start shows in the trace; the run goes on with what is left
   }
 
   /** Forgets the current incarnation's memory (kill -9): what the store did not keep, its crashes armed. */
@@ -129,7 +161,10 @@ export class SimulatedNodes {
   private readonly epochs = new WeakMap<Gate, number>();
   private next = -1;
 
-  constructor(nodes: SimulationNodes, host: NodeHost) {
+  constructor(
+    nodes: SimulationNodes,
+    private readonly host: NodeHost,
+  ) {
     for (const [name, root] of Object.entries(nodes)) {
       const node = new SimulatedNode(name, root, host);
       this.list.push(node);
@@ -188,7 +223,9 @@ export class SimulatedNodes {
     if (agent === undefined) return "main";
     if (agent.startsWith("_reply.")) return agent.slice(7, agent.lastIndexOf("."));
     for (const node of this.list) if (node.runtime?.getAgent(agent) !== undefined) return node.name;
-    return "main";
+    // A node that is down hosts nothing now: the bus still knows whose the agent's subject was.
+    const subscriber = this.host.network.nodeOf(agentSubject(agent));
+    return subscriber !== undefined && this.byName.get(subscriber)?.down === true ? subscriber : "main";
   }
 }
 

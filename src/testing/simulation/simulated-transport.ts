@@ -3,14 +3,16 @@ import { notFound } from "../../bus/message-bus.js";
 import type { ControlOperation, HostedAgent, Transport, TransportHost } from "../../bus/transport.js";
 import type { JsonObject } from "../../message/json.js";
 import type { Message } from "../../message/message.js";
+import { globToRegExp } from "../../bus/glob.js";
+import { admitInbound } from "../../nats/inbound.js";
 import type { Clock } from "../../time/clock.js";
 import type { SimulatedNetwork } from "./simulated-network.js";
 
 /** Where replies to a node's asks come back, as `NatsTransport`'s `_reply.<uuid7>`. */
 const REPLY_PREFIX = "_reply.";
 
-/** The business subject of `name`, as on NATS. */
-function agentSubject(name: string): string {
+/** The business subject of `name`, as on NATS. @internal */
+export function agentSubject(name: string): string {
   return `civitas.agent.${name}`;
 }
 
@@ -28,15 +30,26 @@ function agentSubject(name: string): string {
  *   (`_agency.error`) to another node's asks go back over the bus. An ask
  *   whose answer is lost times out by the asker's `timeoutMs`, as over NATS.
  *
+ * - a message arriving for an agent goes through `NatsTransport`'s filter
+ *   (`admitInbound`): an `_agency.*` control type other than a heartbeat is
+ *   dropped and logged, never delivered;
+ * - `capable()` and `match()` see the agents the other nodes announced (and
+ *   did not withdraw: a killed node withdraws nothing), with a round-robin
+ *   turn per capability, so `sendCapable` and `broadcast` reach across
+ *   nodes as over NATS.
+ *
  * With a single runtime no other node hosts anything: a send to a name the
- * runtime does not host is `AGENT_NOT_FOUND`, as without a transport.
- * `capable()` and `match()` see no other node (limits of the simulation).
+ * runtime does not host is `AGENT_NOT_FOUND`, as without a transport, and
+ * `capable()` and `match()` find nobody.
  * @internal
  */
 export class SimulatedTransport implements Transport {
   private server: ControlServer | undefined;
   private host: TransportHost | undefined;
   private readonly names = new Set<string>();
+  /** The round-robin turn per capability of `capable()`, as `NatsTransport`'s directory keeps one. */
+  private readonly turns = new Map<string, number>();
+  private droppedCount = 0;
   /** This incarnation's reply address: replies to its asks come to `civitas.agent.<replyAddress>`. */
   private readonly replyAddress: string;
 
@@ -48,6 +61,11 @@ export class SimulatedTransport implements Transport {
     incarnation = epoch,
   ) {
     this.replyAddress = `${REPLY_PREFIX}${node}.${incarnation}`;
+  }
+
+  /** Messages from the bus that were dropped: control types (never taken from the bus), as `NatsTransport.dropped`. */
+  get dropped(): number {
+    return this.droppedCount;
   }
 
   start(host: TransportHost): Promise<void> {
@@ -90,12 +108,20 @@ export class SimulatedTransport implements Transport {
     return requestControl({ channel: this.network.channel(this.node, this.clock), clock: this.clock, signal }, name, operation, args, timeoutMs);
   }
 
-  capable(): string | undefined {
-    return undefined;
+  capable(capability: string): string | undefined {
+    const names: string[] = [];
+    for (const agent of this.network.announcedBesides(this.node)) if (agent.capabilities.includes(capability)) names.push(agent.name);
+    if (names.length === 0) return undefined;
+    const turn = (this.turns.get(capability) ?? 0) % names.length;
+    this.turns.set(capability, turn + 1);
+    return names[turn];
   }
 
-  match(): string[] {
-    return [];
+  match(pattern: string): string[] {
+    const regexp = globToRegExp(pattern);
+    const names: string[] = [];
+    for (const agent of this.network.announcedBesides(this.node)) if (regexp.test(agent.name)) names.push(agent.name);
+    return names;
   }
 
   added(agent: HostedAgent): void {
@@ -103,8 +129,15 @@ export class SimulatedTransport implements Transport {
     const host = this.host;
     if (server === undefined || host === undefined) return; // start() subscribes every agent the runtime has by then
     this.names.add(agent.name);
-    this.network.subscribe(agent.name, controlSubject(agent.name), this.epoch, (request) => server.answer(request, agent.name), this.node);
-    this.network.listen(agentSubject(agent.name), this.node, this.epoch, (message) => {
+    this.network.subscribe(agent.name, controlSubject(agent.name), this.epoch, (request) => server.answer(request, agent.name), this.node, agent.capabilities);
+    this.network.listen(agentSubject(agent.name), this.node, this.epoch, (arrived) => {
+      // As NatsTransport: control types are never taken from the bus (only the owner's runtime acts on them).
+      const message = admitInbound(arrived, agent.name);
+      if (typeof message === "string") {
+        this.droppedCount++;
+        host.logger.warn(message, { messageId: arrived.id });
+        return;
+      }
       // In arrival order without waiting, as NatsTransport: the mailbox keeps waiting puts in FIFO order.
       host.deliver(message).catch((error: unknown) => host.logger.warn(`a message from the bus for '${agent.name}' could not be delivered`, { error, messageId: message.id }));
     });

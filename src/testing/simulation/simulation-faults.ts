@@ -9,6 +9,7 @@ export type SimulationFaultKind =
   | "net.drop"
   | "net.delay"
   | "net.duplicate"
+  | "net.partition"
   | "point.crash"
   | "point.throw"
   | "point.delay"
@@ -66,8 +67,23 @@ export interface SimulationFaults {
    * fails before or after being applied).
    */
   readonly crashes?: number;
-  /** For each step: the process is killed instead, and the runtime rebuilt from the store. */
+  /**
+   * For each step: the process the step belongs to is killed instead, and
+   * its runtime rebuilt from its store. Without `nodes` that is the
+   * simulation's runtime; with `nodes`, the node of the step's agent (a
+   * delivery's recipient, a store write's writer, a packet's recipient): the
+   * main runtime, or one node alone while the others go on (a `kill` step
+   * naming that node). A node that is down is not killed again.
+   */
   readonly kills?: number;
+  /**
+   * How long a node (not the main runtime) a drawn kill hits stays down, in
+   * virtual time, before it is rebuilt and started: packets for it are lost
+   * meanwhile, asks to it time out. Bounded, so a run still ends. The main
+   * runtime's drawn kill restarts it at once.
+   * @defaultValue 0
+   */
+  readonly killDownMs?: number;
   /**
    * For each packet of the simulated bus (a control request of
    * {@link Simulation.peer} to the owner's `civitas.ctl.<name>`, an answer
@@ -75,9 +91,14 @@ export interface SimulationFaults {
    * virtual time, while other packets on any subject overtake it), or
    * duplicated (delivered, and a copy is in flight). `delayMs` defaults to
    * 1500, more than a request attempt's 1 s, so a delayed answer arrives after
-   * its requester sent the request again.
+   * its requester sent the request again. With `nodes`, `partition` is drawn
+   * for each packet between two different nodes (or a node and
+   * {@link Simulation.peer}): the link between them is cut there — that
+   * packet is lost, and so is every packet between them that arrives in the
+   * next `partitionMs` of virtual time (default 2000) — then it heals by
+   * itself (a `net.partition` step, then an unnamed timer step).
    */
-  readonly network?: { readonly drop?: number; readonly delay?: number; readonly duplicate?: number; readonly delayMs?: number };
+  readonly network?: { readonly drop?: number; readonly delay?: number; readonly duplicate?: number; readonly delayMs?: number; readonly partition?: number; readonly partitionMs?: number };
   /**
    * For each `faultPoint(name)` an agent passes: it crashes there (the point
    * rejects with `SIMULATED_CRASH`), an error is thrown there that the

@@ -19,6 +19,8 @@
  *   owner, or an answer at its requester; see {@link Simulation.peer});
  *   `net.drop`: it was lost; `net.delay`: it was held back (it arrives later,
  *   as `<key>+late`); `net.duplicate`: it arrived and a copy (`<key>+copy`) is in flight;
+ *   `net.partition`: the link it travelled was cut there (a drawn partition),
+ *   so it was lost, and the link heals after `faults.network.partitionMs`;
  * - `point`: an agent passed a `faultPoint(name)` of its code; `point.crash`,
  *   `point.throw`, `point.delay`: it crashed there, an error was thrown
  *   there, or it was held there in virtual time;
@@ -51,6 +53,7 @@ export type SimulationStepKind =
   | "net.drop"
   | "net.delay"
   | "net.duplicate"
+  | "net.partition"
   | "point"
   | "point.crash"
   | "point.throw"

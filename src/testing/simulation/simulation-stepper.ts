@@ -80,16 +80,16 @@ export abstract class SimulationStepper extends SimulationOperations implements 
       (name) => this.scheduler?.runners.has(name) === true || this.nodes?.runner(name) !== undefined,
       () => this.clock.owner,
     );
-    this.builtIn = new BuiltInInvariants(this.log);
+    this.builtIn = new BuiltInInvariants(() => [this.log, ...(this.nodes?.list.map((n) => n.log) ?? [])]);
     this.view = new EngineView(() => this.runtime, this.data, this.log, this.clock, (name) => this.node(name).view);
-    this.network = new SimulatedNetwork(this, () => this.epoch, this.clock, this.clock.outside(), options.networkDelayMs, (epoch) => epoch === this.epoch || this.nodes?.live(epoch) === true);
+    this.network = new SimulatedNetwork(this, () => this.epoch, this.clock, this.clock.outside(), options.networkDelayMs, options.partitionMs, (epoch) => epoch === this.epoch || this.nodes?.live(epoch) === true);
     this.targets = new TargetedFaults(options.targets);
     this.recorder = listensToFootprints(options.chooser) ? new FootprintRecorder() : undefined;
     this.time = new TimeChoices(this.clock, options.time.stepLatencyMs, options.time.races);
     // A point passed by a node's agent belongs to that node's incarnation: a kill of the node lets it go.
     this.points = new FaultPoints(this, () => this.nodes?.epochOf(this.clock.owner) ?? this.epoch, this.clock, options.pointDelayMs);
     this.stalls = new StallDetection({
-      runners: () => this.scheduler?.runners,
+      runners: () => (this.scheduler === undefined ? undefined : this.runners()),
       gates: () => this.gates,
       clock: this.clock,
       puts: this.puts,
@@ -126,6 +126,9 @@ export abstract class SimulationStepper extends SimulationOperations implements 
 
   /** Kills node `node` alone (a fault drawn, or the test's `node(name).kill()`). */
   protected abstract killNode(node: SimulatedNode, downMs: number | undefined): Promise<void>;
+
+  /** A kill drawn at `choice` instead of its step: of the main runtime (`node` undefined), or of `node` alone. */
+  protected abstract killDrawn(choice: SimulationChoice, node: SimulatedNode | undefined): void;
 
   /** "kill -9" of the whole process: forgets the runtime and what the store did not keep, and builds it again. */
   protected abstract rebuild(): void;
@@ -186,12 +189,11 @@ export abstract class SimulationStepper extends SimulationOperations implements 
       throw this.fail("SIMULATION_DIVERGED", `the chooser returned ${String(index)}, not an index of the ${offers.length} ready choices`);
     }
     this.gates.splice(index, 1);
-    const fault = this.options.faulty ? await chooseFault(this.options, this.targets, gate, choice, this.steps.length) : undefined;
-    const agent = choice.agent === undefined ? {} : { agent: choice.agent };
+    // A kill drawn here hits the process of the step: the main runtime, or (with nodes) the node of its agent, unless that node is down.
+    const node = this.nodes?.get(this.nodes.nodeOf(choice.agent));
+    const fault = this.options.faulty ? await chooseFault(this.options, this.targets, gate, choice, this.steps.length, node?.down !== true) : undefined;
     if (fault === "kill") {
-      this.record({ kind: "kill", key: choice.key, ...agent, detail: "fault: the process was killed instead" });
-      this.rebuild();
-      this.restarted().catch(() => undefined); // a failed start shows in the trace; run() goes on with what is left
+      this.killDrawn(choice, node);
       return "stepped";
     }
     const watched = choice.kind === "deliver" && choice.agent !== undefined ? this.builtIn.watch(this.scheduler?.runners.get(choice.agent) ?? this.nodes?.runner(choice.agent)) : undefined;
@@ -234,7 +236,7 @@ export abstract class SimulationStepper extends SimulationOperations implements 
     }
   }
 
-  /** Every agent that dispatched, of the main runtime and (with `nodes`) of every node: what a footprint compares. */
+  /** Every agent that dispatched, of the main runtime and (with `nodes`) of every node (names are unique across nodes): what a footprint compares, what deadlock detection reads. */
   private runners(): ReadonlyMap<string, ProcessRunner> {
     const main = this.scheduler?.runners ?? new Map<string, ProcessRunner>();
     return this.nodes === undefined ? main : new Map([...main, ...this.nodes.list.flatMap((n) => [...(n.scheduler?.runners ?? [])])]);

@@ -13,7 +13,7 @@ import { SimulatedStore } from "./simulated-store.js";
 import { SimulationStepper } from "./simulation-stepper.js";
 import { claimProcess } from "./process-claim.js";
 import { formatTrace } from "./trace-format.js";
-import type { Simulation, SimulationStep } from "./types.js";
+import type { Simulation, SimulationChoice, SimulationStep } from "./types.js";
 
 /**
  * The simulation engine: the lifecycle of the runtimes it builds (start,
@@ -88,20 +88,59 @@ export class SimulationEngine extends SimulationStepper implements Simulation {
   protected override async killNode(node: SimulatedNode, downMs: number | undefined): Promise<void> {
     const ms = this.killing(`node('${node.name}').kill()`, downMs);
     this.record({ kind: "kill", key: `op:${node.name}/kill`, node: node.name, detail: `kill -9 of node ${node.name} by the test${ms > 0 ? `, down for ${ms} ms` : ""}` });
+    this.replace(node);
+    node.down = ms > 0;
+    await this.down(ms);
+    node.down = false;
+    await this.untilNodeStarted(node, `node ${node.name}'s start after the kill`);
+  }
+
+  /** A kill drawn at `choice`: of the main runtime (rebuilt and started at once), or of `node` alone (down `faults.killDownMs`, then started). */
+  protected override killDrawn(choice: SimulationChoice, node: SimulatedNode | undefined): void {
+    const agent = choice.agent === undefined ? {} : { agent: choice.agent };
+    if (node === undefined) {
+      this.record({ kind: "kill", key: choice.key, ...agent, ...(this.nodes === undefined ? {} : { node: "main" }), detail: "fault: the process was killed instead" });
+      this.rebuild();
+      this.restarted().catch(() => undefined); // a failed start shows in the trace; run() goes on with what is left
+      return;
+    }
+    const ms = this.options.killDownMs;
+    this.record({ kind: "kill", key: choice.key, ...agent, node: node.name, detail: `fault: node ${node.name} was killed instead${ms > 0 ? `, down for ${ms} ms` : ""}` });
+    this.replace(node);
+    this.drained = false;
+    node.upAfter(ms, this.clock.outside(), () => this.phase === "running" && this.stopping === undefined);
+  }
+
+  /** "kill -9" of `node` alone: its gates, timers and memory go; its next incarnation is built (not started). */
+  private replace(node: SimulatedNode): void {
     const nodes = this.nodes as SimulatedNodes;
     this.gates = nodes.without(this.gates, node.epoch);
     this.clock.clearGroup(node.group);
     node.forget();
     node.build(nodes.nextEpoch());
-    await this.down(ms);
-    await this.runUntil(node.runtime?.start() ?? Promise.resolve(), `node ${node.name}'s start after the kill`);
+  }
+
+  /** Runs steps until `node`'s current incarnation has started; a kill of it meanwhile (a fault) replaces it, and its successor's start is awaited instead. */
+  private async untilNodeStarted(node: SimulatedNode, what: string): Promise<void> {
+    for (;;) {
+      const epoch = node.epoch;
+      await this.runUntil(node.up(), what, () => node.epoch !== epoch);
+      if (node.epoch === epoch) return;
+    }
   }
 
   stop(): Promise<void> {
     if (this.phase !== "running") return Promise.resolve();
     this.stopping ??= (async () => {
       this.record({ kind: "op", key: "op:stop", type: "stop" });
-      for (const node of this.nodes?.list ?? []) await this.runUntil(node.runtime?.stop() ?? Promise.resolve(), `node ${node.name}'s runtime.stop()`);
+      // A kill of a node drawn while it stops replaces it: then its successor (built, never started) is stopped.
+      for (const node of this.nodes?.list ?? []) {
+        for (;;) {
+          const epoch = node.epoch;
+          await this.runUntil(node.runtime?.stop() ?? Promise.resolve(), `node ${node.name}'s runtime.stop()`, () => node.epoch !== epoch);
+          if (node.epoch === epoch) break;
+        }
+      }
       // A kill drawn meanwhile replaces the runtime: then its successor is stopped.
       for (;;) {
         const epoch = this.epoch;
@@ -128,7 +167,7 @@ export class SimulationEngine extends SimulationStepper implements Simulation {
     await this.untilStarted("runtime.start()");
     for (const node of this.nodes?.list ?? []) {
       node.build(this.nodes?.nextEpoch() as number);
-      await this.runUntil(node.runtime?.start() ?? Promise.resolve(), `node ${node.name}'s runtime.start()`);
+      await this.untilNodeStarted(node, `node ${node.name}'s runtime.start()`);
     }
   }
 

@@ -15,7 +15,7 @@ import { findCycle, formatChain, waitEdges, type WaitEdge } from "./wait-graph.j
  * @internal
  */
 export interface StallSources {
-  /** The current runtime's runners by agent name; `undefined` before the first is built. */
+  /** The runners of the current runtimes by agent name (the main one and, with nodes, every node's); `undefined` before the first is built. */
   readonly runners: () => ReadonlyMap<string, ProcessRunner> | undefined;
   /** The gates ready now. */
   readonly gates: () => readonly Gate[];

@@ -12,6 +12,7 @@ const KINDS: ReadonlySet<string> = new Set<SimulationFaultKind>([
   "net.drop",
   "net.delay",
   "net.duplicate",
+  "net.partition",
   "point.crash",
   "point.throw",
   "point.delay",

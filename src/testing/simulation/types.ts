@@ -67,7 +67,13 @@ export interface SimulationOptions {
   readonly startMs?: number;
   /** Time as a choice: timers that fire while other steps are ready, and simulated latency per step. @defaultValue none */
   readonly time?: SimulationTimeOptions;
-  /** Other runtimes (nodes) of the simulated system, joined to the main one (`root`, node `"main"`) by the simulated bus; see {@link Simulation.node}. @defaultValue none */
+  /**
+   * Other runtimes (nodes) of the simulated system, joined to the main one
+   * (`root`, node `"main"`) by the simulated bus; see {@link Simulation.node}.
+   * Agent names must be unique across nodes (the bus routes by name):
+   * `simulate()` refuses a name used on two nodes with `DUPLICATE_NAME`.
+   * @defaultValue none
+   */
   readonly nodes?: SimulationNodes;
 }
 
