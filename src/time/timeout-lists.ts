@@ -20,8 +20,10 @@ export interface TimeoutList<T> {
   head: T | undefined;
   tail: T | undefined;
   timer: TimerHandle | undefined;
-  /** Whether `timer` keeps the process alive: exactly while entries wait. */
+  /** Whether `timer` keeps the process alive: while entries wait, and until the next turn of the event loop after the last one left. */
   held: boolean;
+  /** The last entry left while `held`: the timer lets go of the process at the next turn if none came back. */
+  releasing: boolean;
 }
 
 /**
@@ -37,13 +39,15 @@ export interface TimeoutList<T> {
  * fires them early.
  *
  * A list's timer keeps the process alive (`ref`) while entries wait in it,
- * so a waiting ask's timeout always fires, and lets go of it (`unref`) once
- * the last entry left: an answered ask holds no process. {@link TimeoutLists.clear}
+ * so a waiting ask's timeout always fires, and lets go of it (`unref`) at
+ * the next turn of the event loop after the last entry left: an answered
+ * ask holds no process beyond that turn. {@link TimeoutLists.clear}
  * cancels every timer, so nothing of the owner stays reachable from a timer.
  * @internal
  */
 export class TimeoutLists<T extends Expiring<T>> {
   private readonly lists = new Map<number, TimeoutList<T>>();
+  private releaseScheduled = false;
 
   constructor(
     private readonly clock: Clock,
@@ -54,7 +58,7 @@ export class TimeoutLists<T extends Expiring<T>> {
   add(entry: T, timeoutMs: number, startMs: number): void {
     let list = this.lists.get(timeoutMs);
     if (list === undefined) {
-      list = { timeoutMs, head: undefined, tail: undefined, timer: undefined, held: false };
+      list = { timeoutMs, head: undefined, tail: undefined, timer: undefined, held: false, releasing: false };
       this.lists.set(timeoutMs, list);
     }
     entry.deadlineMs = startMs + timeoutMs;
@@ -80,7 +84,7 @@ export class TimeoutLists<T extends Expiring<T>> {
     entry.prev = undefined;
     entry.next = undefined;
     // The timer stays armed for the next entry (re-arming one per ask costs more than the ask), but holds no process.
-    if (list.head === undefined && list.held) this.hold(list, false);
+    if (list.head === undefined && list.held) this.letGoSoon(list);
   }
 
   /** Cancels every timer and forgets every list; entries still waiting never time out. */
@@ -104,6 +108,30 @@ export class TimeoutLists<T extends Expiring<T>> {
     list.timer = this.clock.setTimeout(() => this.fire(list), Math.max(0, delayMs));
     list.held = false;
     this.hold(list, true);
+  }
+
+  /**
+   * Lets `list`'s timer go of the process at the next turn of the event
+   * loop if the list is still empty then. Asks made one after another empty
+   * and refill a list once per ask, and each `ref`/`unref` is a call into
+   * Node's C++ timer bookkeeping: deferred, a run of asks pays for one.
+   */
+  private letGoSoon(list: TimeoutList<T>): void {
+    if (list.timer?.unref === undefined) {
+      list.held = false; // a clock whose timers hold no process: nothing to defer
+      return;
+    }
+    list.releasing = true;
+    if (this.releaseScheduled) return;
+    this.releaseScheduled = true;
+    setImmediate(() => {
+      this.releaseScheduled = false;
+      for (const waiting of this.lists.values()) {
+        if (!waiting.releasing) continue;
+        waiting.releasing = false;
+        if (waiting.head === undefined && waiting.held) this.hold(waiting, false);
+      }
+    });
   }
 
   private hold(list: TimeoutList<T>, held: boolean): void {

@@ -139,18 +139,37 @@ describe("TimeoutLists", () => {
   });
 });
 
-/** A clock whose timers report whether they hold the process (see TimerHandle.ref). */
-function holdingClock(): { clock: Clock; timers: { held: boolean; cancelled: boolean; fire: () => void }[] } {
-  const timers: { held: boolean; cancelled: boolean; fire: () => void }[] = [];
+interface HoldingTimer {
+  held: boolean;
+  cancelled: boolean;
+  refs: number;
+  unrefs: number;
+  fire: () => void;
+}
+
+/** Resolves after a turn of the event loop (after the immediates queued before it). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** A clock whose timers report whether they hold the process (see TimerHandle.ref), and how often they were told to. */
+function holdingClock(): { clock: Clock; timers: HoldingTimer[] } {
+  const timers: HoldingTimer[] = [];
   const clock: Clock = {
     now: () => 1_000,
     setTimeout(fn) {
-      const timer = { held: false, cancelled: false, fire: fn };
+      const timer: HoldingTimer = { held: false, cancelled: false, refs: 0, unrefs: 0, fire: fn };
       timers.push(timer);
       return {
         cancel: () => void (timer.cancelled = true),
-        ref: () => void (timer.held = true),
-        unref: () => void (timer.held = false),
+        ref: () => {
+          timer.held = true;
+          timer.refs++;
+        },
+        unref: () => {
+          timer.held = false;
+          timer.unrefs++;
+        },
       };
     },
   };
@@ -158,7 +177,7 @@ function holdingClock(): { clock: Clock; timers: { held: boolean; cancelled: boo
 }
 
 describe("TimeoutLists and the process", () => {
-  it("a timer holds the process exactly while an entry waits on it: a waiting ask's timeout always fires, an answered one holds nothing", () => {
+  it("a timer holds the process while an entry waits on it and lets go at the next turn after the last one left: a waiting ask's timeout always fires, an answered one holds nothing", async () => {
     const { clock, timers } = holdingClock();
     const timeouts = new TimeoutLists<Entry>(clock, () => undefined);
     const a = entry("a");
@@ -169,9 +188,28 @@ describe("TimeoutLists and the process", () => {
     timeouts.remove(a);
     expect(timers.map((t) => t.held)).toEqual([true]); // b still waits
     timeouts.remove(b);
+    await nextTurn();
     expect(timers.map((t) => t.held)).toEqual([false]); // answered: armed for the next ask, holding nothing
     timeouts.add(entry("c"), 100, clock.now());
     expect(timers.map((t) => t.held)).toEqual([true]); // the same timer, held again: no timer armed per ask
+  });
+
+  it("asks one after another in one turn hold the timer throughout: one ref and one unref for the run, not one per ask", async () => {
+    const { clock, timers } = holdingClock();
+    const timeouts = new TimeoutLists<Entry>(clock, () => undefined);
+    for (let i = 0; i < 50; i++) {
+      const asked = entry(`ask-${i}`);
+      timeouts.add(asked, 100, clock.now());
+      timeouts.remove(asked);
+    }
+    expect(timers.map((t) => [t.held, t.refs, t.unrefs])).toEqual([[true, 1, 0]]);
+    const waiting = entry("still waiting at the turn");
+    timeouts.add(waiting, 100, clock.now());
+    await nextTurn();
+    expect(timers.map((t) => [t.held, t.refs, t.unrefs])).toEqual([[true, 1, 0]]); // an entry came back: it keeps holding
+    timeouts.remove(waiting);
+    await nextTurn();
+    expect(timers.map((t) => [t.held, t.refs, t.unrefs])).toEqual([[false, 1, 1]]);
   });
 
   it("clear() cancels every timer, so nothing of the owner stays reachable from one", () => {
