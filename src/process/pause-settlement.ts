@@ -142,7 +142,8 @@ export async function takeEffect(
   if (!stored) await recordApplied(control, marker, change === "resume" ? "agent.resume" : "agent.deny", decider);
   if (runner.currentStatus === ProcessStatus.SUSPENDED) {
     runner.transition(ProcessStatus.RUNNING);
-    await runHook(runner, hook, call, runner.options.shutdownTimeoutMs);
+    const hooked = runHook(runner, hook, call, runner.options.shutdownTimeoutMs);
+    if (hooked !== undefined) await hooked;
   }
   services.telemetry.endSpan(span);
 }

@@ -262,10 +262,12 @@ export class SuspensionControl {
     }
   }
 
-  /** The marker of a pause that begins at `nowMs` (with a deadline when `expiresAt` is given). */
+  /** The marker of a pause that begins at `nowMs` (with a deadline when `expiresAt` is given), frozen as {@link setMarker} keeps it. */
   newMarker(reason: string, nowMs: number, expiresAt?: string): SuspensionMarker {
-    const marker: SuspensionMarker = { reason, since: isoTime(nowMs), approver: null, suspensionId: uuidv7(nowMs), identity: agentIdentity(this.runner) };
-    return expiresAt === undefined ? marker : { ...marker, expiresAt };
+    const since = isoTime(nowMs);
+    const suspensionId = uuidv7(nowMs);
+    const identity = agentIdentity(this.runner); // frozen
+    return Object.freeze(expiresAt === undefined ? { reason, since, approver: null, suspensionId, identity } : { reason, since, approver: null, suspensionId, identity, expiresAt });
   }
 
   /** Persists the marker change; on failure logs and records degraded durability instead of throwing. */

@@ -61,7 +61,7 @@ export function describeIdentity(identity: AgentIdentity | undefined): string {
 
 /** Whether two identities are the same. @internal */
 export function sameIdentity(a: AgentIdentity, b: AgentIdentity): boolean {
-  return a.version === b.version && a.capabilities.length === b.capabilities.length && a.capabilities.every((c, i) => c === b.capabilities[i]);
+  return a === b || a.version === b.version && a.capabilities.length === b.capabilities.length && a.capabilities.every((c, i) => c === b.capabilities[i]);
 }
 
 /**
@@ -200,8 +200,10 @@ export function persistableState(state: JsonObject, marker: SuspensionMarker | u
   // Checked before the copy below: spreading a Map, Date, array or class instance would quietly make it a plain object.
   if (!isJsonObject(state)) assertJsonObject(state, `state of '${agent}'`);
   const copy: JsonObject = { ...state };
-  if (marker === undefined) delete copy[SUSPENSION_KEY];
-  else copy[SUSPENSION_KEY] = markerJson(announced ? marker : { ...marker, announced: false });
+  // A delete is a runtime call even for a key that is not there: the common record holds none.
+  if (marker === undefined) {
+    if (SUSPENSION_KEY in copy) delete copy[SUSPENSION_KEY];
+  } else copy[SUSPENSION_KEY] = markerJson(announced ? marker : { ...marker, announced: false });
   return copy;
 }
 
