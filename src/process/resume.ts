@@ -17,8 +17,6 @@ import { completeRecorded, decisionOnRecord } from "./recorded-decision.js";
 // A `_agency.resume` request (`runtime.resume`, or `runtime.deny`, which travels as a resume with
 // decision "deny"): checked at once, then authorized, then carried out receipt first.
 
-function noop(): void {}
-
 /** A resume that passed the checks that need no waiting. */
 interface ResumePlan {
   readonly approver: string;
@@ -114,7 +112,12 @@ async function carryOutResume(control: SuspensionControl, request: Message, { ap
   // runtime.resume() resolves before the first business message after the pause is taken:
   // the loop goes on only once the caller's promise has settled (its own reactions run first).
   const told = answer(runner, request);
-  if (told !== undefined) await told.catch(noop);
+  if (told === undefined) return;
+  try {
+    await told; // awaited directly: the caller's own reaction to it was registered first, so it runs first
+  } catch {
+    // the caller gave up waiting (a timeout, an abort): that is the caller's to handle
+  }
 }
 
 /**

@@ -129,7 +129,9 @@ export class SuspensionControl {
     const unpaused = status !== ProcessStatus.SUSPENDED;
     if (unpaused && this.marker === undefined && this.runner.services !== undefined) {
       pending.marker =
-        pending.marker === undefined ? this.newMarker(reason, this.runner.services.clock.now(), pending.expiresAt) : { ...pending.marker, reason, ...(pending.expiresAt === undefined ? {} : { expiresAt: pending.expiresAt }) };
+        pending.marker === undefined
+          ? this.newMarker(reason, this.runner.services.clock.now(), pending.expiresAt)
+          : Object.freeze({ ...pending.marker, reason, ...(pending.expiresAt === undefined ? {} : { expiresAt: pending.expiresAt }) });
     }
     // An idle agent has no loop running to see the flag: start one (a start in progress starts it when done).
     if (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED) this.runner.wake();

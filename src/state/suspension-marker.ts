@@ -203,8 +203,17 @@ export function persistableState(state: JsonObject, marker: SuspensionMarker | u
   // A delete is a runtime call even for a key that is not there: the common record holds none.
   if (marker === undefined) {
     if (SUSPENSION_KEY in copy) delete copy[SUSPENSION_KEY];
-  } else copy[SUSPENSION_KEY] = markerJson(announced ? marker : { ...marker, announced: false });
+  } else copy[SUSPENSION_KEY] = announced ? storedMarker(marker) : markerJson({ ...marker, announced: false });
   return copy;
+}
+
+/**
+ * `marker` itself as the JSON object stored: a store copies or serializes
+ * what it is given and keeps no reference to it, and the runtime's markers
+ * are frozen, so no copy is made for it here.
+ */
+function storedMarker(marker: SuspensionMarker): JsonObject {
+  return marker as unknown as JsonObject;
 }
 
 /**
