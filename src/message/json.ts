@@ -1,5 +1,6 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { PayloadNotSerializableError } from "../errors/errors.js";
+import { isSealedJson } from "./sealed-json.js";
 
 /** A JSON value: what can cross a process boundary unchanged. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | JsonObject;
@@ -239,6 +240,7 @@ function copyChecked(value: unknown, depth: number): JsonValue | typeof NOT_JSON
     case "object": {
       if (value === null) return null;
       if (depth > 64) return NOT_JSON;
+      if (isSealedJson(value)) return value as JsonObject; // deeply frozen plain JSON the runtime built: nothing to copy
       if (Array.isArray(value)) {
         const items: JsonValue[] = [];
         for (let i = 0; i < value.length; i++) {

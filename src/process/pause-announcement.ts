@@ -42,7 +42,16 @@ export async function announcePause(control: SuspensionControl, marker: Suspensi
   const notifying = overrides(control.runner, "onSuspend");
   const flagged = notifying || services.telemetry.auditing;
   control.announcementOwed = flagged;
-  const durable = stored || (await control.persistMarker("suspend", span));
+  let durable = stored;
+  if (!stored) {
+    // Awaited here rather than through persistMarker, whose wrapper promise is one more microtask turn per pause.
+    try {
+      await control.runner.persist();
+      durable = true;
+    } catch (error) {
+      durable = control.degraded("suspend", span, error);
+    }
+  }
   const notified = !notifying || (await runHookWithDeadline(control.runner, "onSuspend", () => control.runner.agent.onSuspend(marker.reason), control.runner.options.shutdownTimeoutMs));
   const recorded = !services.telemetry.auditing || (await suspendReceipt(control.runner, "agent.suspend", suspendDetails(marker, durable)));
   // The same pause (its reason may have been updated meanwhile), unless it was resumed or cleared: then nothing is owed.

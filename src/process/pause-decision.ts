@@ -1,7 +1,7 @@
 import { IdentityChangedError, ResumeRefusedError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
 import { settlesWithin } from "../time/deadline.js";
-import { describeIdentity, sameIdentity, type AgentIdentity, type SuspensionMarker } from "../state/suspension-marker.js";
+import { describeIdentity, frozenIdentity, sameIdentity, type AgentIdentity, type SuspensionMarker } from "../state/suspension-marker.js";
 import type { ProcessRunner } from "./process-runner.js";
 
 // What is checked before a pause is decided: the agent's identity against the pause's, and `authorizeResume`.
@@ -18,7 +18,7 @@ export function agentIdentity(runner: ProcessRunner): AgentIdentity {
   const from = runner.agent.capabilities;
   // A frozen list (what AgentOptions makes) cannot have changed since: its identity is the one made from it.
   if (last !== undefined && last.from === from && last.version === version) return last.identity;
-  const identity: AgentIdentity = Object.freeze({ version, capabilities: Object.freeze([...from].sort()) });
+  const identity = frozenIdentity({ version, capabilities: [...from].sort() });
   if (Object.isFrozen(from)) last = { version, from, identity };
   return identity;
 }

@@ -137,7 +137,14 @@ export async function takeEffect(
 ): Promise<void> {
   const runner = control.runner;
   control.settle(marker, { verdict: change, by: decider });
-  const stored = await control.persistMarker(change, span);
+  // Awaited here rather than through persistMarker, whose wrapper promise is one more microtask turn per decision.
+  let stored: boolean;
+  try {
+    await runner.persist();
+    stored = true;
+  } catch (error) {
+    stored = control.degraded(change, span, error);
+  }
   throwIfFenced(control, span);
   if (!stored) await recordApplied(control, marker, change === "resume" ? "agent.resume" : "agent.deny", decider);
   if (runner.currentStatus === ProcessStatus.SUSPENDED) {

@@ -379,7 +379,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     this.outside.span = this.services.telemetry.tracing ? trace.getSpan(context.active()) : undefined;
     const message = composeOutgoing(this.outside, name, payload, type, options?.ttlMs, request ? OUTSIDE_SENDER : undefined);
     // After the checks of what was passed: bad input is reported as such. The call's name is built only to report it.
-    if (!this.takesCalls()) this.assertStarted(request ? `ask('${name}')` : `send('${name}')`);
+    if (this.startFailed || this.stopping !== undefined || this.starting === undefined) this.assertStarted(request ? `ask('${name}')` : `send('${name}')`);
     return message;
   }
 }
