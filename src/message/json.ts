@@ -1,5 +1,6 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { PayloadNotSerializableError } from "../errors/errors.js";
+import { isSealedJson } from "./sealed-json.js";
 
 /** A JSON value: what can cross a process boundary unchanged. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | JsonObject;
@@ -210,6 +211,60 @@ function isPlainJson(value: unknown, depth: number): boolean {
  */
 export function copyJson<T extends JsonValue>(value: T): T {
   return copyValue(value) as T;
+}
+
+/** What {@link copyChecked} returns for a part that is not plain JSON (or that it leaves to {@link findNonJson}). */
+const NOT_JSON: unique symbol = Symbol("not JSON");
+
+/**
+ * The copy {@link copyJson} makes of `value` when {@link isJsonObject} holds
+ * for it, checked and copied in one walk (each property read once);
+ * `undefined` otherwise, for the caller to judge it with
+ * {@link assertJsonObject} (a value deeper than the quick check goes can still be JSON).
+ * @internal
+ */
+export function copyIfJsonObject(value: unknown): JsonObject | undefined {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+  const copy = copyChecked(value, 0);
+  return copy === NOT_JSON ? undefined : (copy as JsonObject);
+}
+
+/** {@link isPlainJson} and {@link copyValue} at once: the copy, or {@link NOT_JSON}. */
+function copyChecked(value: unknown, depth: number): JsonValue | typeof NOT_JSON {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value;
+    case "number":
+      return Number.isFinite(value) ? (value === 0 ? 0 : value) : NOT_JSON;
+    case "object": {
+      if (value === null) return null;
+      if (depth > 64) return NOT_JSON;
+      if (isSealedJson(value)) return value as JsonObject; // deeply frozen plain JSON the runtime built: nothing to copy
+      if (Array.isArray(value)) {
+        const items: JsonValue[] = [];
+        for (let i = 0; i < value.length; i++) {
+          const item = copyChecked(value[i], depth + 1);
+          if (item === NOT_JSON) return NOT_JSON;
+          items.push(item);
+        }
+        return items;
+      }
+      const proto: unknown = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) return NOT_JSON;
+      const copy: JsonObject = {};
+      for (const key in value) {
+        const item = copyChecked((value as Record<string, unknown>)[key], depth + 1);
+        if (item === NOT_JSON) return NOT_JSON;
+        // Assigning "__proto__" would set the prototype; JSON.parse makes it an own property.
+        if (key === "__proto__") Object.defineProperty(copy, key, { value: item, writable: true, enumerable: true, configurable: true });
+        else copy[key] = item;
+      }
+      return copy;
+    }
+    default:
+      return NOT_JSON;
+  }
 }
 
 function copyValue(value: JsonValue): JsonValue {

@@ -46,7 +46,9 @@ class Minted extends Stamp {
  */
 export function mintControl<M extends Message>(message: M): M {
   new Minted(message);
-  freezeJson(message.payload);
+  // Frozen without asking whether it is already (freezing twice changes nothing): the payload is usually fresh.
+  const payload = Object.freeze(message.payload);
+  for (const key in payload) freezeJson(payload[key] as JsonValue);
   return Object.freeze(message);
 }
 

@@ -73,6 +73,16 @@ export function assertReason(call: string, reason: unknown): asserts reason is s
   }
 }
 
+/**
+ * Whether {@link assertReason} accepts `reason` without counting its
+ * characters: a string of at most {@link MAX_DECISION_TEXT_LENGTH} UTF-16
+ * units. Callers check this first and name the call only for the rest.
+ * @internal
+ */
+export function isPlainReason(reason: unknown): reason is string {
+  return typeof reason === "string" && reason.length <= MAX_DECISION_TEXT_LENGTH;
+}
+
 /** Printable ASCII with at least one character that is not a space: the common case, checked without the Unicode regexes (which cost about a microsecond). */
 function isPrintableAscii(text: string): boolean {
   let visible = false;

@@ -42,11 +42,18 @@ export async function announcePause(control: SuspensionControl, marker: Suspensi
   const notifying = overrides(control.runner, "onSuspend");
   const flagged = notifying || services.telemetry.auditing;
   control.announcementOwed = flagged;
-  const durable = stored || (await control.persistMarker("suspend", span));
+  let durable = stored;
+  if (!stored) {
+    // Awaited here rather than through persistMarker, whose wrapper promise is one more microtask turn per pause.
+    try {
+      await control.runner.persist();
+      durable = true;
+    } catch (error) {
+      durable = control.degraded("suspend", span, error);
+    }
+  }
   const notified = !notifying || (await runHookWithDeadline(control.runner, "onSuspend", () => control.runner.agent.onSuspend(marker.reason), control.runner.options.shutdownTimeoutMs));
-  const details: JsonObject = { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable };
-  if (marker.expiresAt !== undefined) details.expiresAt = marker.expiresAt;
-  const recorded = await suspendReceipt(control.runner, "agent.suspend", details);
+  const recorded = !services.telemetry.auditing || (await suspendReceipt(control.runner, "agent.suspend", suspendDetails(marker, durable)));
   // The same pause (its reason may have been updated meanwhile), unless it was resumed or cleared: then nothing is owed.
   if (control.marker?.suspensionId === marker.suspensionId) {
     // Owed until both are done: a later write (or a restart after a kill) keeps the flag, and a resume records the receipt first.
@@ -59,6 +66,13 @@ export async function announcePause(control: SuspensionControl, marker: Suspensi
   }
   services.telemetry.setAttribute(span, "civitas.suspend.durable", durable);
   services.telemetry.endSpan(span);
+}
+
+/** The `agent.suspend` receipt's details (SPEC §11.11). */
+function suspendDetails(marker: SuspensionMarker, durable: boolean): JsonObject {
+  const details: JsonObject = { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, durable };
+  if (marker.expiresAt !== undefined) details.expiresAt = marker.expiresAt;
+  return details;
 }
 
 /**

@@ -1,17 +1,26 @@
 import { IdentityChangedError, ResumeRefusedError } from "../errors/errors.js";
 import type { JsonObject } from "../message/json.js";
 import { settlesWithin } from "../time/deadline.js";
-import { describeIdentity, sameIdentity, type AgentIdentity, type SuspensionMarker } from "../state/suspension-marker.js";
+import { describeIdentity, frozenIdentity, sameIdentity, type AgentIdentity, type SuspensionMarker } from "../state/suspension-marker.js";
 import type { ProcessRunner } from "./process-runner.js";
 
 // What is checked before a pause is decided: the agent's identity against the pause's, and `authorizeResume`.
 
 function noop(): void {}
 
-/** What this agent is now: the identity a pause records and a resume compares. */
+/** The identity made last, and the frozen capability list it was made from: agents usually share one (most have none). */
+let last: { readonly version: string | null; readonly from: readonly string[]; readonly identity: AgentIdentity } | undefined;
+
+/** What this agent is now, frozen: the identity a pause records and a resume compares. */
 export function agentIdentity(runner: ProcessRunner): AgentIdentity {
-  const version = (runner.agent.constructor as { version?: unknown }).version;
-  return { version: typeof version === "string" ? version : null, capabilities: [...runner.agent.capabilities].sort() };
+  const declared = (runner.agent.constructor as { version?: unknown }).version;
+  const version = typeof declared === "string" ? declared : null;
+  const from = runner.agent.capabilities;
+  // A frozen list (what AgentOptions makes) cannot have changed since: its identity is the one made from it.
+  if (last !== undefined && last.from === from && last.version === version) return last.identity;
+  const identity = frozenIdentity({ version, capabilities: [...from].sort() });
+  if (Object.isFrozen(from)) last = { version, from, identity };
+  return identity;
 }
 
 /**

@@ -137,12 +137,20 @@ export async function takeEffect(
 ): Promise<void> {
   const runner = control.runner;
   control.settle(marker, { verdict: change, by: decider });
-  const stored = await control.persistMarker(change, span);
+  // Awaited here rather than through persistMarker, whose wrapper promise is one more microtask turn per decision.
+  let stored: boolean;
+  try {
+    await runner.persist();
+    stored = true;
+  } catch (error) {
+    stored = control.degraded(change, span, error);
+  }
   throwIfFenced(control, span);
   if (!stored) await recordApplied(control, marker, change === "resume" ? "agent.resume" : "agent.deny", decider);
   if (runner.currentStatus === ProcessStatus.SUSPENDED) {
     runner.transition(ProcessStatus.RUNNING);
-    await runHook(runner, hook, call, runner.options.shutdownTimeoutMs);
+    const hooked = runHook(runner, hook, call, runner.options.shutdownTimeoutMs);
+    if (hooked !== undefined) await hooked;
   }
   services.telemetry.endSpan(span);
 }

@@ -279,7 +279,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
         state = { ...base };
       }
       if (backlog !== undefined && backlog.size > 0) state[BACKLOG_KEY] = backlog.json();
-      else delete state[BACKLOG_KEY];
+      else if (BACKLOG_KEY in state) delete state[BACKLOG_KEY]; // a delete is a runtime call even for an absent key
       const services = this.requireServices();
       const written = services.store.set(this.agent.name, state);
       if (backlog === undefined) return written.catch((error: unknown) => afterFailedPersist(this, error));

@@ -1,3 +1,4 @@
+import type { Span } from "@opentelemetry/api";
 import { decidedEvent } from "../audit/audit-event.js";
 import { describeValue } from "../errors/civitas-error.js";
 import { AuditUnavailableError, InvalidArgumentError, MailboxClosedError, RuntimeStateError, StaleApprovalError } from "../errors/errors.js";
@@ -15,8 +16,6 @@ import { completeRecorded, decisionOnRecord } from "./recorded-decision.js";
 
 // A `_agency.resume` request (`runtime.resume`, or `runtime.deny`, which travels as a resume with
 // decision "deny"): checked at once, then authorized, then carried out receipt first.
-
-function noop(): void {}
 
 /** A resume that passed the checks that need no waiting. */
 interface ResumePlan {
@@ -99,7 +98,8 @@ async function carryOutResume(control: SuspensionControl, request: Message, { ap
       return;
     }
     const call = denial === undefined ? "resume" : "deny";
-    const recorded = await decisionOnRecord(control, marker, call);
+    // Only a pause this incarnation restored can have a decision on record: no lookup (and no wait) for the others.
+    const recorded = control.restoredPause === marker.suspensionId ? await decisionOnRecord(control, marker, call) : undefined;
     // Decided before a crash: that decision is completed (unless authorizeResume sets it aside), never receipted a second time.
     if (recorded !== undefined && (await completeRecorded(control, marker, recorded))) {
       if (decidedEvent(recorded) !== (denial === undefined ? "agent.resume" : "agent.deny")) throw new StaleApprovalError(runner.agent.name, marker.suspensionId, undefined, call);
@@ -112,7 +112,12 @@ async function carryOutResume(control: SuspensionControl, request: Message, { ap
   // runtime.resume() resolves before the first business message after the pause is taken:
   // the loop goes on only once the caller's promise has settled (its own reactions run first).
   const told = answer(runner, request);
-  if (told !== undefined) await told.catch(noop);
+  if (told === undefined) return;
+  try {
+    await told; // awaited directly: the caller's own reaction to it was registered first, so it runs first
+  } catch {
+    // the caller gave up waiting (a timeout, an abort): that is the caller's to handle
+  }
 }
 
 /**
@@ -120,36 +125,50 @@ async function carryOutResume(control: SuspensionControl, request: Message, { ap
  * then clear and persist, then RUNNING, then `onResume`.
  * @throws {@link AuditUnavailableError} (rejects) when a receipt could not be recorded: the pause stays
  */
-async function leaveSuspended(control: SuspensionControl, approver: string, marker: SuspensionMarker, identityChange: JsonObject | undefined): Promise<void> {
+function leaveSuspended(control: SuspensionControl, approver: string, marker: SuspensionMarker, identityChange: JsonObject | undefined): Promise<void> {
   const runner = control.runner;
   const services = runner.requireServices();
-  const span = services.telemetry.startSpan("civitas.agent.resume", {
-    "civitas.agent.name": runner.agent.name,
-    "civitas.suspend.id": marker.suspensionId,
-    "civitas.resume.approver": approver,
-  });
+  const span = services.telemetry.tracing
+    ? services.telemetry.startSpan("civitas.agent.resume", {
+        "civitas.agent.name": runner.agent.name,
+        "civitas.suspend.id": marker.suspensionId,
+        "civitas.resume.approver": approver,
+      })
+    : undefined;
+  // A stop that began while the receipt and the cleared marker were being written still wins: the
+  // resume took effect and is reported as done, but this incarnation neither runs nor calls onResume.
+  const effect = (): Promise<void> => takeEffect(control, services, marker, "resume", span, "onResume", () => runner.agent.onResume(approver, { ...marker }), approver);
+  // Without an audit sink there is no receipt to wait for: the effect begins at once.
+  return services.telemetry.auditing ? recordResume(control, approver, marker, identityChange, span).then(effect) : effect();
+}
+
+/**
+ * Records the `agent.resume` receipt of the pause `marker` (after the
+ * pause's own `agent.suspend` receipt, when that one is still owed).
+ * @throws {@link AuditUnavailableError} (rejects) when a receipt could not be recorded, and a
+ *   `STATE_FENCED` refusal; either ends `span`
+ */
+async function recordResume(control: SuspensionControl, approver: string, marker: SuspensionMarker, identityChange: JsonObject | undefined, span: Span | undefined): Promise<void> {
+  const runner = control.runner;
+  const telemetry = runner.requireServices().telemetry;
   const receipt: JsonObject = { approver, suspensionId: marker.suspensionId, reason: marker.reason };
   if (identityChange !== undefined) receipt.identityChange = identityChange;
   // A pause whose own receipt was never confirmed gets it first: a resume never names a pause the log does not hold.
   const announced =
     !control.announcementOwed ||
-    !services.telemetry.auditing ||
-    (await services.telemetry.audit("agent.suspend", runner.agent.name, { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, recordedAtResume: true }));
+    (await telemetry.audit("agent.suspend", runner.agent.name, { reason: marker.reason, suspensionId: marker.suspensionId, since: marker.since, recordedAtResume: true }));
   // A receipt refused as fenced out (STATE_FENCED) ends the span with that error and reaches the caller.
   let recorded = announced;
   try {
     recorded &&= await decisionReceipt(control, "agent.resume", receipt);
   } catch (error) {
-    services.telemetry.endSpan(span, error);
+    telemetry.endSpan(span, error);
     throw error;
   }
-  if (services.telemetry.auditing && !recorded) {
+  if (!recorded) {
     // No approved action without its receipt: the pause stays, nothing has changed yet.
     const error = new AuditUnavailableError(runner.agent.name);
-    services.telemetry.endSpan(span, error);
+    telemetry.endSpan(span, error);
     throw error;
   }
-  // A stop that began while the receipt and the cleared marker were being written still wins: the
-  // resume took effect and is reported as done, but this incarnation neither runs nor calls onResume.
-  await takeEffect(control, services, marker, "resume", span, "onResume", () => runner.agent.onResume(approver, { ...marker }), approver);
 }

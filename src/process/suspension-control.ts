@@ -129,7 +129,9 @@ export class SuspensionControl {
     const unpaused = status !== ProcessStatus.SUSPENDED;
     if (unpaused && this.marker === undefined && this.runner.services !== undefined) {
       pending.marker =
-        pending.marker === undefined ? this.newMarker(reason, this.runner.services.clock.now(), pending.expiresAt) : { ...pending.marker, reason, ...(pending.expiresAt === undefined ? {} : { expiresAt: pending.expiresAt }) };
+        pending.marker === undefined
+          ? this.newMarker(reason, this.runner.services.clock.now(), pending.expiresAt)
+          : frozenMarker({ ...pending.marker, reason, ...(pending.expiresAt === undefined ? {} : { expiresAt: pending.expiresAt }) });
     }
     // An idle agent has no loop running to see the flag: start one (a start in progress starts it when done).
     if (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED) this.runner.wake();
@@ -262,10 +264,12 @@ export class SuspensionControl {
     }
   }
 
-  /** The marker of a pause that begins at `nowMs` (with a deadline when `expiresAt` is given). */
+  /** The marker of a pause that begins at `nowMs` (with a deadline when `expiresAt` is given), frozen (and sealed) as {@link setMarker} keeps it. */
   newMarker(reason: string, nowMs: number, expiresAt?: string): SuspensionMarker {
-    const marker: SuspensionMarker = { reason, since: isoTime(nowMs), approver: null, suspensionId: uuidv7(nowMs), identity: agentIdentity(this.runner) };
-    return expiresAt === undefined ? marker : { ...marker, expiresAt };
+    const since = isoTime(nowMs);
+    const suspensionId = uuidv7(nowMs);
+    const identity = agentIdentity(this.runner); // sealed
+    return frozenMarker(expiresAt === undefined ? { reason, since, approver: null, suspensionId, identity } : { reason, since, approver: null, suspensionId, identity, expiresAt });
   }
 
   /** Persists the marker change; on failure logs and records degraded durability instead of throwing. */
@@ -273,7 +277,8 @@ export class SuspensionControl {
     return this.runner.persist().then(persisted, (error: unknown) => this.degraded(change, span, error));
   }
 
-  private degraded(change: "suspend" | "resume" | "deny", span: Span | undefined, error: unknown): boolean {
+  /** Reports a failed persist of the marker change (logged, on the span): degraded durability; `false`. */
+  degraded(change: "suspend" | "resume" | "deny", span: Span | undefined, error: unknown): boolean {
     const consequence =
       change === "suspend"
         ? "it stays SUSPENDED in memory, but a crash now would restart it without the pause"

@@ -9,7 +9,7 @@ import { composeControl, type EnvelopeContext } from "../process/envelope.js";
 import { checkExpiresInMs } from "../process/pause-deadline.js";
 import type { Pause } from "../process/pause.js";
 import { ProcessStatus } from "../contracts/process-status.js";
-import { assertApprover, assertReason } from "../process/decision-text.js";
+import { assertApprover, assertReason, isPlainReason } from "../process/decision-text.js";
 import type { AgentProcess } from "../process/agent-process.js";
 import type { StateStore } from "../state/state-store.js";
 import { listClusterSuspended } from "./cluster-suspensions.js";
@@ -77,16 +77,27 @@ export interface ListSuspendedOptions {
    */
   scope?: "local" | "cluster";
 }
-/** Refuses options given as anything but an object (`null`, a number) with `INVALID_ARGUMENT`. */
-function checkOptionsObject(call: string, options: unknown): void {
+/** A control call, as its errors name it. */
+type ControlCall = "suspend" | "resume" | "deny";
+
+/**
+ * `suspend('payer')`: a control call as its errors name it. Built only for
+ * an error: on the way to a valid request each would be a string concatenation.
+ */
+function callName(call: ControlCall, name: string): string {
+  return `${call}('${name}')`;
+}
+
+/** Refuses options given as anything but an object (`null`, a number) with `INVALID_ARGUMENT`; `call` names the call in the error. */
+function checkOptionsObject(call: string | (() => string), options: unknown): void {
   if (typeof options !== "object" || options === null) {
-    throw new InvalidArgumentError("options", `${call}: options must be an object (or left out), got ${describeValue(options)}`);
+    throw new InvalidArgumentError("options", `${typeof call === "string" ? call : call()}: options must be an object (or left out), got ${describeValue(options)}`);
   }
 }
 
-function checkSuspensionId(call: string, suspensionId: unknown): void {
+function checkSuspensionId(call: ControlCall, name: string, suspensionId: unknown): void {
   if (suspensionId !== undefined && (typeof suspensionId !== "string" || suspensionId.length === 0)) {
-    throw new InvalidArgumentError("suspensionId", `${call}: suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
+    throw new InvalidArgumentError("suspensionId", `${callName(call, name)}: suspensionId must be a non-empty string, got ${describeValue(suspensionId)}`);
   }
 }
 
@@ -95,9 +106,9 @@ function checkSuspensionId(call: string, suspensionId: unknown): void {
  * @throws {@link InvalidArgumentError} for options that are not an object, a bad reason or `expiresInMs`
  */
 function suspendPayload(name: string, reason: string, options: SuspendOptions): JsonObject {
-  checkOptionsObject(`suspend('${name}')`, options);
-  assertReason(`suspend('${name}')`, reason);
-  const expiresInMs = checkExpiresInMs(`suspend('${name}')`, options.expiresInMs);
+  checkOptionsObject(() => callName("suspend", name), options);
+  if (!isPlainReason(reason)) assertReason(callName("suspend", name), reason);
+  const expiresInMs = options.expiresInMs === undefined ? undefined : checkExpiresInMs(callName("suspend", name), options.expiresInMs);
   return expiresInMs === undefined ? { reason } : { reason, expiresInMs };
 }
 
@@ -107,10 +118,10 @@ function suspendPayload(name: string, reason: string, options: SuspendOptions): 
  * `INVALID_APPROVER` for a bad approver
  */
 function resumePayload(name: string, approver: string, options: ResumeOptions): JsonObject {
-  checkOptionsObject(`resume('${name}')`, options);
+  checkOptionsObject(() => callName("resume", name), options);
   assertApprover(name, approver);
   const suspensionId = options.suspensionId;
-  checkSuspensionId(`resume('${name}')`, suspensionId);
+  checkSuspensionId("resume", name, suspensionId);
   const payload: JsonObject = { approver };
   if (suspensionId !== undefined) payload.suspensionId = suspensionId;
   if (options.acceptIdentityChange === true) payload.acceptIdentityChange = true;
@@ -125,11 +136,11 @@ function resumePayload(name: string, approver: string, options: ResumeOptions): 
  * or reason; `INVALID_APPROVER` for a bad decider
  */
 function denyPayload(name: string, decider: string, options: DenyOptions): JsonObject {
-  checkOptionsObject(`deny('${name}')`, options);
+  checkOptionsObject(() => callName("deny", name), options);
   assertApprover(name, decider, "deny");
   const { suspensionId, reason } = options;
-  checkSuspensionId(`deny('${name}')`, suspensionId);
-  if (reason !== undefined) assertReason(`deny('${name}')`, reason);
+  checkSuspensionId("deny", name, suspensionId);
+  if (reason !== undefined && !isPlainReason(reason)) assertReason(callName("deny", name), reason);
   const payload: JsonObject = { approver: decider, decision: "deny" };
   if (suspensionId !== undefined) payload.suspensionId = suspensionId;
   if (reason !== undefined) payload.reason = reason;
@@ -172,6 +183,8 @@ const OWNER_POLL_MS = 100;
 export interface ControlPath {
   readonly services: RuntimeServices;
   readonly outside: EnvelopeContext;
+  /** Whether the runtime takes calls now (started, not stopping): when it does not, {@link ControlPath.assertStarted} says why. */
+  readonly takesCalls: () => boolean;
   /** Throws `RUNTIME_NOT_STARTED` or `RUNTIME_STOPPED` for `call` when the runtime takes no calls. */
   readonly assertStarted: (call: string) => void;
 }
@@ -183,23 +196,23 @@ export interface ControlPath {
  * another runtime hosts is sent the request through the transport, and
  * that runtime answers.
  */
-function sendControl(path: ControlPath, name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject, options: ControlOptions, call = type.slice(8)): Promise<unknown> {
+function sendControl(path: ControlPath, name: string, type: "_agency.suspend" | "_agency.resume", payload: JsonObject, options: ControlOptions, call: ControlCall): Promise<unknown> {
   const { services } = path;
   const timeoutMs = options.timeoutMs;
   if (timeoutMs !== undefined && (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
-    throw new InvalidArgumentError("timeoutMs", `${call}('${name}'): timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
+    throw new InvalidArgumentError("timeoutMs", `${callName(call, name)}: timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
   }
   if (services.registry.get(name) === undefined) {
     const transport = services.bus.transport;
     if (transport === undefined) throw notFound(name);
     const operation = type === "_agency.suspend" ? "suspend" : "resume";
     if (!transport.hosts(name)) return controlOwnerless(path, transport, name, operation, payload, options, call);
-    path.assertStarted(`${call}('${name}')`);
+    path.assertStarted(callName(call, name));
     // The runtime that hosts the agent decides, receipts and answers (see docs/nats.md); a deny travels as a
     // resume with decision "deny", as it does in one process.
     return transport.control(name, operation, payload, timeoutMs ?? REMOTE_CONTROL_TIMEOUT_MS, options.signal).then((answer) => remoteAnswer(name, operation, answer));
   }
-  path.assertStarted(`${call}('${name}')`);
+  if (!path.takesCalls()) path.assertStarted(callName(call, name));
   payload.sent = ++services.controlSent.count;
   return services.bus.control(composeControl(path.outside, name, type, payload), timeoutMs, options.signal);
 }
@@ -211,10 +224,10 @@ function sendControl(path: ControlPath, name: string, type: "_agency.suspend" | 
  * announce it and sends the request then, or rejects with
  * `AGENT_UNREACHABLE`, saying that the store knows the agent but no owner answered.
  */
-async function controlOwnerless(path: ControlPath, transport: Transport, name: string, operation: "suspend" | "resume", payload: JsonObject, options: ControlOptions, call: string): Promise<unknown> {
+async function controlOwnerless(path: ControlPath, transport: Transport, name: string, operation: "suspend" | "resume", payload: JsonObject, options: ControlOptions, call: ControlCall): Promise<unknown> {
   const { services } = path;
   if ((await services.store.get(name)) === undefined) throw notFound(name);
-  path.assertStarted(`${call}('${name}')`);
+  path.assertStarted(callName(call, name));
   const timeoutMs = options.timeoutMs ?? REMOTE_CONTROL_TIMEOUT_MS;
   const deadline = services.clock.now() + timeoutMs;
   while (!transport.hosts(name)) {
@@ -248,7 +261,7 @@ function remoteAnswer(name: string, operation: "suspend" | "resume", answer: Jso
 export function suspendAgent(path: ControlPath, name: string, reason: string, options: SuspendOptions): Promise<Pause> {
   try {
     // Resolves with what the agent acknowledged with (the pause: see SuspensionControl.applySuspendRequest), or what its owner answered.
-    return sendControl(path, name, "_agency.suspend", suspendPayload(name, reason, options), options) as Promise<Pause>;
+    return sendControl(path, name, "_agency.suspend", suspendPayload(name, reason, options), options, "suspend") as Promise<Pause>;
   } catch (error) {
     // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
     return Promise.reject(error);
@@ -262,7 +275,7 @@ export function suspendAgent(path: ControlPath, name: string, reason: string, op
  */
 export function resumeAgent(path: ControlPath, name: string, approver: string, options: ResumeOptions): Promise<void> {
   try {
-    return sendControl(path, name, "_agency.resume", resumePayload(name, approver, options), options) as Promise<void>;
+    return sendControl(path, name, "_agency.resume", resumePayload(name, approver, options), options, "resume") as Promise<void>;
   } catch (error) {
     // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- rethrows what validation threw, a CivitasError
     return Promise.reject(error);

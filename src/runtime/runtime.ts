@@ -83,7 +83,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     this.keepAlive = options.keepAlive ?? true;
     this.services = createServices(options, this, this.stopSignal.signal);
     this.outside = { sender: OUTSIDE_SENDER, clock: this.services.clock, current: undefined, span: undefined };
-    this.controlPath = { services: this.services, outside: this.outside, assertStarted: (call) => this.assertStarted(call) };
+    this.controlPath = { services: this.services, outside: this.outside, takesCalls: () => this.takesCalls(), assertStarted: (call) => this.assertStarted(call) };
     this.approvals = new RuntimeApprovals(this.controlPath);
     this.transportHost = options.transport === undefined ? undefined : attachTransport(options.transport, this.services, this);
     this.root[attachChild](this, this.services);
@@ -355,6 +355,10 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
    * failed start or once `stop()` was called. Calls made while `start()`
    * runs are accepted: they wait in the mailbox until the agent runs.
    */
+  private takesCalls(): boolean {
+    return !this.startFailed && this.stopping === undefined && this.starting !== undefined;
+  }
+
   private assertStarted(call: string): void {
     if (this.startFailed) {
       throw new RuntimeStateError("RUNTIME_STOPPED", `${call}: the runtime failed to start and stopped its agents again; fix the cause of START_FAILED and build a new Runtime`);

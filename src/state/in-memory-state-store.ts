@@ -1,7 +1,10 @@
-import { assertJsonObject, copyJson, type JsonObject } from "../message/json.js";
+import { assertJsonObject, copyIfJsonObject, copyJson, type JsonObject } from "../message/json.js";
 import { assertStateName } from "./state-record.js";
 import type { StateStore } from "./state-store.js";
 import { StoreClosedError } from "./store-closed-error.js";
+
+/** What every successful {@link InMemoryStateStore.set} resolves: one settled promise, shared (nothing waits on a write here). */
+const STORED: Promise<void> = Promise.resolve();
 
 /**
  * A {@link StateStore} that keeps state in this process's memory.
@@ -53,11 +56,22 @@ export class InMemoryStateStore implements StateStore {
    * @throws (rejects) `PAYLOAD_NOT_SERIALIZABLE` when `state` is not plain JSON (nothing is stored),
    * `INVALID_ARGUMENT` for a bad name, `STORE_CLOSED` after `close()`.
    */
-  async set(name: string, state: JsonObject): Promise<void> {
-    this.assertOpen();
-    if (!this.records.has(name)) assertStateName(name); // a name already stored was checked when it was first set
-    assertJsonObject(state, `state of '${name}'`);
-    this.records.set(name, copyJson(state));
+  set(name: string, state: JsonObject): Promise<void> {
+    try {
+      this.assertOpen();
+      if (!this.records.has(name)) assertStateName(name); // a name already stored was checked when it was first set
+      // Checked and copied in one walk; what that walk cannot judge is checked thoroughly (and refused with its path).
+      let copy = copyIfJsonObject(state);
+      if (copy === undefined) {
+        assertJsonObject(state, `state of '${name}'`);
+        copy = copyJson(state);
+      }
+      this.records.set(name, copy);
+      return STORED;
+    } catch (error) {
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- what the checks threw, a CivitasError
+      return Promise.reject(error);
+    }
   }
 
   /**

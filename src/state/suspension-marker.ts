@@ -1,6 +1,7 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { StateSchemaError } from "../errors/errors.js";
 import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
+import { isSealedJson, sealJson } from "../message/sealed-json.js";
 
 /** The key under which an agent's suspension marker lives inside its checkpointed `state`. */
 export const SUSPENSION_KEY = "_civitas.suspended";
@@ -61,7 +62,7 @@ export function describeIdentity(identity: AgentIdentity | undefined): string {
 
 /** Whether two identities are the same. @internal */
 export function sameIdentity(a: AgentIdentity, b: AgentIdentity): boolean {
-  return a.version === b.version && a.capabilities.length === b.capabilities.length && a.capabilities.every((c, i) => c === b.capabilities[i]);
+  return a === b || a.version === b.version && a.capabilities.length === b.capabilities.length && a.capabilities.every((c, i) => c === b.capabilities[i]);
 }
 
 /**
@@ -105,7 +106,7 @@ export function readMarker(agent: string, state: JsonObject): SuspensionMarker |
       : { reason: m.reason as string, since: m.since as string, approver: null, suspensionId: m.suspensionId as string, identity };
   if (typeof m.expiresAt === "string") marker.expiresAt = m.expiresAt;
   if (m.announced === false) marker.announced = false;
-  return Object.freeze(marker);
+  return sealJson(marker); // its parts were checked above: strings, null, false and a sealed identity
 }
 
 /** The keys a stored marker may hold, and the keys of its identity. */
@@ -141,7 +142,7 @@ function readIdentity(agent: string, value: unknown): AgentIdentity {
   }
   const read = { version: identity?.version as string | null, capabilities: capabilities as string[] };
   if (lastIdentity !== undefined && sameIdentity(lastIdentity, read)) return lastIdentity;
-  lastIdentity = Object.freeze({ version: read.version, capabilities: Object.freeze([...read.capabilities]) });
+  lastIdentity = frozenIdentity(read);
   return lastIdentity;
 }
 
@@ -200,9 +201,20 @@ export function persistableState(state: JsonObject, marker: SuspensionMarker | u
   // Checked before the copy below: spreading a Map, Date, array or class instance would quietly make it a plain object.
   if (!isJsonObject(state)) assertJsonObject(state, `state of '${agent}'`);
   const copy: JsonObject = { ...state };
-  if (marker === undefined) delete copy[SUSPENSION_KEY];
-  else copy[SUSPENSION_KEY] = markerJson(announced ? marker : { ...marker, announced: false });
+  // A delete is a runtime call even for a key that is not there: the common record holds none.
+  if (marker === undefined) {
+    if (SUSPENSION_KEY in copy) delete copy[SUSPENSION_KEY];
+  } else copy[SUSPENSION_KEY] = announced ? storedMarker(marker) : markerJson({ ...marker, announced: false });
   return copy;
+}
+
+/**
+ * `marker` itself as the JSON object stored: a store copies or serializes
+ * what it is given (a sealed marker, deeply frozen, it keeps as it is), so
+ * no copy is made for it here.
+ */
+function storedMarker(marker: SuspensionMarker): JsonObject {
+  return marker as unknown as JsonObject;
 }
 
 /**
@@ -210,16 +222,37 @@ export function persistableState(state: JsonObject, marker: SuspensionMarker | u
  * `marker` itself when it is one already: what the runtime keeps as an
  * agent's current pause and what `agent.suspension` and the hooks are given,
  * so that no code handed a marker can change the pause the runtime persists.
+ * Sealed (sealed-json.ts) when its fields are what the types say, so a
+ * store keeps it as it is.
  * @internal
  */
 export function frozenMarker(marker: SuspensionMarker): SuspensionMarker {
-  if (Object.isFrozen(marker) && (marker.identity === undefined || Object.isFrozen(marker.identity))) return marker;
+  if (isSealedJson(marker)) return marker;
   const copy: { -readonly [K in keyof SuspensionMarker]: SuspensionMarker[K] } = { reason: marker.reason, since: marker.since, approver: null, suspensionId: marker.suspensionId };
-  const identity = marker.identity;
-  if (identity !== undefined) copy.identity = Object.freeze({ version: identity.version, capabilities: Object.freeze([...identity.capabilities]) });
+  if (marker.identity !== undefined) copy.identity = frozenIdentity(marker.identity);
   if (marker.expiresAt !== undefined) copy.expiresAt = marker.expiresAt;
   if (marker.announced === false) copy.announced = false;
-  return Object.freeze(copy);
+  const plain =
+    typeof copy.reason === "string" &&
+    typeof copy.since === "string" &&
+    typeof copy.suspensionId === "string" &&
+    (copy.expiresAt === undefined || typeof copy.expiresAt === "string") &&
+    (copy.identity === undefined || isSealedJson(copy.identity));
+  return plain ? sealJson(copy) : Object.freeze(copy);
+}
+
+/**
+ * A deeply frozen copy of `identity` (its capabilities sorted as given), or
+ * `identity` itself when it is one already; sealed when its version is a
+ * string or `null` and its capabilities are strings.
+ * @internal
+ */
+export function frozenIdentity(identity: AgentIdentity): AgentIdentity {
+  if (isSealedJson(identity)) return identity;
+  const { version, capabilities } = identity;
+  const plain = (version === null || typeof version === "string") && capabilities.every((capability) => typeof capability === "string");
+  if (!plain) return Object.freeze({ version, capabilities: Object.freeze([...capabilities]) });
+  return sealJson({ version, capabilities: sealJson([...capabilities]) });
 }
 
 /** The marker as a plain JSON object (what is stored and shown in `state`). @internal */
