@@ -15,7 +15,7 @@ import { afterFailedPersist } from "./fencing.js";
 import { isLegalTransition, ProcessStatus } from "../contracts/process-status.js";
 import type { AgentProcess } from "./agent-process.js";
 import { SuspensionControl } from "./suspension-control.js";
-import { IDLE, isLegalPhase, newStartAttempt, UP, type Phase } from "./lifecycle.js";
+import { IDLE, isLegalPhase, StartAttempt, UP, type Phase } from "./lifecycle.js";
 import { start } from "./start-sequence.js";
 import { requestStop } from "./stop-sequence.js";
 import { run } from "./message-loop.js";
@@ -183,10 +183,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED || status === ProcessStatus.STOPPING) {
       return Promise.reject(new IllegalTransitionError(this.agent.name, status, ProcessStatus.INITIALIZING));
     }
-    const attempt = newStartAttempt();
-    attempt.done = start(this, attempt).finally(() => {
-      attempt.over = true;
-    });
+    const attempt = new StartAttempt();
+    attempt.done = start(this, attempt);
     return attempt.done;
   }
 
