@@ -46,7 +46,10 @@ export class Registry<A extends RegisteredAgent = RegisteredAgent, S extends Reg
   register(agent: A): void {
     this.claim(agent.name, "agent");
     this.agents.set(agent.name, agent);
-    for (const capability of agent.capabilities) {
+    // Indexed: an agent's capabilities are frozen, and for-of over a frozen array allocates, even optimized.
+    const capabilities = agent.capabilities;
+    for (let i = 0; i < capabilities.length; i++) {
+      const capability = capabilities[i] as string;
       const list = this.capable.get(capability);
       if (list === undefined) this.capable.set(capability, [agent]);
       else list.push(agent);

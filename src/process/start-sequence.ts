@@ -1,3 +1,4 @@
+import type { Span } from "@opentelemetry/api";
 import { RuntimeStateError, StartFailedError, type StateFencedError } from "../errors/errors.js";
 import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
 import { AbandonableWait, settlesWithin } from "../time/deadline.js";
@@ -43,72 +44,18 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     try {
       // Fenced out (another process owns it): never started again in this process.
       if (r.fencedOut !== undefined) throw r.fencedOut;
-      if (r.initialState === undefined) {
-        if (!isJsonObject(r.agent.state)) assertJsonObject(r.agent.state, `initial state of '${r.agent.name}'`); // the label only for the error
-        const json = JSON.stringify(r.agent.state);
-        r.initialState = json === EMPTY_OBJECT ? EMPTY_OBJECT : json; // most agents start from {}: they share one string
-      }
+      if (r.initialState === undefined) r.initialState = initialStateOf(r);
       // On a fenced store: the takeover's receipt, then the claim, before anything is read.
       const claim = claimOnFirstStart(r);
       if (claim !== undefined) await claim;
-      // A custom store may hand back what no agent can run on (Infinity, a Date): STATE_SCHEMA, as for a bad record.
-      const fetched = await services.store.get(r.agent.name);
-      const stored = fetched === undefined ? undefined : checkStoredState(r.agent.name, fetched);
-      // The same instance restarting knows its pause at least as well as the store does,
-      // and a pause it resumed from stays settled even where the store still holds it.
-      const storedMarker = stored === undefined ? undefined : readMarker(r.agent.name, stored);
-      settledInStore = storedMarker !== undefined && storedMarker.suspensionId === r.suspension.lastSettled;
-      r.suspension.marker ??= settledInStore ? undefined : storedMarker;
-      r.agent.state = (stored ?? JSON.parse(r.initialState)) as JsonObject;
-      // Before the held actions: their restore takes their key out of the same object, and the backlog keeps the whole record read.
-      restoreBacklog(r, stored);
-      restoreApprovals(r, stored);
-      const kept = r.suspension.marker !== undefined && r.suspension.marker === storedMarker ? stored?.[SUSPENSION_KEY] : undefined;
-      r.suspension.setMarker(r.suspension.marker, isMarkerJson(kept) ? (kept as JsonObject) : undefined);
-      r.suspension.restoredPause = r.suspension.marker?.suspensionId;
+      settledInStore = restore(r, await services.store.get(r.agent.name));
       restored = true;
-      // An onStart a stop gave up on gets up to shutdownTimeoutMs more to return before the next one begins.
-      const previous = r.abandonedOnStart;
       // The base class's onStart does nothing: no call, and nothing to wait for or bound.
-      if (previous !== undefined || overrides(r, "onStart")) {
-        const onStart = previous === undefined ? callOnStart(r) : afterAbandonedOnStart(r, previous);
-        if (!(await settlesUnlessStopped(r, attempt, onStart))) {
-          const abandoned = onStart.catch(() => undefined);
-          r.abandonedOnStart = abandoned;
-          void abandoned.then(() => {
-            if (r.abandonedOnStart === abandoned) r.abandonedOnStart = undefined;
-          });
-          if (services.stopping.aborted) {
-            throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime stopped while '${r.agent.name}'.onStart was running, and it did not finish within ${r.options.shutdownTimeoutMs} ms; the start is abandoned`);
-          }
-          throw new Error(`'${r.agent.name}' was stopped while its onStart was running, and onStart did not finish within ${r.options.shutdownTimeoutMs} ms; the start is abandoned`);
-        }
-        await onStart;
-      }
+      if (r.abandonedOnStart !== undefined || overrides(r, "onStart")) await runOnStart(r, attempt);
       const fenced = r.fencedOut as StateFencedError | undefined; // set meanwhile when onStart's checkpoint found the agent owned elsewhere
       if (fenced !== undefined) throw fenced;
     } catch (error) {
-      const exit = { kind: "crash", error } as const;
-      let stopReturned!: () => void;
-      // A stop meanwhile joins this start's onStop (not its receipt).
-      const done = new Promise<void>((resolve) => (stopReturned = resolve));
-      const ending: Stopping = { kind: "stopping", exit, plan: undefined, done, crashRecorded: undefined, unfinished: attempt };
-      r.enter(ending, ProcessStatus.CRASHED);
-      r.suspension.deadline?.cancel();
-      attempt.markInitialized();
-      services.telemetry.endSpan(span, error);
-      // The crash's receipt is durable before the supervisor hears of the failure (and restarts).
-      ending.crashRecorded = services.telemetry.audit("agent.crash", r.agent.name, { phase: "start", error: errorText(error) });
-      // onStop still runs, but a checkpoint from it must not overwrite the record that could not be read
-      // (STATE_SCHEMA) with the initial state: persists fail with the restore's error until the next start.
-      if (!restored) r.unrestored = error;
-      const stopSpan = services.telemetry.startSpan("civitas.agent.stop", { "civitas.agent.name": r.agent.name });
-      await runHook(r, "onStop", () => r.agent.onStop(), r.options.shutdownTimeoutMs);
-      stopReturned();
-      services.telemetry.endSpan(stopSpan);
-      await receiptRecorded(r, "agent.crash", ending.crashRecorded);
-      if (r.phase === ending) r.enter({ kind: "down", exit, unfinished: attempt }, ProcessStatus.CRASHED);
-      throw new StartFailedError(r.agent.name, { cause: error });
+      throw await crashedStart(r, attempt, error, span, restored);
     }
     r.transition(r.suspension.marker === undefined ? ProcessStatus.RUNNING : ProcessStatus.SUSPENDED);
     attempt.markInitialized();
@@ -117,17 +64,7 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     const startRecorded = telemetry.auditing
       ? telemetry.audit("agent.start", r.agent.name, r.suspension.marker === undefined ? { incarnation: r.starts } : { incarnation: r.starts, suspensionId: r.suspension.marker.suspensionId })
       : undefined;
-    // A restored pause whose decision is on record (the process ended between its receipt and its cleared marker) is completed now,
-    // before anything (its announcement included) could write its marker again.
-    if (r.suspension.marker !== undefined) await rollForward(r.suspension);
-    // A pause stored before it was announced (a crash or stop came first) gets its receipt and onSuspend now, before any message.
-    if (r.suspension.marker?.announced === false) await r.suspension.announceRestored(startedAfter);
-    // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.
-    else if (settledInStore && r.suspension.marker === undefined) await r.suspension.persistMarker("resume", undefined);
-    // Restored into a pause (and still in it): what was sent while it started joins the backlog (written now; its sends resolved already).
-    if (r.currentStatus === ProcessStatus.SUSPENDED && r.suspension.marker !== undefined && r.backlog?.adoptQueued() === true) {
-      await r.persist().catch((error: unknown) => services.logger.warn(`'${r.agent.name}' could not write the messages sent while it started to its durable backlog`, { error }));
-    }
+    if (r.suspension.marker !== undefined || settledInStore) await settleRestoredPause(r, startedAfter, settledInStore);
     // A stop that came meanwhile (this agent's, or the runtime's) has begun, or will begin, the loop itself.
     if (services.stopping.aborted) attempt.stopAsked = true;
     if (r.phase === starting && !attempt.stopAsked) {
@@ -139,6 +76,109 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
     if (startRecorded !== undefined) telemetry.track(receiptRecorded(r, "agent.start", startRecorded));
   } finally {
     attempt.over = true;
+  }
+}
+
+/** The initial state as JSON, checked: what every start without a stored record begins from. */
+function initialStateOf(r: ProcessRunner): string {
+  if (!isJsonObject(r.agent.state)) assertJsonObject(r.agent.state, `initial state of '${r.agent.name}'`); // the label only for the error
+  const json = JSON.stringify(r.agent.state);
+  return json === EMPTY_OBJECT ? EMPTY_OBJECT : json; // most agents start from {}: they share one string
+}
+
+/**
+ * Restores `state`, the pause, the durable backlog and the held actions
+ * from the record the store handed back (`undefined`: none). Returns
+ * whether the store still holds a pause this agent had settled.
+ */
+function restore(r: ProcessRunner, fetched: JsonObject | undefined): boolean {
+  // A custom store may hand back what no agent can run on (Infinity, a Date): STATE_SCHEMA, as for a bad record.
+  const stored = fetched === undefined ? undefined : checkStoredState(r.agent.name, fetched);
+  // The same instance restarting knows its pause at least as well as the store does,
+  // and a pause it resumed from stays settled even where the store still holds it.
+  const storedMarker = stored === undefined ? undefined : readMarker(r.agent.name, stored);
+  const settledInStore = storedMarker !== undefined && storedMarker.suspensionId === r.suspension.lastSettled;
+  r.suspension.marker ??= settledInStore ? undefined : storedMarker;
+  r.agent.state = (stored ?? JSON.parse(r.initialState ?? EMPTY_OBJECT)) as JsonObject;
+  // Before the held actions: their restore takes their key out of the same object, and the backlog keeps the whole record read.
+  restoreBacklog(r, stored);
+  restoreApprovals(r, stored);
+  const kept = r.suspension.marker !== undefined && r.suspension.marker === storedMarker ? stored?.[SUSPENSION_KEY] : undefined;
+  r.suspension.setMarker(r.suspension.marker, isMarkerJson(kept) ? (kept as JsonObject) : undefined);
+  r.suspension.restoredPause = r.suspension.marker?.suspensionId;
+  return settledInStore;
+}
+
+/**
+ * Runs `onStart` (after the one a stop gave up on, if any, has returned or
+ * had `shutdownTimeoutMs` more), bounded once a stop comes.
+ * @throws what `onStart` threw, or an error when a stop gave up on it
+ */
+async function runOnStart(r: ProcessRunner, attempt: StartAttempt): Promise<void> {
+  // An onStart a stop gave up on gets up to shutdownTimeoutMs more to return before the next one begins.
+  const previous = r.abandonedOnStart;
+  const onStart = previous === undefined ? callOnStart(r) : afterAbandonedOnStart(r, previous);
+  if (!(await settlesUnlessStopped(r, attempt, onStart))) {
+    const abandoned = onStart.catch(() => undefined);
+    r.abandonedOnStart = abandoned;
+    void abandoned.then(() => {
+      if (r.abandonedOnStart === abandoned) r.abandonedOnStart = undefined;
+    });
+    if (r.requireServices().stopping.aborted) {
+      throw new RuntimeStateError("RUNTIME_STOPPED", `the runtime stopped while '${r.agent.name}'.onStart was running, and it did not finish within ${r.options.shutdownTimeoutMs} ms; the start is abandoned`);
+    }
+    throw new Error(`'${r.agent.name}' was stopped while its onStart was running, and onStart did not finish within ${r.options.shutdownTimeoutMs} ms; the start is abandoned`);
+  }
+  await onStart;
+}
+
+/**
+ * Ends a start that failed with `error`: CRASHED, its `agent.crash`
+ * receipt, `onStop`. Returns the error the start fails with.
+ */
+async function crashedStart(r: ProcessRunner, attempt: StartAttempt, error: unknown, span: Span | undefined, restored: boolean): Promise<StartFailedError> {
+  const services = r.requireServices();
+  const exit = { kind: "crash", error } as const;
+  let stopReturned!: () => void;
+  // A stop meanwhile joins this start's onStop (not its receipt).
+  const done = new Promise<void>((resolve) => (stopReturned = resolve));
+  const ending: Stopping = { kind: "stopping", exit, plan: undefined, done, crashRecorded: undefined, unfinished: attempt };
+  r.enter(ending, ProcessStatus.CRASHED);
+  r.suspension.deadline?.cancel();
+  attempt.markInitialized();
+  services.telemetry.endSpan(span, error);
+  // The crash's receipt is durable before the supervisor hears of the failure (and restarts).
+  ending.crashRecorded = services.telemetry.audit("agent.crash", r.agent.name, { phase: "start", error: errorText(error) });
+  // onStop still runs, but a checkpoint from it must not overwrite the record that could not be read
+  // (STATE_SCHEMA) with the initial state: persists fail with the restore's error until the next start.
+  if (!restored) r.unrestored = error;
+  const stopSpan = services.telemetry.startSpan("civitas.agent.stop", { "civitas.agent.name": r.agent.name });
+  await runHook(r, "onStop", () => r.agent.onStop(), r.options.shutdownTimeoutMs);
+  stopReturned();
+  services.telemetry.endSpan(stopSpan);
+  await receiptRecorded(r, "agent.crash", ending.crashRecorded);
+  if (r.phase === ending) r.enter({ kind: "down", exit, unfinished: attempt }, ProcessStatus.CRASHED);
+  return new StartFailedError(r.agent.name, { cause: error });
+}
+
+/**
+ * After a start restored a pause (or found one it had settled still
+ * stored): completes a decision on record, announces a pause not announced
+ * yet, or writes the settled one cleared; then writes what was sent while
+ * it started to the backlog of a pause it stays in.
+ */
+async function settleRestoredPause(r: ProcessRunner, startedAfter: number | undefined, settledInStore: boolean): Promise<void> {
+  // A restored pause whose decision is on record (the process ended between its receipt and its cleared marker) is completed now,
+  // before anything (its announcement included) could write its marker again.
+  await rollForward(r.suspension);
+  // A pause stored before it was announced (a crash or stop came first) gets its receipt and onSuspend now, before any message.
+  if (r.suspension.marker?.announced === false) await r.suspension.announceRestored(startedAfter);
+  // The store still holds a pause this agent resumed from (that resume's write failed): write it cleared now.
+  else if (settledInStore && r.suspension.marker === undefined) await r.suspension.persistMarker("resume", undefined);
+  // Restored into a pause (and still in it): what was sent while it started joins the backlog (written now; its sends resolved already).
+  if (r.currentStatus === ProcessStatus.SUSPENDED && r.suspension.marker !== undefined && r.backlog?.adoptQueued() === true) {
+    const services = r.requireServices();
+    await r.persist().catch((error: unknown) => services.logger.warn(`'${r.agent.name}' could not write the messages sent while it started to its durable backlog`, { error }));
   }
 }
 
