@@ -81,9 +81,11 @@ export async function start(r: ProcessRunner, attempt: StartAttempt): Promise<vo
 
 /** The initial state as JSON, checked: what every start without a stored record begins from. */
 function initialStateOf(r: ProcessRunner): string {
-  if (!isJsonObject(r.agent.state)) assertJsonObject(r.agent.state, `initial state of '${r.agent.name}'`); // the label only for the error
-  const json = JSON.stringify(r.agent.state);
-  return json === EMPTY_OBJECT ? EMPTY_OBJECT : json; // most agents start from {}: they share one string
+  const state = r.agent.state;
+  if (!isJsonObject(state)) assertJsonObject(state, `initial state of '${r.agent.name}'`); // the label only for the error
+  // Most agents start from {}: they share one string, and need no JSON.stringify.
+  for (const key in state) if (Object.hasOwn(state, key)) return JSON.stringify(state);
+  return EMPTY_OBJECT;
 }
 
 /**
