@@ -91,12 +91,10 @@ export const PHASES: Readonly<Record<Phase["kind"], PhaseRule>> = Object.freeze(
 
 /** Whether a change from phase `from` to phase `to` showing `status` is legal. */
 export function isLegalPhase(from: Phase, to: Phase, status: ProcessStatus): boolean {
-  return NEXT.get(from.kind)?.has(to.kind) === true && SHOWN.get(to.kind)?.has(status) === true;
+  const rule = PHASES[to.kind];
+  return PHASES[from.kind].next.includes(to.kind) && rule.statuses.includes(status);
 }
 
-/** {@link PHASES} as sets, for the check every status change makes (`includes` on its frozen arrays took ~50 ns each). */
-const NEXT = new Map(Object.entries(PHASES).map(([kind, rule]) => [kind, new Set<string>(rule.next)]));
-const SHOWN = new Map(Object.entries(PHASES).map(([kind, rule]) => [kind, new Set<string>(rule.statuses)]));
 
 /**
  * One start of an agent: the data of its `starting` phase. Its
