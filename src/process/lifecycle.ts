@@ -95,7 +95,6 @@ export function isLegalPhase(from: Phase, to: Phase, status: ProcessStatus): boo
   return PHASES[from.kind].next.includes(to.kind) && rule.statuses.includes(status);
 }
 
-
 /**
  * One start of an agent: the data of its `starting` phase. Its
  * `initialized` promise is made only when a stop during the start waits for
