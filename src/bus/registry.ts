@@ -46,7 +46,10 @@ export class Registry<A extends RegisteredAgent = RegisteredAgent, S extends Reg
   register(agent: A): void {
     this.claim(agent.name, "agent");
     this.agents.set(agent.name, agent);
-    for (const capability of agent.capabilities) {
+    // Indexed: an agent's capabilities are frozen, and for-of over a frozen array allocates, even optimized.
+    const capabilities = agent.capabilities;
+    for (let i = 0; i < capabilities.length; i++) {
+      const capability = capabilities[i] as string;
       const list = this.capable.get(capability);
       if (list === undefined) this.capable.set(capability, [agent]);
       else list.push(agent);
@@ -143,10 +146,27 @@ function takesMessages(agent: RegisteredAgent): boolean {
  * every name can be addressed exactly and matched by a pattern.
  */
 export function assertValidName(name: unknown, what: string): asserts name is string {
-  if (typeof name !== "string" || name.length === 0 || /[\s*?[\]]/.test(name) || name.length > 255) {
+  if (typeof name !== "string" || name.length === 0 || name.length > 255 || !plainName(name)) {
     throw new InvalidArgumentError(
       "name",
       `${what} name must be a non-empty string of at most 255 characters without whitespace or glob characters (* ? [ ]), got ${describeValue(name)}`,
     );
   }
+}
+
+const NOT_IN_NAMES = /[\s*?[\]]/;
+
+/**
+ * Whether `name` holds no whitespace or glob character. Every agent's name is
+ * checked (three times on its way into a runtime): printable ASCII, the
+ * usual case, is checked a character at a time, which allocates nothing;
+ * anything else goes to the regular expression, the definition.
+ */
+function plainName(name: string): boolean {
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c <= 0x20 || c >= 0x7f) return !NOT_IN_NAMES.test(name);
+    if (c === 0x2a || c === 0x3f || c === 0x5b || c === 0x5d) return false; // * ? [ ]
+  }
+  return true;
 }

@@ -48,13 +48,19 @@ export interface ResolvedAgentOptions {
  * @throws {@link InvalidArgumentError} naming the bad option
  * @internal
  */
-export function resolveAgentOptions(options: AgentProcessOptions): ResolvedAgentOptions {
+export function resolveAgentOptions(options: AgentProcessOptions | undefined): ResolvedAgentOptions {
+  // Most agents take the defaults: they share one frozen options object.
+  if (options === undefined) return DEFAULTS;
   if (typeof options !== "object" || options === null) {
     throw new InvalidArgumentError("options", `agent options must be an object, got ${describeValue(options)}`);
   }
-  // Most agents take the defaults: they share one frozen options object.
-  if (Object.keys(options).length === 0) return DEFAULTS;
-  return resolve(options);
+  return hasOwnKeys(options) ? resolve(options) : DEFAULTS;
+}
+
+/** `Object.keys(options).length > 0` without the array (an agent is made per call). */
+function hasOwnKeys(options: object): boolean {
+  for (const key in options) if (Object.hasOwn(options, key)) return true;
+  return false;
 }
 
 const NO_CAPABILITIES: readonly string[] = Object.freeze([]);

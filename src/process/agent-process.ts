@@ -74,7 +74,7 @@ export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements Supe
    * @param name - unique within the runtime: non-empty, no whitespace or glob characters
    * @throws {@link InvalidArgumentError} (`INVALID_ARGUMENT`) for a bad name or option
    */
-  constructor(name: string, options: AgentProcessOptions = {}) {
+  constructor(name: string, options?: AgentProcessOptions) {
     assertValidName(name, "agent");
     this.name = name;
     this.id = uuidv7();

@@ -244,6 +244,11 @@ export function armDeadlines(gate: ApprovalGate): void {
  */
 export function restoreApprovals(r: ProcessRunner, stored: JsonObject | undefined): void {
   const state = r.agent.state;
+  // Nothing stored, no gate (every fresh agent): nothing to read or restore.
+  if (stored === undefined && r.gate === undefined) {
+    if (APPROVALS_KEY in state) delete state[APPROVALS_KEY];
+    return;
+  }
   // (`stored` may be `state` itself: read before the key is taken out.)
   const records = stored === undefined ? [] : readStoredApprovals(r.agent.name, stored);
   const { receipts, dropped } = records.length === 0 || stored === undefined ? { receipts: undefined, dropped: [] } : readStoredReceipts(r.agent.name, stored);

@@ -2,6 +2,9 @@ import type { JsonObject } from "../message/json.js";
 import { queuedBusiness, restoreToFront } from "../mailbox/mailbox-internals.js";
 import { BACKLOG_KEY, readStoredBacklog } from "./durable-backlog.js";
 import type { ProcessRunner } from "./process-runner.js";
+import type { Message } from "../message/message.js";
+
+const NO_MESSAGES: readonly Message[] = [];
 
 /**
  * At start, after the state is restored: the stored durable backlog goes
@@ -18,8 +21,10 @@ export function restoreBacklog(r: ProcessRunner, stored: JsonObject | undefined)
     r.backlog.restore(stored);
     return;
   }
-  const messages = stored === undefined ? [] : readStoredBacklog(r.agent.name, stored);
-  delete r.agent.state[BACKLOG_KEY];
+  // (`stored` may be `state` itself: read before the key is taken out.)
+  const messages = stored === undefined ? NO_MESSAGES : readStoredBacklog(r.agent.name, stored);
+  const state = r.agent.state;
+  if (BACKLOG_KEY in state) delete state[BACKLOG_KEY];
   if (messages.length === 0 || r.starts > 1 || r.box === undefined) return;
   const queued = new Set(queuedBusiness(r.box).map((m) => m.id));
   restoreToFront(r.box, messages.filter((m) => !queued.has(m.id)));

@@ -100,30 +100,59 @@ function listed<T>(list: readonly T[], item: T): boolean {
   return false;
 }
 
-/** One start of an agent: the data of its `starting` phase. */
-export interface StartAttempt {
-  /** The start itself; settles after onStart and, for a restored pause not announced yet, its announcement. */
-  done: Promise<void>;
-  /** Resolves when the start leaves INITIALIZING (or fails): what a stop during the start waits for. */
-  readonly initialized: Promise<void>;
-  readonly markInitialized: () => void;
+/**
+ * One start of an agent: the data of its `starting` phase. Its
+ * `initialized` promise is made only when a stop during the start waits for
+ * it: a start nobody stops (every agent of a runtime starting) makes none.
+ */
+export class StartAttempt {
   /**
    * A stop came during this start (this agent's, or the runtime's): its
    * `onStart` gets `shutdownTimeoutMs`, and the loop is begun by the stop,
    * never by the start, so nothing queued is taken first.
    */
-  stopAsked: boolean;
-  /** Set once `done` has settled. */
-  over: boolean;
+  stopAsked = false;
+  /** Set once `done` settles (by the start itself, as it ends). */
+  over = false;
   /** Gives up on the `onStart` running now, after `shutdownTimeoutMs` (set while it runs). */
   abandon: (() => void) | undefined;
+  #done: Promise<void> | undefined;
+  #initialized: Promise<void> | undefined;
+  #markInitialized: (() => void) | undefined;
+  #isInitialized = false;
+
+  /**
+   * The start itself; settles after onStart and, for a restored pause not
+   * announced yet, its announcement. Until the caller sets it (while the
+   * start runs up to its first wait), `initialized`.
+   */
+  get done(): Promise<void> {
+    return this.#done ?? this.initialized;
+  }
+
+  set done(done: Promise<void>) {
+    this.#done = done;
+  }
+
+  /** Resolves when the start leaves INITIALIZING (or fails): what a stop during the start waits for. */
+  get initialized(): Promise<void> {
+    if (this.#initialized === undefined) {
+      if (this.#isInitialized) this.#initialized = Promise.resolve();
+      else this.#initialized = new Promise<void>((resolve) => (this.#markInitialized = resolve));
+    }
+    return this.#initialized;
+  }
+
+  /** The start has left INITIALIZING (or failed). */
+  markInitialized(): void {
+    this.#isInitialized = true;
+    this.#markInitialized?.();
+  }
 }
 
 /** A new attempt whose `done` the caller sets once the start is running. */
 export function newStartAttempt(): StartAttempt {
-  let markInitialized!: () => void;
-  const initialized = new Promise<void>((resolve) => (markInitialized = resolve));
-  return { done: initialized, initialized, markInitialized, stopAsked: false, over: false, abandon: undefined };
+  return new StartAttempt();
 }
 
 /** What a stop asked for from outside (`requestStop`): the data of its `stopping` phase. */

@@ -3,6 +3,7 @@ import { AgentNotFoundError, IllegalTransitionError, InvalidArgumentError, Mailb
 import { type Message } from "../message/message.js";
 import { queuedBusiness } from "../mailbox/mailbox-internals.js";
 import { Mailbox, type MailboxConsumer } from "../mailbox/mailbox.js";
+import type { MailboxOptions } from "../mailbox/mailbox-options.js";
 import type { RuntimeServices } from "../contracts/runtime-services.js";
 import type { ChildParent, StopOptions } from "../contracts/child.js";
 import { isDynamicHost } from "./dynamic-host.js";
@@ -15,7 +16,7 @@ import { afterFailedPersist } from "./fencing.js";
 import { isLegalTransition, ProcessStatus } from "../contracts/process-status.js";
 import type { AgentProcess } from "./agent-process.js";
 import { SuspensionControl } from "./suspension-control.js";
-import { IDLE, isLegalPhase, newStartAttempt, UP, type Phase } from "./lifecycle.js";
+import { IDLE, isLegalPhase, StartAttempt, UP, type Phase } from "./lifecycle.js";
 import { start } from "./start-sequence.js";
 import { requestStop } from "./stop-sequence.js";
 import { run } from "./message-loop.js";
@@ -118,14 +119,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
   }
 
   newMailbox(): Mailbox {
-    const services = this.requireServices();
-    const box = new Mailbox({
-      capacity: this.options.mailboxSize,
-      priorityCapacity: this.options.priorityMailboxSize,
-      clock: services.clock,
-      onExpired: services.expired,
-      onPutWait: services.putWait,
-    });
+    const box = new Mailbox(mailboxOptions(this.requireServices(), this.options));
     // A new mailbox holds none of the old one's messages: the next start reads the backlog from the store again.
     this.backlog?.clear();
     box.keeper = this.backlog;
@@ -183,10 +177,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     if (status === ProcessStatus.RUNNING || status === ProcessStatus.SUSPENDED || status === ProcessStatus.STOPPING) {
       return Promise.reject(new IllegalTransitionError(this.agent.name, status, ProcessStatus.INITIALIZING));
     }
-    const attempt = newStartAttempt();
-    attempt.done = start(this, attempt).finally(() => {
-      attempt.over = true;
-    });
+    const attempt = new StartAttempt();
+    attempt.done = start(this, attempt);
     return attempt.done;
   }
 
@@ -369,6 +361,26 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
 
 
 
+
+/**
+ * Per runtime, the options of the mailbox made last: agents with the same
+ * options (most take the defaults) share them, instead of one object each.
+ */
+const mailboxOptionsMade = new WeakMap<RuntimeServices, { readonly agent: ResolvedAgentOptions; readonly options: MailboxOptions }>();
+
+function mailboxOptions(services: RuntimeServices, agent: ResolvedAgentOptions): MailboxOptions {
+  const made = mailboxOptionsMade.get(services);
+  if (made?.agent === agent) return made.options;
+  const options: MailboxOptions = Object.freeze({
+    capacity: agent.mailboxSize,
+    priorityCapacity: agent.priorityMailboxSize,
+    clock: services.clock,
+    onExpired: services.expired,
+    onPutWait: services.putWait,
+  });
+  mailboxOptionsMade.set(services, { agent, options });
+  return options;
+}
 
 export function removedError(name: string): AgentNotFoundError {
   return new AgentNotFoundError(

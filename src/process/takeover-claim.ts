@@ -18,11 +18,17 @@ import type { ProcessRunner } from "./process-runner.js";
  * (fencing.ts).
  * @internal
  */
-export async function claimOnFirstStart(runner: ProcessRunner): Promise<void> {
+export function claimOnFirstStart(runner: ProcessRunner): Promise<void> | undefined {
+  const store = runner.requireServices().store;
+  const fence = store.fence ?? 0;
+  // Nothing to claim (the usual case): no promise, so a start need not wait a turn for nothing.
+  if (runner.claimed || fence === 0 || store.claim === undefined) return undefined;
+  return claim(runner, fence);
+}
+
+async function claim(runner: ProcessRunner, fence: number): Promise<void> {
   const services = runner.requireServices();
   const store = services.store;
-  const fence = store.fence ?? 0;
-  if (runner.claimed || fence === 0 || store.claim === undefined) return;
   const name = runner.agent.name;
   if (services.telemetry.auditing && !(await services.telemetry.audit("agent.claimed", name, { fence }))) {
     throw new CivitasError(
@@ -31,7 +37,7 @@ export async function claimOnFirstStart(runner: ProcessRunner): Promise<void> {
     );
   }
   try {
-    await store.claim([name]);
+    await store.claim?.([name]);
   } catch (error) {
     // Owned by a newer fence already: lost ownership, as a refused write is (recorded, never started again here).
     if (error instanceof StateFencedError) afterFailedPersist(runner, error);

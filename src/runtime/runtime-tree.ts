@@ -75,7 +75,7 @@ export function startTree(root: SupervisedChild, services: RuntimeServices, host
 }
 
 function startRoot(root: SupervisedChild, services: RuntimeServices): Promise<void> {
-  const dropUnread = readStatesAhead(services.store, services.registry.names());
+  const dropUnread = readStatesAhead(services.store, () => services.registry.names());
   const started = root[startChild]();
   void started.then(dropUnread, dropUnread);
   return started;

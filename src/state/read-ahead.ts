@@ -23,11 +23,13 @@ export interface ReadsAhead {
   [readAhead](names: readonly string[]): () => void;
 }
 
-/** Reads the records of `names` ahead when `store` can; returns what drops the rest. @internal */
-export function readStatesAhead(store: StateStore, names: readonly string[]): () => void {
+/** Reads the records of the agents `names` lists ahead when `store` can; returns what drops the rest. @internal */
+export function readStatesAhead(store: StateStore, names: () => readonly string[]): () => void {
   const read = (store as Partial<ReadsAhead>)[readAhead];
-  if (typeof read !== "function" || names.length === 0) return nothingAhead;
-  return read.call(store, names);
+  if (typeof read !== "function") return nothingAhead; // the list of names only for a store that reads ahead
+  const listed = names();
+  if (listed.length === 0) return nothingAhead;
+  return read.call(store, listed);
 }
 
 function nothingAhead(): void {}

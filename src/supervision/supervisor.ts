@@ -123,18 +123,19 @@ export class Supervisor implements SupervisedChild, ChildParent {
     services.registry.registerSupervisor(this);
     this.parent = parent;
     this.services = services;
-    for (const child of this.kids) child[attachChild](this, services);
+    // Indexed loops over the frozen child list: for-of over a frozen array allocates per child, even optimized.
+    for (let i = 0; i < this.kids.length; i++) (this.kids[i] as SupervisedChild)[attachChild](this, services);
   }
 
   /** @internal */
   [detachChild](): void {
-    for (const child of this.kids) child[detachChild]();
+    for (let i = 0; i < this.kids.length; i++) (this.kids[i] as SupervisedChild)[detachChild]();
     this.services?.registry.release(this.name);
   }
 
   /** @internal */
   [closeChild](): void {
-    for (const child of this.kids) child[closeChild]();
+    for (let i = 0; i < this.kids.length; i++) (this.kids[i] as SupervisedChild)[closeChild]();
   }
 
   /** @internal */
