@@ -9,13 +9,7 @@
  * @internal
  */
 
-/** Returns the object it is given, so that {@link Sealed} adds its private field to that object. */
-class Stamp {
-  constructor(target: object) {
-    // The point: the subclass's field initializers then run on `target`, stamping it.
-    return target;
-  }
-}
+import { Stamp } from "./stamp.js";
 
 class Sealed extends Stamp {
   readonly #sealed = true;

@@ -1,5 +1,6 @@
 import type { JsonObject, JsonValue } from "../message/json.js";
 import type { Message } from "../message/message.js";
+import { Stamp } from "../message/stamp.js";
 
 /**
  * Control authority (SPEC §5: "control authority is minted by the runtime").
@@ -18,14 +19,6 @@ import type { Message } from "../message/message.js";
  * module can add it.
  * @internal
  */
-
-/** Returns the object it is given, so that {@link Minted} adds its private field to that object. */
-class Stamp {
-  constructor(target: object) {
-    // The point: the subclass's field initializers then run on `target`, stamping it.
-    return target;
-  }
-}
 
 /** The brand: `#minted` exists only on objects passed through {@link mintControl}. */
 class Minted extends Stamp {
