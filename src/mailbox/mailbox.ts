@@ -169,14 +169,15 @@ export class Mailbox {
       // an onExpired callback that throws must not turn put() into a synchronous throw
       return rejection(err);
     }
-    return new Promise<void>((resolve, reject) => {
-      const putter: Putter = { message, resolve, reject, settled: false };
-      const putters = (lane.putters ??= new Deque<Putter>());
-      if (signal) attachAbort(putter, signal, putters);
-      putters.push(putter);
-      // Only when a put must wait: under a simulation, this wait is the runtime's (see simulation-hooks.ts).
-      this.onPutWait?.(this, putter);
-    });
+    // Under backpressure every put waits here: the settlers are taken without a closure per put.
+    const waiting = new Promise<void>(captureSettlers);
+    const putter: Putter = { message, resolve: settlers.resolve, reject: settlers.reject, settled: false };
+    const putters = (lane.putters ??= new Deque<Putter>());
+    if (signal) attachAbort(putter, signal, putters);
+    putters.push(putter);
+    // Only when a put must wait: under a simulation, this wait is the runtime's (see simulation-hooks.ts).
+    this.onPutWait?.(this, putter);
+    return waiting;
   }
 
   /**
@@ -383,6 +384,15 @@ export class Mailbox {
 }
 
 function noop(): void {}
+
+/** What {@link captureSettlers} took last: read at once by the put that made the promise. */
+const settlers: { resolve: () => void; reject: (reason: unknown) => void } = { resolve: noop, reject: noop };
+
+/** A promise's executor that hands out its settlers without a closure per promise. */
+function captureSettlers(resolve: () => void, reject: (reason: unknown) => void): void {
+  settlers.resolve = resolve;
+  settlers.reject = reject;
+}
 
 /** A promise rejected with `reason` as it is (used for an error thrown by an `onExpired` callback). */
 function rejection<T>(reason: unknown): Promise<T> {
