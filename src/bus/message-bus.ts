@@ -1,6 +1,7 @@
 import { AgentNotFoundError, AskTimeoutError, RuntimeStateError } from "../errors/errors.js";
 import { checkSignal } from "../errors/check-signal.js";
 import { enqueueTrusted, RESOLVED } from "../mailbox/mailbox-internals.js";
+import { pendingPromise, settlers } from "../mailbox/settlers.js";
 import { isReply, type Message } from "../message/message.js";
 import type { Clock } from "../time/clock.js";
 import { TimeoutLists, type Expiring } from "../time/timeout-lists.js";
@@ -161,22 +162,20 @@ export class MessageBus {
     if (this.closedReason !== undefined) return Promise.reject(this.closedReason);
     if (signal?.aborted) return Promise.reject(signal.reason as Error);
     const correlationId = message.correlationId as string;
-    let entry!: PendingAsk;
-    const waiting = new Promise<T>((resolve, reject) => {
-      entry = {
-        recipient: message.recipient,
-        correlationId,
-        timeoutMs: timeoutMs ?? 0,
-        resolve: resolve as (reply: unknown) => void,
-        reject,
-        release: undefined,
-        handedOut: undefined,
-        deadlineMs: 0,
-        list: undefined,
-        prev: undefined,
-        next: undefined,
-      };
-    });
+    const waiting = pendingPromise<T>();
+    const entry: PendingAsk = {
+      recipient: message.recipient,
+      correlationId,
+      timeoutMs: timeoutMs ?? 0,
+      resolve: settlers.resolve,
+      reject: settlers.reject,
+      release: undefined,
+      handedOut: waiting,
+      deadlineMs: 0,
+      list: undefined,
+      prev: undefined,
+      next: undefined,
+    };
     if (timeoutMs !== undefined) this.timeouts.add(entry, timeoutMs, message.timestamp);
     if (signal !== undefined) {
       const onAbort = (): void => this.fail(correlationId, signal.reason);
@@ -184,7 +183,6 @@ export class MessageBus {
       entry.release = () => signal.removeEventListener("abort", onAbort);
     }
     pending.add(entry);
-    entry.handedOut = waiting;
     const delivery = this.deliver(message, signal);
     if (delivery !== RESOLVED) delivery.catch((error: unknown) => this.fail(correlationId, error));
     return waiting;

@@ -7,6 +7,7 @@ import { snapshotMessage } from "../message/snapshot.js";
 import { checkClock, systemClock, type Clock } from "../time/clock.js";
 import { Deque } from "./deque.js";
 import { Lane } from "./lane.js";
+import { pendingPromise, settlers } from "./settlers.js";
 import type { MailboxOptions, MailboxWaitOptions, WaitingPut } from "./mailbox-options.js";
 import { installMailboxInternals, RESOLVED } from "./mailbox-internals.js";
 import { attachAbort, oldestGetter, settle, type Getter, type Putter, type Waiting } from "./mailbox-waiters.js";
@@ -170,7 +171,7 @@ export class Mailbox {
       return rejection(err);
     }
     // Under backpressure every put waits here: the settlers are taken without a closure per put.
-    const waiting = new Promise<void>(captureSettlers);
+    const waiting = pendingPromise<void>();
     const putter: Putter = { message, resolve: settlers.resolve, reject: settlers.reject, settled: false };
     const putters = (lane.putters ??= new Deque<Putter>());
     if (signal) attachAbort(putter, signal, putters);
@@ -384,15 +385,6 @@ export class Mailbox {
 }
 
 function noop(): void {}
-
-/** What {@link captureSettlers} took last: read at once by the put that made the promise. */
-const settlers: { resolve: () => void; reject: (reason: unknown) => void } = { resolve: noop, reject: noop };
-
-/** A promise's executor that hands out its settlers without a closure per promise. */
-function captureSettlers(resolve: () => void, reject: (reason: unknown) => void): void {
-  settlers.resolve = resolve;
-  settlers.reject = reject;
-}
 
 /** A promise rejected with `reason` as it is (used for an error thrown by an `onExpired` callback). */
 function rejection<T>(reason: unknown): Promise<T> {
