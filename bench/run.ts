@@ -5,13 +5,16 @@
  * beside baselines measured in the same process, their ratio and the target.
  * Never fails on speed. `npm run bench -- check` is the exception: it
  * counts instructions per unit of work under callgrind and fails past the
- * committed baseline's tolerance (callgrind-check.ts).
+ * committed baseline's tolerance (callgrind-check.ts); `npm run bench --
+ * profile <workload>` shows where one workload's instructions go
+ * (callgrind-profile.ts).
  */
 import { availableParallelism, loadavg } from "node:os";
 import { approvals } from "./approvals.js";
 import { ask } from "./ask.js";
 import { audit } from "./audit.js";
 import { callgrind } from "./callgrind-check.js";
+import { profile } from "./callgrind-profile.js";
 import { loadCivitas } from "./civitas.js";
 import { fanin } from "./fanin.js";
 import { hasGc, printTable, type Benchmark, type Row } from "./harness.js";
@@ -28,7 +31,7 @@ import { suspend } from "./suspend.js";
 const ALL: readonly Benchmark[] = [mailbox, pingpong, fanin, ask, memory, suspend, approvals, audit, spawn, restoreAudited, postgres, nats, simulation];
 
 function usage(problem: string): never {
-  console.error(`${problem}\nusage: npm run bench -- [--source] [${ALL.map((bench) => bench.name).join("|")} ...]\n       npm run bench -- check|callgrind [--write-baseline] [workload ...]`);
+  console.error(`${problem}\nusage: npm run bench -- [--source] [${ALL.map((bench) => bench.name).join("|")} ...]\n       npm run bench -- check|callgrind [--write-baseline] [workload ...]\n       npm run bench -- profile <workload> [--top N]`);
   process.exit(2);
 }
 
@@ -53,6 +56,10 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2).filter((arg) => arg !== "--");
   if (args[0] === "check" || args[0] === "callgrind") {
     process.exitCode = (await callgrind(args.slice(1), args[0] === "check")) ? 0 : 1;
+    return;
+  }
+  if (args[0] === "profile") {
+    await profile(args.slice(1));
     return;
   }
   const started = process.hrtime.bigint();

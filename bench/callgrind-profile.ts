@@ -1,0 +1,147 @@
+/**
+ * Where one hot path's instructions go, function by function:
+ *
+ *   npm run bench -- profile pingpong [--top 40]
+ *
+ * Runs the workload's rig (callgrind-rigs.ts) under `valgrind
+ * --tool=callgrind` as the guard does (callgrind-check.ts), with V8's code
+ * map on (`--perf-basic-prof`, written to /tmp/perf-<pid>.map): callgrind
+ * names code V8 generated only by its address, and the map turns those
+ * into the JavaScript functions (`JS:*loop …` is optimized code, `^` baseline,
+ * `~` bytecode) and builtins they are. Prints the functions with the most
+ * *self* instructions per unit in the counted segment: inlined callees count
+ * in their caller, and the compilers' and collector's work of the segment is
+ * listed with the rest (the guard leaves it out). The profile varies with V8's
+ * inlining decisions more than the total does: compare totals with
+ * `npm run bench -- callgrind`, and read this for where to look.
+ */
+import { execFile } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { RIGS } from "./callgrind-rigs.js";
+
+const execFileAsync = promisify(execFile);
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(HERE, "..");
+
+/** One entry of V8's code map: where a piece of generated code starts, how long it is, and what it is. */
+interface CodeRange {
+  readonly start: bigint;
+  readonly end: bigint;
+  readonly name: string;
+}
+
+function readCodeMap(file: string): CodeRange[] {
+  const ranges: CodeRange[] = [];
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const found = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/i.exec(line);
+    if (found === null) continue;
+    const start = BigInt(`0x${found[1] as string}`);
+    ranges.push({ start, end: start + BigInt(`0x${found[2] as string}`), name: found[3] as string });
+  }
+  return ranges.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+}
+
+/** The code map's name for `name` when it is a bare address callgrind could not name, else `name`. */
+function named(name: string, ranges: readonly CodeRange[]): string {
+  if (!/^0x[0-9a-f]+$/i.test(name)) return name;
+  const address = BigInt(name);
+  let low = 0;
+  let high = ranges.length - 1;
+  while (low <= high) {
+    const mid = (low + high) >> 1;
+    const range = ranges[mid] as CodeRange;
+    if (address < range.start) high = mid - 1;
+    else if (address >= range.end) low = mid + 1;
+    else return range.name;
+  }
+  return "(generated code not in the map)";
+}
+
+/**
+ * Self cost per function of one callgrind dump: every cost line counts for
+ * the function it is under, except the line right after a `calls=` line,
+ * which is the inclusive cost of that call (its callee's, not its own).
+ */
+function selfCosts(file: string, ranges: readonly CodeRange[]): Map<string, number> {
+  const names = new Map<string, string>();
+  const resolveName = (spec: string): string => {
+    const found = /^\((\d+)\)(?: (.*))?$/.exec(spec);
+    if (found === null) return named(spec, ranges);
+    const [, id, given] = found as unknown as [string, string, string | undefined];
+    if (given !== undefined) names.set(id, named(given, ranges));
+    return names.get(id) ?? `(function ${id})`;
+  };
+  const costs = new Map<string, number>();
+  let current = "(none)";
+  let callCost = false;
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    if (line.startsWith("fn=")) {
+      current = resolveName(line.slice(3));
+      callCost = false;
+    } else if (line.startsWith("cfn=")) {
+      resolveName(line.slice(4)); // names it, for later fn= lines that use the id alone
+    } else if (line.startsWith("calls=")) {
+      callCost = true;
+    } else if (/^[\d+\-*]/.test(line)) {
+      if (callCost) {
+        callCost = false;
+        continue;
+      }
+      const cost = Number(line.split(/\s+/)[1] ?? 0);
+      costs.set(current, (costs.get(current) ?? 0) + cost);
+    }
+  }
+  return costs;
+}
+
+/** Shortens a code-map name: the temporary folder the build was emitted to, and C++ parameter lists. */
+function shortName(name: string): string {
+  const short = name
+    .replace(/file:\/\/\/\S*?\/(src|dist|bench)\//, "$1/")
+    .replaceAll("(anonymous namespace)::", "")
+    .replace(/\(.*$/, "()");
+  return short.length > 100 ? `${short.slice(0, 97)}...` : short;
+}
+
+/** Runs `npm run bench -- profile <workload> [--top N]`. */
+export async function profile(args: readonly string[]): Promise<void> {
+  const topAt = args.indexOf("--top");
+  const top = topAt >= 0 ? Number(args[topAt + 1]) : 40;
+  const names = args.filter((arg, i) => !arg.startsWith("-") && (topAt < 0 || i !== topAt + 1));
+  const name = names[0];
+  if (names.length !== 1 || name === undefined || !RIGS.some((rig) => rig.name === name) || !Number.isInteger(top) || top < 1) {
+    throw new Error(`usage: npm run bench -- profile <workload> [--top N]; workloads: ${RIGS.map((rig) => rig.name).join(", ")}`);
+  }
+  const dir = mkdtempSync(join(tmpdir(), "civitas-profile-"));
+  try {
+    console.log(`profile: ${name} under callgrind with V8's code map; this takes a minute or two`);
+    const { stdout } = await execFileAsync(
+      "valgrind",
+      ["--tool=callgrind", "--dump-before=getppid", `--callgrind-out-file=${join(dir, "cg.%p")}`, process.execPath, "--predictable", "--perf-basic-prof", "--import", "tsx", join(HERE, "callgrind.ts"), name],
+      { cwd: ROOT, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
+    );
+    const workload = stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { unit: string; units: number })[0];
+    if (workload === undefined) throw new Error(`the ${name} rig printed no result`);
+    // As in callgrind-check.ts: the dump with the highest number holds exactly the counted units.
+    const dumps = readdirSync(dir).map((file) => /^cg\.(\d+)\.(\d+)$/.exec(file)).filter((found) => found !== null);
+    const last = dumps.reduce((a, b) => (Number(b[2]) > Number(a[2]) ? b : a), dumps[0] as RegExpExecArray);
+    if (last === undefined) throw new Error(`callgrind wrote no dump for ${name}`);
+    const codeMap = `/tmp/perf-${last[1] as string}.map`;
+    try {
+      const costs = selfCosts(join(dir, last[0]), readCodeMap(codeMap));
+      const total = [...costs.values()].reduce((a, b) => a + b, 0);
+      console.log(`  ${Math.round(total / workload.units).toLocaleString("en")} instructions per ${workload.unit}, all of them (the guard leaves out the compilers' and the collector's part); self instructions per ${workload.unit}:`);
+      for (const [fn, cost] of [...costs].sort((a, b) => b[1] - a[1]).slice(0, top)) {
+        console.log(`  ${(cost / workload.units).toFixed(1).padStart(9)} ${((100 * cost) / total).toFixed(1).padStart(5)} %  ${shortName(fn)}`);
+      }
+    } finally {
+      rmSync(codeMap, { force: true });
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
