@@ -91,12 +91,35 @@ export const PHASES: Readonly<Record<Phase["kind"], PhaseRule>> = Object.freeze(
 
 /** Whether a change from phase `from` to phase `to` showing `status` is legal. */
 export function isLegalPhase(from: Phase, to: Phase, status: ProcessStatus): boolean {
-  return listed(PHASES[from.kind].next, to.kind) && listed(PHASES[to.kind].statuses, status);
+  return listed(ruleOf(from.kind).next, to.kind) && listed(ruleOf(to.kind).statuses, status);
 }
 
-/** Whether `list` holds `item`: a loop V8 inlines (includes() is a builtin call, and every status change makes these checks). */
+/**
+ * `PHASES[kind]`, read by name: a read keyed by the phase's kind is a
+ * generic lookup once V8 has seen a few kinds at the site, and every status change makes two.
+ */
+function ruleOf(kind: Phase["kind"]): PhaseRule {
+  switch (kind) {
+    case "idle":
+      return PHASES.idle;
+    case "starting":
+      return PHASES.starting;
+    case "up":
+      return PHASES.up;
+    case "stopping":
+      return PHASES.stopping;
+    case "down":
+      return PHASES.down;
+  }
+}
+
+/**
+ * Whether `list` holds `item`: an indexed loop V8 inlines (includes() is a
+ * builtin call, and so is each step of a for-of over a frozen array, which
+ * these tables are; every status change makes these checks).
+ */
 function listed<T>(list: readonly T[], item: T): boolean {
-  for (const entry of list) if (entry === item) return true;
+  for (let i = 0; i < list.length; i++) if (list[i] === item) return true;
   return false;
 }
 
