@@ -1,6 +1,6 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { StateSchemaError } from "../errors/errors.js";
-import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
+import { assertJsonObject, isJsonObjectExcept, type JsonObject } from "../message/json.js";
 import { isSealedJson, sealJson } from "../message/sealed-json.js";
 
 /** The key under which an agent's suspension marker lives inside its checkpointed `state`. */
@@ -199,7 +199,8 @@ function inRange(value: number, min: number, max: number): boolean {
  */
 export function persistableState(state: JsonObject, marker: SuspensionMarker | undefined, agent = "the agent", announced = true): JsonObject {
   // Checked before the copy below: spreading a Map, Date, array or class instance would quietly make it a plain object.
-  if (!isJsonObject(state)) assertJsonObject(state, `state of '${agent}'`);
+  // What `state` holds under the marker's key is not looked at: the copy replaces it (or drops it).
+  if (!isJsonObjectExcept(state, SUSPENSION_KEY)) assertJsonObject(state, `state of '${agent}'`);
   const copy: JsonObject = { ...state };
   // A delete is a runtime call even for a key that is not there: the common record holds none.
   if (marker === undefined) {
