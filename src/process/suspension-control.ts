@@ -1,7 +1,7 @@
 import type { Span } from "@opentelemetry/api";
 import { describeValue } from "../errors/civitas-error.js";
 import type { JsonObject } from "../message/json.js";
-import { uuidv7 } from "../message/ids.js";
+import { flatId, uuidv7 } from "../message/ids.js";
 import { pauseOf } from "./pause.js";
 import type { Message } from "../message/message.js";
 import { checkStoredState } from "../state/state-record.js";
@@ -267,7 +267,7 @@ export class SuspensionControl {
   /** The marker of a pause that begins at `nowMs` (with a deadline when `expiresAt` is given), frozen (and sealed) as {@link setMarker} keeps it. */
   newMarker(reason: string, nowMs: number, expiresAt?: string): SuspensionMarker {
     const since = isoTime(nowMs);
-    const suspensionId = uuidv7(nowMs);
+    const suspensionId = flatId(uuidv7(nowMs)); // compared on every write (recordOf): one flat string compares cheaply
     const identity = agentIdentity(this.runner); // sealed
     return frozenMarker(expiresAt === undefined ? { reason, since, approver: null, suspensionId, identity } : { reason, since, approver: null, suspensionId, identity, expiresAt });
   }
