@@ -135,23 +135,6 @@ function randomSuffix(): string {
   return scratch.toString("latin1", 0, pos);
 }
 
-/** Where {@link flatId} puts what it reads, so that the read cannot be left out as unused. */
-let lastRead = 0;
-
-/**
- * `id` (a {@link uuidv7}) made one flat string in place. A fresh id is a
- * rope of three strings; comparing two ropes of the same length that differ
- * takes V8 a runtime call that walks both (~700 instructions), comparing
- * flat strings a few. For ids compared again and again (a pause's
- * `suspensionId`, checked on every write); a message's id is not flattened.
- * @internal
- */
-export function flatId(id: string): string {
-  // Reading a character of a rope flattens it in place.
-  lastRead = id.charCodeAt(id.length - 1);
-  return id;
-}
-
 let traceCounter = 0xfff;
 let tracePrefix = "";
 let spanCounter = 0xfff;

@@ -292,7 +292,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     // A pause asked for and not entered yet, or entered and not announced yet, is stored flagged as not announced (see SuspensionMarker.announced).
     // A decided pause is never written back, whatever failed before its decision (issue 21).
     const asked = marker ?? this.suspension.request?.marker;
-    const pause = asked?.suspensionId === this.suspension.lastSettled ? undefined : asked;
+    const pause = asked === undefined || this.suspension.wasSettled(asked) ? undefined : asked;
     const state = persistableState(this.agent.state, pause, this.agent.name, marker !== undefined && !this.suspension.announcementOwed);
     // The held actions are the runtime's, as the marker is: what user code put under their key is never written.
     if (this.gate !== undefined && this.gate.records.size > 0) state[APPROVALS_KEY] = approvalsJson(this.gate.records.values(), this.gate.receipts);
