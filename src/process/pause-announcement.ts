@@ -1,6 +1,7 @@
 import type { Span } from "@opentelemetry/api";
 import type { JsonObject } from "../message/json.js";
 import type { SuspensionMarker } from "../state/suspension-marker.js";
+import { STORED } from "../state/in-memory-state-store.js";
 import { settlesWithin } from "../time/deadline.js";
 import { runHookWithDeadline, overrides } from "./hooks.js";
 import type { ProcessRunner } from "./process-runner.js";
@@ -44,9 +45,11 @@ export async function announcePause(control: SuspensionControl, marker: Suspensi
   control.announcementOwed = flagged;
   let durable = stored;
   if (!stored) {
-    // Awaited here rather than through persistMarker, whose wrapper promise is one more microtask turn per pause.
+    // Awaited here rather than through persistMarker, whose wrapper promise is one more microtask turn per pause;
+    // not at all when the in-memory store says the write is done.
     try {
-      await control.runner.persist();
+      const persisting = control.runner.persist();
+      if (persisting !== STORED) await persisting;
       durable = true;
     } catch (error) {
       durable = control.degraded("suspend", span, error);

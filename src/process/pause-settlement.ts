@@ -7,6 +7,7 @@ import { ProcessStatus } from "../contracts/process-status.js";
 import { completeRecorded, decisionOnRecord } from "./recorded-decision.js";
 import type { SuspensionControl } from "./suspension-control.js";
 import type { SuspensionMarker } from "../state/suspension-marker.js";
+import { STORED } from "../state/in-memory-state-store.js";
 import { runHook } from "./hooks.js";
 import { afterFailedPersist } from "./fencing.js";
 
@@ -140,7 +141,8 @@ export async function takeEffect(
   // Awaited here rather than through persistMarker, whose wrapper promise is one more microtask turn per decision.
   let stored: boolean;
   try {
-    await runner.persist();
+    const persisting = runner.persist();
+    if (persisting !== STORED) await persisting; // the in-memory store's write is done: no turn to wait
     stored = true;
   } catch (error) {
     stored = control.degraded(change, span, error);
