@@ -3,6 +3,7 @@ import { describeValue } from "../errors/civitas-error.js";
 import type { JsonObject } from "../message/json.js";
 import { uuidv7 } from "../message/ids.js";
 import { pauseOf } from "./pause.js";
+import { isSealedJson, sealJson } from "../message/sealed-json.js";
 import type { Message } from "../message/message.js";
 import { checkStoredState } from "../state/state-record.js";
 import { isoTime } from "../time/clock.js";
@@ -276,8 +277,10 @@ export class SuspensionControl {
   newMarker(reason: string, nowMs: number, expiresAt?: string): SuspensionMarker {
     const since = isoTime(nowMs);
     const suspensionId = uuidv7(nowMs);
-    const identity = agentIdentity(this.runner); // sealed
-    const marker = frozenMarker(expiresAt === undefined ? { reason, since, approver: null, suspensionId, identity } : { reason, since, approver: null, suspensionId, identity, expiresAt });
+    const identity = agentIdentity(this.runner); // sealed when its capabilities are strings
+    const fields = expiresAt === undefined ? { reason, since, approver: null, suspensionId, identity } : { reason, since, approver: null, suspensionId, identity, expiresAt };
+    // Built here from checked parts (strings, null, a sealed identity): sealed as it is, where frozenMarker would copy it and check each part again.
+    const marker = typeof reason === "string" && isSealedJson(identity) ? sealJson(fields) : frozenMarker(fields);
     this.fresh = marker;
     return marker;
   }

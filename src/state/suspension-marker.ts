@@ -259,7 +259,13 @@ export function frozenIdentity(identity: AgentIdentity): AgentIdentity {
 /** The marker as a plain JSON object (what is stored and shown in `state`). @internal */
 export function markerJson(marker: SuspensionMarker): JsonObject {
   const json: JsonObject = { reason: marker.reason, since: marker.since, approver: null, suspensionId: marker.suspensionId };
-  if (marker.identity !== undefined) json.identity = { version: marker.identity.version, capabilities: [...marker.identity.capabilities] };
+  const identity = marker.identity;
+  if (identity !== undefined) {
+    // Copied by index: a spread of the (frozen) list is an iterator builtin call.
+    const capabilities: string[] = [];
+    for (let i = 0; i < identity.capabilities.length; i++) capabilities.push(identity.capabilities[i] as string);
+    json.identity = { version: identity.version, capabilities };
+  }
   if (marker.expiresAt !== undefined) json.expiresAt = marker.expiresAt;
   if (marker.announced === false) json.announced = false;
   return json;
