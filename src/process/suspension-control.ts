@@ -154,7 +154,7 @@ export class SuspensionControl {
     }
     const request = this.request;
     if (request === undefined) return undefined;
-    let applying: Promise<void>;
+    let applying: Promise<void> | undefined;
     if (this.runner.currentStatus === ProcessStatus.RUNNING) {
       this.request = undefined;
       this.pauseAfter = request.askedBy ?? this.runner.requireServices().controlSent.count;
@@ -165,17 +165,28 @@ export class SuspensionControl {
     } else {
       return undefined;
     }
-    return applying.then(() => {
-      // runtime.suspend resolves with the pause it asked for (the current one: a repeated suspend names the same).
-      const pause = this.marker === undefined ? undefined : pauseOf(this.marker);
-      for (const waiting of request.waiting) void answer(this.runner, waiting, pause);
-      // A deadline already passed when the pause was entered or updated (expiresInMs: 0) is denied before the loop goes on.
-      return this.deadline?.due === true ? expirePause(this) : undefined;
-    });
+    // Entered at once (nothing owed, the write done): answered now, with no promise for the loop to wait for.
+    return applying === undefined ? this.applied(request) : applying.then(() => this.applied(request));
   }
 
-  /** S5: stop dispatching in memory first, then persist; a failed persist never un-suspends. */
-  enterSuspended(reason: string, prepared: SuspensionMarker | undefined, expiresAt?: string): Promise<void> {
+  /**
+   * Answers the requests waiting for the suspend `request` once it is
+   * applied; then denies a pause whose deadline had passed when it was
+   * entered or updated (`expiresInMs: 0`), before the loop goes on.
+   */
+  private applied(request: SuspendRequest): Promise<void> | undefined {
+    // runtime.suspend resolves with the pause it asked for (the current one: a repeated suspend names the same).
+    const pause = this.marker === undefined ? undefined : pauseOf(this.marker);
+    for (const waiting of request.waiting) void answer(this.runner, waiting, pause);
+    return this.deadline?.due === true ? expirePause(this) : undefined;
+  }
+
+  /**
+   * S5: stop dispatching in memory first, then persist; a failed persist
+   * never un-suspends. `undefined` when the pause is entered and announced
+   * at once (see {@link announcePause}).
+   */
+  enterSuspended(reason: string, prepared: SuspensionMarker | undefined, expiresAt?: string): Promise<void> | undefined {
     const services = this.runner.requireServices();
     const marker = prepared ?? this.newMarker(reason, services.clock.now(), expiresAt);
     const span = suspendSpan(this.runner, marker, false);
@@ -204,7 +215,7 @@ export class SuspensionControl {
     this.setMarker(marker);
     // Resumes queued before a restart (one sent while the agent still ran) were not meant for this pause.
     this.pauseAfter = this.request?.askedBy ?? startedAfter;
-    return announcePause(this, marker, span, true);
+    return announcePause(this, marker, span, true) ?? Promise.resolve(); // a stored pause is always announced with a promise
   }
 
   /**
