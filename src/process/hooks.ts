@@ -60,7 +60,8 @@ export function overrides(r: ProcessRunner, hook: OverridableHook): boolean {
  * megamorphic (a generic lookup per pause and per decision); a named read
  * per hook stays a cached one.
  */
-function hookOf(target: AgentProcess, hook: OverridableHook): unknown {
+function hookOf(agent: AgentProcess, hook: OverridableHook): unknown {
+  const target = agent as unknown as Readonly<Record<OverridableHook, unknown>>; // compared, never called
   switch (hook) {
     case "onStart":
       return target.onStart;
