@@ -184,6 +184,20 @@ export function isJsonObject(value: unknown): value is JsonObject {
   return true;
 }
 
+/**
+ * {@link isJsonObject}, but without looking at `value[skipped]`: for an
+ * object whose value under that key is replaced before anyone reads it (the
+ * suspension marker's key in a state about to be stored).
+ * @internal
+ */
+export function isJsonObjectExcept(value: unknown, skipped: string): value is JsonObject {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return false;
+  for (const key in value) if (key !== skipped && !isPlainJson((value as Record<string, unknown>)[key], 1)) return false;
+  return true;
+}
+
 function isPlainJson(value: unknown, depth: number): boolean {
   switch (typeof value) {
     case "string":

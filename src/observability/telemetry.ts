@@ -145,7 +145,8 @@ export class Telemetry {
 
   /** The newest anchor the sink reported for `agent`'s events, if its sink reports them. */
   anchorFor(agent: string): AuditAnchor | undefined {
-    return this.anchors.get(agent);
+    // Only a receipt recorded by the sink leaves an anchor: without one there is no lookup to make.
+    return this.auditSink === undefined ? undefined : this.anchors.get(agent);
   }
 
   /** Whether audit events go anywhere. */

@@ -118,9 +118,25 @@ function checkOutgoing(ctx: EnvelopeContext, recipient: string | typeof NO_RECIP
  * @internal
  */
 export function composeControl(ctx: EnvelopeContext, recipient: string, type: string, payload: JsonObject): Message {
-  const message = envelope(ctx, recipient, type, payload, newTraceId(), newSpanId());
-  message.correlationId = message.id;
-  message.replyTo = ctx.sender;
+  // One literal, in envelope()'s key order with the request's fields after: added one by one, they would
+  // grow the message by a property store that freezing it then has to carry along.
+  const timestamp = ctx.clock.now();
+  const id = uuidv7(timestamp);
+  const sender = ctx.sender;
+  const message: Message = {
+    id,
+    type,
+    sender,
+    recipient,
+    payload,
+    timestamp,
+    traceId: newTraceId(),
+    spanId: newSpanId(),
+    attempt: 0,
+    priority: priorityOf(type),
+    correlationId: id,
+    replyTo: sender,
+  };
   return mintControl(message);
 }
 

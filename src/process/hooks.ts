@@ -45,9 +45,39 @@ export async function runHookWithDeadline(r: ProcessRunner, hook: string, fn: ()
   return await run;
 }
 
+/** A hook {@link overrides} is asked about. */
+type OverridableHook = "onStart" | "onStop" | "onSuspend" | "onResume" | "onDeny" | "onChildTerminated" | "onApprovalDenied";
+
 /** Whether the agent's class overrides `hook` of the base class (whose hooks are no-ops). */
-export function overrides(r: ProcessRunner, hook: keyof AgentProcess & string): boolean {
-  return (r.agent as unknown as Record<string, unknown>)[hook] !== (rootPrototype(r.agent) as Record<string, unknown>)[hook];
+export function overrides(r: ProcessRunner, hook: OverridableHook): boolean {
+  const agent = r.agent;
+  return hookOf(agent, hook) !== hookOf(rootPrototype(agent) as AgentProcess, hook);
+}
+
+/**
+ * `target[hook]`, read by name: a keyed read with the hook's name as its key
+ * is one site for every hook and every agent class, which V8 soon makes
+ * megamorphic (a generic lookup per pause and per decision); a named read
+ * per hook stays a cached one.
+ */
+function hookOf(agent: AgentProcess, hook: OverridableHook): unknown {
+  const target = agent as unknown as Readonly<Record<OverridableHook, unknown>>; // compared, never called
+  switch (hook) {
+    case "onStart":
+      return target.onStart;
+    case "onStop":
+      return target.onStop;
+    case "onSuspend":
+      return target.onSuspend;
+    case "onResume":
+      return target.onResume;
+    case "onDeny":
+      return target.onDeny;
+    case "onChildTerminated":
+      return target.onChildTerminated;
+    case "onApprovalDenied":
+      return target.onApprovalDenied;
+  }
 }
 
 let agentPrototype: object | undefined;

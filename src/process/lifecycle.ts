@@ -91,12 +91,44 @@ export const PHASES: Readonly<Record<Phase["kind"], PhaseRule>> = Object.freeze(
 
 /** Whether a change from phase `from` to phase `to` showing `status` is legal. */
 export function isLegalPhase(from: Phase, to: Phase, status: ProcessStatus): boolean {
-  return listed(PHASES[from.kind].next, to.kind) && listed(PHASES[to.kind].statuses, status);
+  return listed(ruleOf(from.kind).next, to.kind) && listed(ruleOf(to.kind).statuses, status);
 }
 
-/** Whether `list` holds `item`: a loop V8 inlines (includes() is a builtin call, and every status change makes these checks). */
+/** {@link PHASES}' rule of `kind` copied into unfrozen arrays of this module's own (see {@link RULES}). */
+function ownRule(kind: Phase["kind"]): PhaseRule {
+  return { statuses: [...PHASES[kind].statuses], next: [...PHASES[kind].next] };
+}
+
+/**
+ * {@link PHASES} copied once into arrays nothing else can reach: V8 reads
+ * an unfrozen array inline, a frozen one through a call per element (and
+ * for-of over it is a call per step).
+ */
+const RULES = { idle: ownRule("idle"), starting: ownRule("starting"), up: ownRule("up"), stopping: ownRule("stopping"), down: ownRule("down") };
+
+/**
+ * The rule of `kind` ({@link RULES}), read by name: a read keyed by the
+ * phase's kind is a generic lookup once V8 has seen a few kinds at the site,
+ * and every status change makes two.
+ */
+function ruleOf(kind: Phase["kind"]): PhaseRule {
+  switch (kind) {
+    case "idle":
+      return RULES.idle;
+    case "starting":
+      return RULES.starting;
+    case "up":
+      return RULES.up;
+    case "stopping":
+      return RULES.stopping;
+    case "down":
+      return RULES.down;
+  }
+}
+
+/** Whether `list` holds `item`: an indexed loop V8 inlines (includes() is a builtin call; every status change makes these checks). */
 function listed<T>(list: readonly T[], item: T): boolean {
-  for (const entry of list) if (entry === item) return true;
+  for (let i = 0; i < list.length; i++) if (list[i] === item) return true;
   return false;
 }
 

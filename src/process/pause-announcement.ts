@@ -1,6 +1,7 @@
 import type { Span } from "@opentelemetry/api";
 import type { JsonObject } from "../message/json.js";
 import type { SuspensionMarker } from "../state/suspension-marker.js";
+import { STORED } from "../state/in-memory-state-store.js";
 import { settlesWithin } from "../time/deadline.js";
 import { runHookWithDeadline, overrides } from "./hooks.js";
 import type { ProcessRunner } from "./process-runner.js";
@@ -35,18 +36,44 @@ export function suspendSpan(runner: ProcessRunner, marker: SuspensionMarker, res
  * recorded twice under the same `suspensionId`), instead of losing its
  * announcement. `stored`: the store already holds the flagged marker (a
  * restored pause), so the first write is skipped.
+ *
+ * `undefined` when it is over at once: nothing is owed (no `onSuspend`, no
+ * audit sink) and the in-memory store says the write is done ({@link STORED}).
  * @internal
  */
-export async function announcePause(control: SuspensionControl, marker: SuspensionMarker, span: Span | undefined, stored = false): Promise<void> {
+export function announcePause(control: SuspensionControl, marker: SuspensionMarker, span: Span | undefined, stored = false): Promise<void> | undefined {
   const services = control.runner.requireServices();
   const notifying = overrides(control.runner, "onSuspend");
   const flagged = notifying || services.telemetry.auditing;
   control.announcementOwed = flagged;
+  const persisting = stored ? undefined : control.runner.persist();
+  if (persisting !== STORED || flagged) return announceAfterWrite(control, marker, span, persisting, notifying, flagged);
+  // Stored, and nothing owed (announcementOwed is false already): what announceAfterWrite ends with, at once.
+  services.telemetry.setAttribute(span, "civitas.suspend.durable", true);
+  services.telemetry.endSpan(span);
+  return undefined;
+}
+
+/**
+ * The rest of {@link announcePause} once the marker's write is under way
+ * (`persisting`), or without one for a pause the store holds already (`undefined`).
+ */
+async function announceAfterWrite(
+  control: SuspensionControl,
+  marker: SuspensionMarker,
+  span: Span | undefined,
+  persisting: Promise<void> | undefined,
+  notifying: boolean,
+  flagged: boolean,
+): Promise<void> {
+  const services = control.runner.requireServices();
+  const stored = persisting === undefined;
   let durable = stored;
-  if (!stored) {
-    // Awaited here rather than through persistMarker, whose wrapper promise is one more microtask turn per pause.
+  if (persisting !== undefined) {
+    // Awaited here rather than through persistMarker, whose wrapper promise is one more microtask turn per pause;
+    // not at all when the in-memory store says the write is done.
     try {
-      await control.runner.persist();
+      if (persisting !== STORED) await persisting;
       durable = true;
     } catch (error) {
       durable = control.degraded("suspend", span, error);

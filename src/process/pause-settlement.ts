@@ -7,6 +7,7 @@ import { ProcessStatus } from "../contracts/process-status.js";
 import { completeRecorded, decisionOnRecord } from "./recorded-decision.js";
 import type { SuspensionControl } from "./suspension-control.js";
 import type { SuspensionMarker } from "../state/suspension-marker.js";
+import { STORED } from "../state/in-memory-state-store.js";
 import { runHook } from "./hooks.js";
 import { afterFailedPersist } from "./fencing.js";
 
@@ -122,10 +123,13 @@ export async function recordApplied(control: SuspensionControl, marker: Suspensi
  * status becomes RUNNING and `hook` runs (`call`), unless a stop began
  * meanwhile: the decision took effect (receipt on record, marker gone), but
  * this incarnation does not run again. Ends `span` (through `services`,
- * those the decision began with).
+ * those the decision began with). `undefined` when it is over at once (the
+ * in-memory store's write is done, and there is no hook to wait for): the
+ * decision's caller then has no promise to wait for.
+ * @throws {@link StateFencedError} when the write was refused as fenced out (see {@link throwIfFenced})
  * @internal
  */
-export async function takeEffect(
+export function takeEffect(
   control: SuspensionControl,
   services: RuntimeServices,
   marker: SuspensionMarker,
@@ -134,25 +138,55 @@ export async function takeEffect(
   hook: "onResume" | "onDeny",
   call: () => Promise<void>,
   decider: string,
-): Promise<void> {
-  const runner = control.runner;
+): Promise<void> | undefined {
   control.settle(marker, { verdict: change, by: decider });
-  // Awaited here rather than through persistMarker, whose wrapper promise is one more microtask turn per decision.
+  const persisting = control.runner.persist();
+  // Awaited in takeEffectAfterWrite rather than through persistMarker, whose wrapper promise is one more microtask
+  // turn per decision; not at all when the in-memory store says the write is done.
+  if (persisting !== STORED) return takeEffectAfterWrite(control, services, marker, change, span, hook, call, decider, persisting);
+  throwIfFenced(control, span);
+  return runDecided(control, services, span, hook, call);
+}
+
+/** The rest of {@link takeEffect} once its write is under way (`persisting`). */
+async function takeEffectAfterWrite(
+  control: SuspensionControl,
+  services: RuntimeServices,
+  marker: SuspensionMarker,
+  change: "resume" | "deny",
+  span: Span | undefined,
+  hook: "onResume" | "onDeny",
+  call: () => Promise<void>,
+  decider: string,
+  persisting: Promise<void>,
+): Promise<void> {
   let stored: boolean;
   try {
-    await runner.persist();
+    await persisting;
     stored = true;
   } catch (error) {
     stored = control.degraded(change, span, error);
   }
   throwIfFenced(control, span);
   if (!stored) await recordApplied(control, marker, change === "resume" ? "agent.resume" : "agent.deny", decider);
+  const running = runDecided(control, services, span, hook, call);
+  if (running !== undefined) await running;
+}
+
+/**
+ * The end of a decision that took effect: RUNNING again and `hook` run,
+ * unless a stop began meanwhile; then `span` ends. `undefined` when there
+ * is no hook to wait for.
+ */
+function runDecided(control: SuspensionControl, services: RuntimeServices, span: Span | undefined, hook: "onResume" | "onDeny", call: () => Promise<void>): Promise<void> | undefined {
+  const runner = control.runner;
   if (runner.currentStatus === ProcessStatus.SUSPENDED) {
     runner.transition(ProcessStatus.RUNNING);
     const hooked = runHook(runner, hook, call, runner.options.shutdownTimeoutMs);
-    if (hooked !== undefined) await hooked;
+    if (hooked !== undefined) return hooked.then(() => services.telemetry.endSpan(span));
   }
   services.telemetry.endSpan(span);
+  return undefined;
 }
 
 /**

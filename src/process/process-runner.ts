@@ -11,6 +11,7 @@ import { systemClock, type Clock } from "../time/clock.js";
 import { type ResolvedAgentOptions } from "./agent-options.js";
 import { type EnvelopeContext } from "./envelope.js";
 import { persistableState } from "../state/suspension-marker.js";
+import { STORED } from "../state/in-memory-state-store.js";
 import { anchoredState } from "../audit/audit-anchor.js";
 import { afterFailedPersist } from "./fencing.js";
 import { isLegalTransition, ProcessStatus } from "../contracts/process-status.js";
@@ -274,7 +275,8 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       else if (BACKLOG_KEY in state) delete state[BACKLOG_KEY]; // a delete is a runtime call even for an absent key
       const services = this.requireServices();
       const written = services.store.set(this.agent.name, state);
-      if (backlog === undefined) return written.catch((error: unknown) => afterFailedPersist(this, error));
+      // The in-memory store's one settled promise: the write is done, no failure to watch for.
+      if (backlog === undefined) return written === STORED ? written : written.catch((error: unknown) => afterFailedPersist(this, error));
       const mark = backlog.mark;
       return written.then(
         () => backlog.wrote(mark),
@@ -292,7 +294,7 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
     // A pause asked for and not entered yet, or entered and not announced yet, is stored flagged as not announced (see SuspensionMarker.announced).
     // A decided pause is never written back, whatever failed before its decision (issue 21).
     const asked = marker ?? this.suspension.request?.marker;
-    const pause = asked?.suspensionId === this.suspension.lastSettled ? undefined : asked;
+    const pause = asked === undefined || this.suspension.wasSettled(asked) ? undefined : asked;
     const state = persistableState(this.agent.state, pause, this.agent.name, marker !== undefined && !this.suspension.announcementOwed);
     // The held actions are the runtime's, as the marker is: what user code put under their key is never written.
     if (this.gate !== undefined && this.gate.records.size > 0) state[APPROVALS_KEY] = approvalsJson(this.gate.records.values(), this.gate.receipts);

@@ -103,7 +103,10 @@ async function carryOutResume(control: SuspensionControl, request: Message, { ap
     // Decided before a crash: that decision is completed (unless authorizeResume sets it aside), never receipted a second time.
     if (recorded !== undefined && (await completeRecorded(control, marker, recorded))) {
       if (decidedEvent(recorded) !== (denial === undefined ? "agent.resume" : "agent.deny")) throw new StaleApprovalError(runner.agent.name, marker.suspensionId, undefined, call);
-    } else if (denial === undefined) await leaveSuspended(control, approver, marker, identityChange);
+    } else if (denial === undefined) {
+      const leaving = leaveSuspended(control, approver, marker, identityChange);
+      if (leaving !== undefined) await leaving; // over at once with the in-memory store and no onResume
+    }
     else await denyPause(control, approver, marker, denial.reason, false);
   } catch (error) {
     refuse(runner, request, error as Error);
@@ -125,7 +128,7 @@ async function carryOutResume(control: SuspensionControl, request: Message, { ap
  * then clear and persist, then RUNNING, then `onResume`.
  * @throws {@link AuditUnavailableError} (rejects) when a receipt could not be recorded: the pause stays
  */
-function leaveSuspended(control: SuspensionControl, approver: string, marker: SuspensionMarker, identityChange: JsonObject | undefined): Promise<void> {
+function leaveSuspended(control: SuspensionControl, approver: string, marker: SuspensionMarker, identityChange: JsonObject | undefined): Promise<void> | undefined {
   const runner = control.runner;
   const services = runner.requireServices();
   const span = services.telemetry.tracing
@@ -137,7 +140,7 @@ function leaveSuspended(control: SuspensionControl, approver: string, marker: Su
     : undefined;
   // A stop that began while the receipt and the cleared marker were being written still wins: the
   // resume took effect and is reported as done, but this incarnation neither runs nor calls onResume.
-  const effect = (): Promise<void> => takeEffect(control, services, marker, "resume", span, "onResume", () => runner.agent.onResume(approver, { ...marker }), approver);
+  const effect = (): Promise<void> | undefined => takeEffect(control, services, marker, "resume", span, "onResume", () => runner.agent.onResume(approver, { ...marker }), approver);
   // Without an audit sink there is no receipt to wait for: the effect begins at once.
   return services.telemetry.auditing ? recordResume(control, approver, marker, identityChange, span).then(effect) : effect();
 }

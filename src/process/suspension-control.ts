@@ -3,6 +3,7 @@ import { describeValue } from "../errors/civitas-error.js";
 import type { JsonObject } from "../message/json.js";
 import { uuidv7 } from "../message/ids.js";
 import { pauseOf } from "./pause.js";
+import { isSealedJson, sealJson } from "../message/sealed-json.js";
 import type { Message } from "../message/message.js";
 import { checkStoredState } from "../state/state-record.js";
 import { isoTime } from "../time/clock.js";
@@ -68,6 +69,14 @@ export class SuspensionControl {
    * be a second decision.
    */
   lastSettled: string | undefined;
+  /**
+   * The marker {@link newMarker} minted last, until a pause is settled: its
+   * id is newer than every id settled so far (ids minted in a process are
+   * unique), so {@link wasSettled} need not compare it with
+   * {@link lastSettled}: two ids of one length that differ compare in a
+   * runtime call that walks both (~800 instructions), on every write of a pause.
+   */
+  private fresh: SuspensionMarker | undefined;
   /**
    * The pause this incarnation found when it started. A crash may have come
    * between its decision's receipt and the write clearing its marker, so
@@ -145,7 +154,7 @@ export class SuspensionControl {
     }
     const request = this.request;
     if (request === undefined) return undefined;
-    let applying: Promise<void>;
+    let applying: Promise<void> | undefined;
     if (this.runner.currentStatus === ProcessStatus.RUNNING) {
       this.request = undefined;
       this.pauseAfter = request.askedBy ?? this.runner.requireServices().controlSent.count;
@@ -156,17 +165,28 @@ export class SuspensionControl {
     } else {
       return undefined;
     }
-    return applying.then(() => {
-      // runtime.suspend resolves with the pause it asked for (the current one: a repeated suspend names the same).
-      const pause = this.marker === undefined ? undefined : pauseOf(this.marker);
-      for (const waiting of request.waiting) void answer(this.runner, waiting, pause);
-      // A deadline already passed when the pause was entered or updated (expiresInMs: 0) is denied before the loop goes on.
-      return this.deadline?.due === true ? expirePause(this) : undefined;
-    });
+    // Entered at once (nothing owed, the write done): answered now, with no promise for the loop to wait for.
+    return applying === undefined ? this.applied(request) : applying.then(() => this.applied(request));
   }
 
-  /** S5: stop dispatching in memory first, then persist; a failed persist never un-suspends. */
-  enterSuspended(reason: string, prepared: SuspensionMarker | undefined, expiresAt?: string): Promise<void> {
+  /**
+   * Answers the requests waiting for the suspend `request` once it is
+   * applied; then denies a pause whose deadline had passed when it was
+   * entered or updated (`expiresInMs: 0`), before the loop goes on.
+   */
+  private applied(request: SuspendRequest): Promise<void> | undefined {
+    // runtime.suspend resolves with the pause it asked for (the current one: a repeated suspend names the same).
+    const pause = this.marker === undefined ? undefined : pauseOf(this.marker);
+    for (const waiting of request.waiting) void answer(this.runner, waiting, pause);
+    return this.deadline?.due === true ? expirePause(this) : undefined;
+  }
+
+  /**
+   * S5: stop dispatching in memory first, then persist; a failed persist
+   * never un-suspends. `undefined` when the pause is entered and announced
+   * at once (see {@link announcePause}).
+   */
+  enterSuspended(reason: string, prepared: SuspensionMarker | undefined, expiresAt?: string): Promise<void> | undefined {
     const services = this.runner.requireServices();
     const marker = prepared ?? this.newMarker(reason, services.clock.now(), expiresAt);
     const span = suspendSpan(this.runner, marker, false);
@@ -195,7 +215,7 @@ export class SuspensionControl {
     this.setMarker(marker);
     // Resumes queued before a restart (one sent while the agent still ran) were not meant for this pause.
     this.pauseAfter = this.request?.askedBy ?? startedAfter;
-    return announcePause(this, marker, span, true);
+    return announcePause(this, marker, span, true) ?? Promise.resolve(); // a stored pause is always announced with a promise
   }
 
   /**
@@ -268,8 +288,18 @@ export class SuspensionControl {
   newMarker(reason: string, nowMs: number, expiresAt?: string): SuspensionMarker {
     const since = isoTime(nowMs);
     const suspensionId = uuidv7(nowMs);
-    const identity = agentIdentity(this.runner); // sealed
-    return frozenMarker(expiresAt === undefined ? { reason, since, approver: null, suspensionId, identity } : { reason, since, approver: null, suspensionId, identity, expiresAt });
+    const identity = agentIdentity(this.runner); // sealed when its capabilities are strings
+    const fields = expiresAt === undefined ? { reason, since, approver: null, suspensionId, identity } : { reason, since, approver: null, suspensionId, identity, expiresAt };
+    // Built here from checked parts (strings, null, a sealed identity): sealed as it is, where frozenMarker would copy it and check each part again.
+    const marker = typeof reason === "string" && isSealedJson(identity) ? sealJson(fields) : frozenMarker(fields);
+    this.fresh = marker;
+    return marker;
+  }
+
+  /** Whether `marker` names the pause this agent settled last (see {@link lastSettled}): such a pause is never written back. */
+  wasSettled(marker: SuspensionMarker): boolean {
+    const settled = this.lastSettled;
+    return settled !== undefined && marker !== this.fresh && marker.suspensionId === settled;
   }
 
   /** Persists the marker change; on failure logs and records degraded durability instead of throwing. */
@@ -317,6 +347,7 @@ export class SuspensionControl {
   settle(marker: SuspensionMarker, decision?: PauseDecision): void {
     this.setMarker(undefined);
     this.lastSettled = marker.suspensionId;
+    this.fresh = undefined; // it may be the one settled now
     const services = this.runner.services;
     if (services !== undefined) this.decided = { suspensionId: marker.suspensionId, from: this.pauseAfter, upTo: services.controlSent.count, by: decision };
     this.pauseAfter = undefined;

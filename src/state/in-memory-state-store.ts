@@ -3,8 +3,14 @@ import { assertStateName } from "./state-record.js";
 import type { StateStore } from "./state-store.js";
 import { StoreClosedError } from "./store-closed-error.js";
 
-/** What every successful {@link InMemoryStateStore.set} resolves: one settled promise, shared (nothing waits on a write here). */
-const STORED: Promise<void> = Promise.resolve();
+/**
+ * What every successful {@link InMemoryStateStore.set} resolves: one settled
+ * promise, shared (nothing waits on a write here). A caller that gets it
+ * back knows the write is done and need not wait a microtask turn for it
+ * (ProcessRunner.write, and the pause's writes).
+ * @internal
+ */
+export const STORED: Promise<void> = Promise.resolve();
 
 /**
  * A {@link StateStore} that keeps state in this process's memory.

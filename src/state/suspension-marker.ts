@@ -1,6 +1,6 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { StateSchemaError } from "../errors/errors.js";
-import { assertJsonObject, isJsonObject, type JsonObject } from "../message/json.js";
+import { assertJsonObject, isJsonObjectExcept, type JsonObject } from "../message/json.js";
 import { isSealedJson, sealJson } from "../message/sealed-json.js";
 
 /** The key under which an agent's suspension marker lives inside its checkpointed `state`. */
@@ -199,7 +199,8 @@ function inRange(value: number, min: number, max: number): boolean {
  */
 export function persistableState(state: JsonObject, marker: SuspensionMarker | undefined, agent = "the agent", announced = true): JsonObject {
   // Checked before the copy below: spreading a Map, Date, array or class instance would quietly make it a plain object.
-  if (!isJsonObject(state)) assertJsonObject(state, `state of '${agent}'`);
+  // What `state` holds under the marker's key is not looked at: the copy replaces it (or drops it).
+  if (!isJsonObjectExcept(state, SUSPENSION_KEY)) assertJsonObject(state, `state of '${agent}'`);
   const copy: JsonObject = { ...state };
   // A delete is a runtime call even for a key that is not there: the common record holds none.
   if (marker === undefined) {
@@ -258,7 +259,13 @@ export function frozenIdentity(identity: AgentIdentity): AgentIdentity {
 /** The marker as a plain JSON object (what is stored and shown in `state`). @internal */
 export function markerJson(marker: SuspensionMarker): JsonObject {
   const json: JsonObject = { reason: marker.reason, since: marker.since, approver: null, suspensionId: marker.suspensionId };
-  if (marker.identity !== undefined) json.identity = { version: marker.identity.version, capabilities: [...marker.identity.capabilities] };
+  const identity = marker.identity;
+  if (identity !== undefined) {
+    // Copied by index: a spread of the (frozen) list is an iterator builtin call.
+    const capabilities: string[] = [];
+    for (let i = 0; i < identity.capabilities.length; i++) capabilities.push(identity.capabilities[i] as string);
+    json.identity = { version: identity.version, capabilities };
+  }
   if (marker.expiresAt !== undefined) json.expiresAt = marker.expiresAt;
   if (marker.announced === false) json.announced = false;
   return json;
