@@ -23,6 +23,20 @@ let bytes = NONE;
 /** `bytes` as a Buffer when nats.js handed one (it does): ASCII is then read as latin1, without a view object. */
 let buffer: Buffer | undefined;
 let pos = 0;
+/**
+ * A view of the memory `bytes` lie in, from `viewBase` (their byte offset) on, for reading four or
+ * eight bytes at a time: kept while envelopes come from one buffer (nats.js hands each as a part of
+ * the socket read it came in), so it costs one object per read, not one per message.
+ */
+let view: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
+let viewBase = 0;
+
+/** Points {@link view} at the memory of `input` (a new view only for new memory). */
+function viewOf(input: Uint8Array): void {
+  const memory = input.buffer;
+  if (memory !== view.buffer) view = new DataView(memory);
+  viewBase = input.byteOffset;
+}
 
 /** Big-endian reads from `bytes` at `at` (bounds checked by the caller), without a DataView per message. */
 function u16(at: number): number {
@@ -31,10 +45,8 @@ function u16(at: number): number {
 function u32(at: number): number {
   return (bytes[at] as number) * 0x100_0000 + (((bytes[at + 1] as number) << 16) | ((bytes[at + 2] as number) << 8) | (bytes[at + 3] as number));
 }
-const scratch = new DataView(new ArrayBuffer(8));
 function float(at: number, size: 4 | 8): number {
-  for (let i = 0; i < size; i++) scratch.setUint8(i, bytes[at + i] as number);
-  return size === 4 ? scratch.getFloat32(0) : scratch.getFloat64(0);
+  return size === 4 ? view.getFloat32(viewBase + at) : view.getFloat64(viewBase + at);
 }
 
 function byte(): number {
@@ -279,6 +291,7 @@ const LAYOUT_BYTES = 512;
  */
 class Layout {
   readonly bytes = new Uint8Array(LAYOUT_BYTES);
+  private readonly view = new DataView(this.bytes.buffer);
   /** How many bytes are kept; 0 while none are (nothing matches). */
   length = 0;
   /** The places that vary: where each starts (from the first byte kept) and its length, in pairs, in order. */
@@ -300,17 +313,25 @@ class Layout {
 
   /** Whether the bytes at `at` repeat the kept ones (the caller checks there are enough), but for the places that vary. */
   matches(at: number): boolean {
-    const fixed = this.bytes;
     const holes = this.holes;
     const count = this.holeCount;
     let i = 0;
     for (let h = 0; h < count; h++) {
       const to = holes[2 * h] as number;
-      for (; i < to; i++) if (bytes[at + i] !== fixed[i]) return false;
+      if (!this.same(at, i, to)) return false;
       i = to + (holes[2 * h + 1] as number);
     }
-    const length = this.length;
-    for (; i < length; i++) if (bytes[at + i] !== fixed[i]) return false;
+    return this.same(at, i, this.length);
+  }
+
+  /** Whether the kept bytes from `from` to `to` are those at `at` + `from`: four at a time, then one at a time. */
+  private same(at: number, from: number, to: number): boolean {
+    const fixed = this.view;
+    const input = view;
+    const base = viewBase + at;
+    let i = from;
+    for (; i + 4 <= to; i += 4) if (input.getInt32(base + i) !== fixed.getInt32(i)) return false;
+    for (; i < to; i++) if (input.getUint8(base + i) !== fixed.getUint8(i)) return false;
     return true;
   }
 }
@@ -494,6 +515,7 @@ function sameBack(size: number): boolean {
 export function readRegularEnvelope(input: Uint8Array): Message | undefined {
   bytes = input;
   buffer = Buffer.isBuffer(input) ? input : undefined;
+  viewOf(input);
   pos = 0;
   try {
     return envelope();
