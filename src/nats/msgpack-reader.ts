@@ -75,14 +75,10 @@ function text(length: number): string {
       return ascii;
     }
   }
-  if (buffer !== undefined) {
-    let i = pos;
-    while (i < end && (bytes[i] as number) < 0x80) i++;
-    if (i === end) {
-      const ascii = latin1Slice.call(buffer, pos, end);
-      pos = end;
-      return ascii;
-    }
+  if (buffer !== undefined && allAscii(pos, end)) {
+    const value = latin1Slice.call(buffer, pos, end);
+    pos = end;
+    return value;
   }
   let value: string;
   try {
@@ -92,6 +88,16 @@ function text(length: number): string {
   }
   pos = end;
   return value;
+}
+
+/** Whether the bytes from `from` to `to` are all ASCII: four at a time, then one at a time. */
+function allAscii(from: number, to: number): boolean {
+  const base = viewBase;
+  let any = 0;
+  let i = from;
+  for (; i + 4 <= to; i += 4) any |= view.getInt32(base + i);
+  for (; i < to; i++) any |= bytes[i] as number;
+  return (any & 0x80808080) === 0;
 }
 
 /** The length of a str at `pos` (its header consumed), or -1 when the next value is not a str. */
