@@ -12,7 +12,12 @@
  * - `receive`: the bytes of the envelopes as the socket would hand them to
  *   nats.js (`MSG` frames, 64 messages per read), through the subscription
  *   into a counting agent's `handle`;
- * - `raw-receive`: the same frames into a counting subscription callback.
+ * - `raw-receive`: the same frames into a counting subscription callback;
+ * - `decode`: `decodeMessage` alone, no connection, of 64 envelopes as
+ *   `runtime.send` writes them (each with its own id, timestamp, trace and
+ *   span ids, payload), laid out in one buffer as a socket read: the reader's
+ *   share of `receive`, on envelopes that differ where real ones do (the
+ *   `receive` frames repeat one envelope).
  *
  * Run it under callgrind with two message counts; the difference of the
  * two totals divided by the difference in messages is the instructions per
@@ -87,6 +92,27 @@ class Sink extends AgentProcess {
   override async handle(_message: Message): Promise<void> {
     sunk++;
   }
+}
+
+if (mode === "decode") {
+  const { decodeMessage } = await loadNats();
+  const envelopes = Array.from({ length: PER_READ }, (_, i) => encodeMessage(createMessage({ sender: `${prefix}-bench`, recipient: `${prefix}-sink`, payload: { i, note: "benchmark" } })));
+  const read = Buffer.concat(envelopes);
+  const views: Buffer[] = [];
+  let at = 0;
+  for (const envelope of envelopes) {
+    views.push(read.subarray(at, at + envelope.length));
+    at += envelope.length;
+  }
+  let attempts = 0;
+  const decode = (from: number, to: number): void => {
+    for (let i = from; i < to; i++) attempts += decodeMessage(views[i % PER_READ] as Buffer).attempt;
+  };
+  decode(0, WARMUP);
+  started = process.hrtime.bigint();
+  decode(WARMUP, total);
+  console.log(`decode: ${count} messages after ${WARMUP}, attempts ${attempts}, ${elapsed()}`);
+  process.exit(0);
 }
 
 const nc = await connect({ servers: SERVERS });

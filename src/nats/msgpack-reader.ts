@@ -23,6 +23,20 @@ let bytes = NONE;
 /** `bytes` as a Buffer when nats.js handed one (it does): ASCII is then read as latin1, without a view object. */
 let buffer: Buffer | undefined;
 let pos = 0;
+/**
+ * A view of the memory `bytes` lie in, from `viewBase` (their byte offset) on, for reading four or
+ * eight bytes at a time: kept while envelopes come from one buffer (nats.js hands each as a part of
+ * the socket read it came in), so it costs one object per read, not one per message.
+ */
+let view: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
+let viewBase = 0;
+
+/** Points {@link view} at the memory of `input` (a new view only for new memory). */
+function viewOf(input: Uint8Array): void {
+  const memory = input.buffer;
+  if (memory !== view.buffer) view = new DataView(memory);
+  viewBase = input.byteOffset;
+}
 
 /** Big-endian reads from `bytes` at `at` (bounds checked by the caller), without a DataView per message. */
 function u16(at: number): number {
@@ -31,10 +45,8 @@ function u16(at: number): number {
 function u32(at: number): number {
   return (bytes[at] as number) * 0x100_0000 + (((bytes[at + 1] as number) << 16) | ((bytes[at + 2] as number) << 8) | (bytes[at + 3] as number));
 }
-const scratch = new DataView(new ArrayBuffer(8));
 function float(at: number, size: 4 | 8): number {
-  for (let i = 0; i < size; i++) scratch.setUint8(i, bytes[at + i] as number);
-  return size === 4 ? scratch.getFloat32(0) : scratch.getFloat64(0);
+  return size === 4 ? view.getFloat32(viewBase + at) : view.getFloat64(viewBase + at);
 }
 
 function byte(): number {
@@ -63,14 +75,10 @@ function text(length: number): string {
       return ascii;
     }
   }
-  if (buffer !== undefined) {
-    let i = pos;
-    while (i < end && (bytes[i] as number) < 0x80) i++;
-    if (i === end) {
-      const ascii = latin1Slice.call(buffer, pos, end);
-      pos = end;
-      return ascii;
-    }
+  if (buffer !== undefined && allAscii(pos, end)) {
+    const value = latin1Slice.call(buffer, pos, end);
+    pos = end;
+    return value;
   }
   let value: string;
   try {
@@ -80,6 +88,16 @@ function text(length: number): string {
   }
   pos = end;
   return value;
+}
+
+/** Whether the bytes from `from` to `to` are all ASCII: four at a time, then one at a time. */
+function allAscii(from: number, to: number): boolean {
+  const base = viewBase;
+  let any = 0;
+  let i = from;
+  for (; i + 4 <= to; i += 4) any |= view.getInt32(base + i);
+  for (; i < to; i++) any |= bytes[i] as number;
+  return (any & 0x80808080) === 0;
 }
 
 /** The length of a str at `pos` (its header consumed), or -1 when the next value is not a str. */
@@ -265,45 +283,229 @@ function key(index: number): void {
   pos += length;
 }
 
-/**
- * The bytes from the `type` key to the end of the recipient of the last
- * envelope read, and the three strings they hold: a run of messages from one
- * sender to one agent repeats them, and the same bytes read as the same
- * strings (MessagePack strings delimit themselves), so they are compared
- * rather than decoded again, and the strings are shared.
- */
-const head = new Uint8Array(256);
-let headLength = 0;
-let headType = "";
-let headSender = "";
-let headRecipient = "";
+/** The longest run of bytes a {@link Layout} keeps. */
+const LAYOUT_BYTES = 512;
 
-/** Consumes the last envelope's head when the bytes at `pos` repeat it. */
-function sameHead(): boolean {
-  const length = headLength;
-  if (length === 0 || pos + length > bytes.length) return false;
-  for (let i = 0; i < length; i++) if (bytes[pos + i] !== head[i]) return false;
-  pos += length;
-  return true;
+/**
+ * The bytes of one part of the last envelope read in full, with the places
+ * in them that vary from one message to the next (ids, the timestamp). A run
+ * of messages from one sender to one agent repeats all the rest — the keys,
+ * the names, the nulls, attempt and priority — and the lengths of what
+ * varies, so the next envelope's bytes are compared with these but for those
+ * places, and only what is there is read: the same bytes read as the same
+ * values (MessagePack values delimit themselves).
+ */
+class Layout {
+  readonly bytes = new Uint8Array(LAYOUT_BYTES);
+  private readonly view = new DataView(this.bytes.buffer);
+  /** How many bytes are kept; 0 while none are (nothing matches). */
+  length = 0;
+  /** The places that vary: where each starts (from the first byte kept) and its length, in pairs, in order. */
+  readonly holes = new Int32Array(8);
+  holeCount = 0;
+
+  /** Keeps the bytes from `from` to `pos` but for the places `holes` (absolute, in pairs) lists. */
+  keep(from: number, holes: Int32Array, holeCount: number): void {
+    const length = pos - from;
+    if (length > LAYOUT_BYTES) return;
+    for (let i = 0; i < length; i++) this.bytes[i] = bytes[from + i] as number;
+    for (let h = 0; h < holeCount; h++) {
+      this.holes[2 * h] = (holes[2 * h] as number) - from;
+      this.holes[2 * h + 1] = holes[2 * h + 1] as number;
+    }
+    this.holeCount = holeCount;
+    this.length = length;
+  }
+
+  /** Whether the bytes at `at` repeat the kept ones (the caller checks there are enough), but for the places that vary. */
+  matches(at: number): boolean {
+    const holes = this.holes;
+    const count = this.holeCount;
+    let i = 0;
+    for (let h = 0; h < count; h++) {
+      const to = holes[2 * h] as number;
+      if (!this.same(at, i, to)) return false;
+      i = to + (holes[2 * h + 1] as number);
+    }
+    return this.same(at, i, this.length);
+  }
+
+  /** Whether the kept bytes from `from` to `to` are those at `at` + `from`: four at a time, then one at a time. */
+  private same(at: number, from: number, to: number): boolean {
+    const fixed = this.view;
+    const input = view;
+    const base = viewBase + at;
+    let i = from;
+    for (; i + 4 <= to; i += 4) if (input.getInt32(base + i) !== fixed.getInt32(i)) return false;
+    for (; i < to; i++) if (input.getUint8(base + i) !== fixed.getUint8(i)) return false;
+    return true;
+  }
 }
 
-/** Reads the `type`, `sender` and `recipient` keys and strings, and keeps their bytes for {@link sameHead}. */
-function readHead(): void {
-  const from = pos;
-  headLength = 0;
+/** Where the strings that vary start, and their lengths, while a part is read in full. */
+const found = new Int32Array(8);
+let foundCount = 0;
+
+/** A str (its header at `pos`) whose bytes are a place that varies. */
+function variableStr(): string {
+  const length = strLength();
+  if (length < 0) throw NOT_REGULAR;
+  found[2 * foundCount] = pos;
+  found[2 * foundCount + 1] = length;
+  foundCount++;
+  return text(length);
+}
+
+/** A str at its place `hole` in `layout`, whose bytes start at `from`. */
+function holeStr(layout: Layout, hole: number, from: number): string {
+  pos = from + (layout.holes[2 * hole] as number);
+  return text(layout.holes[2 * hole + 1] as number);
+}
+
+/**
+ * The part before the payload: the map's header, `schema_version`, and the
+ * keys and values from `id` to the `payload` key. Its places that vary: the
+ * id, and the correlation id when there is one.
+ */
+const front = new Layout();
+let frontSize = 0;
+let frontType = "";
+let frontSender = "";
+let frontRecipient = "";
+let frontReplyTo: string | null = null;
+
+/** What varies in the part before the payload, read by {@link readFront} or from the layout. */
+let id = "";
+let correlationId: string | null = null;
+
+/** Reads the part before the payload in full, and keeps it as {@link front}. */
+function readFront(): void {
+  front.length = 0;
+  foundCount = 0;
+  const head = byte();
+  let size: number;
+  if (head === 0x8e || head === 0x8f) size = head & 0x0f;
+  else if (head === 0xde && byte() === 0 && byte() === 16) size = 16;
+  else throw NOT_REGULAR;
+  key(0);
+  if (byte() !== WIRE_SCHEMA_VERSION) throw NOT_REGULAR;
+  key(1);
+  id = variableStr();
   key(2);
   const type = str();
   key(3);
   const sender = str();
   key(4);
   const recipient = str();
-  headType = type;
-  headSender = sender;
-  headRecipient = recipient;
-  const length = pos - from;
-  if (length > head.length) return;
-  for (let i = 0; i < length; i++) head[i] = bytes[from + i] as number;
-  headLength = length;
+  key(5);
+  if (bytes[pos] === 0xc0) {
+    pos++;
+    correlationId = null;
+  } else correlationId = variableStr();
+  key(6);
+  const replyTo = nullableStr();
+  key(7);
+  frontSize = size;
+  frontType = type;
+  frontSender = sender;
+  frontRecipient = recipient;
+  frontReplyTo = replyTo;
+  front.keep(0, found, foundCount);
+}
+
+/** Reads the part before the payload from {@link front}, when the bytes repeat it. */
+function sameFront(): boolean {
+  if (front.length === 0 || front.length > bytes.length || !front.matches(0)) return false;
+  id = holeStr(front, 0, 0);
+  correlationId = front.holeCount > 1 ? holeStr(front, 1, 0) : null;
+  pos = front.length;
+  return true;
+}
+
+/**
+ * The part after the payload: from the `timestamp` key to the end. Its places
+ * that vary: the timestamp, the trace and span ids, and the parent span id
+ * when it is a string.
+ */
+const back = new Layout();
+/** The envelope size the kept part after the payload goes with (it holds `ttl_ms` and `trace_flags` or not). */
+let backSize = 0;
+let backAttempt = 0;
+let backPriority = 0;
+let backTtlMs: number | undefined;
+let backTraceFlags: number | undefined;
+
+/** What varies in the part after the payload. */
+let seconds = 0;
+let traceId = "";
+let spanId = "";
+let parentSpanId: string | null = null;
+
+/** The timestamp at `at`: a float64 of seconds, finite and not negative, or not regular. */
+function timestampAt(at: number): number {
+  const value = float(at, 8);
+  if (!(Number.isFinite(value) && value >= 0)) throw NOT_REGULAR;
+  return value;
+}
+
+/** Reads the part after the payload of an envelope of `size` keys in full, and keeps it as {@link back}. */
+function readBack(size: number): void {
+  back.length = 0;
+  foundCount = 0;
+  const from = pos;
+  key(8);
+  if (byte() !== 0xcb) throw NOT_REGULAR;
+  need(8);
+  seconds = timestampAt(pos);
+  found[0] = pos;
+  found[1] = 8;
+  foundCount = 1;
+  pos += 8;
+  key(9);
+  traceId = variableStr();
+  key(10);
+  spanId = variableStr();
+  key(11);
+  if (bytes[pos] === 0xc0) {
+    pos++;
+    parentSpanId = null;
+  } else parentSpanId = variableStr();
+  key(12);
+  const attempt = count();
+  key(13);
+  const priority = count();
+  let ttlMs: number | undefined;
+  let traceFlags: number | undefined;
+  let rest = size;
+  if (rest > 14 && bytes[pos + 1] === 0x74 && bytes[pos + 2] === 0x74) {
+    key(14);
+    ttlMs = bytes[pos] === 0xc0 ? (pos++, undefined) : count();
+    rest--;
+  }
+  if (rest > 14) {
+    key(15);
+    traceFlags = bytes[pos] === 0xc0 ? (pos++, undefined) : count();
+    if (traceFlags !== undefined && traceFlags > 255) throw NOT_REGULAR;
+  }
+  if (pos !== bytes.length) throw NOT_REGULAR;
+  backSize = size;
+  backAttempt = attempt;
+  backPriority = priority;
+  backTtlMs = ttlMs;
+  backTraceFlags = traceFlags;
+  back.keep(from, found, foundCount);
+}
+
+/** Reads the part after the payload from {@link back}, when the bytes repeat it and end with it. */
+function sameBack(size: number): boolean {
+  const from = pos;
+  if (back.length === 0 || size !== backSize || from + back.length !== bytes.length || !back.matches(from)) return false;
+  seconds = timestampAt(from + (back.holes[0] as number));
+  traceId = holeStr(back, 1, from);
+  spanId = holeStr(back, 2, from);
+  parentSpanId = back.holeCount > 3 ? holeStr(back, 3, from) : null;
+  pos = bytes.length;
+  return true;
 }
 
 /**
@@ -319,6 +521,7 @@ function readHead(): void {
 export function readRegularEnvelope(input: Uint8Array): Message | undefined {
   bytes = input;
   buffer = Buffer.isBuffer(input) ? input : undefined;
+  viewOf(input);
   pos = 0;
   try {
     return envelope();
@@ -332,61 +535,28 @@ export function readRegularEnvelope(input: Uint8Array): Message | undefined {
 }
 
 function envelope(): Message | undefined {
-  const head = byte();
-  let size: number;
-  if (head === 0x8e || head === 0x8f) size = head & 0x0f;
-  else if (head === 0xde && byte() === 0 && byte() === 16) size = 16;
-  else return undefined;
-  key(0);
-  if (byte() !== WIRE_SCHEMA_VERSION) return undefined;
-  key(1);
-  const id = str();
-  if (!sameHead()) readHead();
-  const type = headType;
-  const sender = headSender;
-  const recipient = headRecipient;
-  key(5);
-  const correlationId = nullableStr();
-  key(6);
-  const replyTo = nullableStr();
-  key(7);
+  if (!sameFront()) readFront();
   const first = bytes[pos];
   if (first === undefined || !((first >= 0x80 && first <= 0x8f) || first === 0xde || first === 0xdf)) return undefined; // the payload: a map
   const payload = value(0) as JsonObject;
-  key(8);
-  if (byte() !== 0xcb) return undefined;
-  need(8);
-  const seconds = float(pos, 8);
-  pos += 8;
-  if (!(Number.isFinite(seconds) && seconds >= 0)) return undefined;
-  key(9);
-  const traceId = str();
-  key(10);
-  const spanId = str();
-  key(11);
-  const parentSpanId = nullableStr();
-  key(12);
-  const attempt = count();
-  key(13);
-  const priority = count();
-  let ttlMs: number | undefined;
-  let traceFlags: number | undefined;
-  if (size > 14 && bytes[pos + 1] === 0x74 && bytes[pos + 2] === 0x74) {
-    key(14);
-    ttlMs = bytes[pos] === 0xc0 ? (pos++, undefined) : count();
-    size--;
-  }
-  if (size > 14) {
-    key(15);
-    traceFlags = bytes[pos] === 0xc0 ? (pos++, undefined) : count();
-    if (traceFlags !== undefined && traceFlags > 255) return undefined;
-  }
-  if (pos !== bytes.length || id.length === 0) return undefined;
-  const message: { -readonly [K in keyof Message]: Message[K] } = { id, type, sender, recipient, payload, timestamp: wireSecondsToMs(seconds), traceId, spanId, attempt, priority };
+  if (!sameBack(frontSize)) readBack(frontSize);
+  if (id.length === 0) return undefined;
+  const message: { -readonly [K in keyof Message]: Message[K] } = {
+    id,
+    type: frontType,
+    sender: frontSender,
+    recipient: frontRecipient,
+    payload,
+    timestamp: wireSecondsToMs(seconds),
+    traceId,
+    spanId,
+    attempt: backAttempt,
+    priority: backPriority,
+  };
   if (correlationId !== null) message.correlationId = correlationId;
-  if (replyTo !== null) message.replyTo = replyTo;
+  if (frontReplyTo !== null) message.replyTo = frontReplyTo;
   if (parentSpanId !== null && parentSpanId.length > 0) message.parentSpanId = parentSpanId;
-  if (traceFlags !== undefined) message.traceFlags = traceFlags;
-  if (ttlMs !== undefined) message.ttlMs = ttlMs;
+  if (backTraceFlags !== undefined) message.traceFlags = backTraceFlags;
+  if (backTtlMs !== undefined) message.ttlMs = backTtlMs;
   return message;
 }

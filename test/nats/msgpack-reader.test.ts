@@ -63,6 +63,68 @@ describe("the regular MessagePack envelope reader", () => {
     );
   });
 
+  it("reads a run of envelopes where some fields repeat the last one's and others differ, whole or damaged, as the general path reads each (property)", () => {
+    // The reader compares the bytes around the payload with the last envelope's but for the ids and the timestamp:
+    // each field here keeps its last value or takes another, of the same length or not, valid or not.
+    const uuid = (c: string): string => `0190f5c2-${c}${c}${c}${c}-7abc-8def-${c.repeat(12)}`;
+    const fields = {
+      id: fc.constantFrom(uuid("1"), uuid("2"), "m-1", "", "id-\u00e9"),
+      type: fc.constantFrom("t", "order.placed", "x".repeat(40)),
+      sender: fc.constantFrom("a", "b", "", "p\u00e9yer"),
+      recipient: fc.constantFrom("a", "b", "sink"),
+      correlation_id: fc.constantFrom(null, uuid("3"), uuid("4"), "c"),
+      reply_to: fc.constantFrom(null, "r", "_reply.abc"),
+      payload: fc.constantFrom({}, { i: 0, note: "benchmark" }, { i: 1, note: "benchmarl" }),
+      timestamp: fc.constantFrom(1_700_000_000.123, 1_700_000_000.124, 1_700_000_001, 0, -1, Number.NaN, Number.POSITIVE_INFINITY),
+      trace_id: fc.constantFrom("a".repeat(32), "b".repeat(32), "", "abc", `${"c".repeat(31)}\u00e9`),
+      span_id: fc.constantFrom("a".repeat(16), "b".repeat(16), ""),
+      parent_span_id: fc.constantFrom(null, "", "c".repeat(16), "d".repeat(16)),
+      attempt: fc.constantFrom(0, 1, 300, 70_000),
+      priority: fc.constantFrom(0, 1, 9),
+      ttl_ms: fc.constantFrom(undefined, 0, 1000, 70_000),
+      trace_flags: fc.constantFrom(undefined, 0, 1, 255, 256),
+    };
+    type Fields = { [K in keyof typeof fields]: (typeof fields)[K] extends fc.Arbitrary<infer T> ? T : never };
+    const changes = fc.record(Object.fromEntries(Object.entries(fields).map(([name, values]) => [name, fc.oneof({ weight: 5, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: values as fc.Arbitrary<unknown> })])) as { [K in keyof Fields]: fc.Arbitrary<Fields[K] | undefined> }, { requiredKeys: [] });
+    const damage = fc.option(fc.record({ at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }), kind: fc.constantFrom("cut", "flip", "append", "recount") }), { freq: 4, nil: undefined });
+    fc.assert(
+      fc.property(fc.array(fc.record({ changes, damage, buffer: fc.boolean() }), { minLength: 2, maxLength: 16 }), (run) => {
+        let last: Fields = { id: uuid("1"), type: "t", sender: "a", recipient: "sink", correlation_id: null, reply_to: null, payload: {}, timestamp: 1_700_000_000.123, trace_id: "a".repeat(32), span_id: "a".repeat(16), parent_span_id: null, attempt: 0, priority: 1, ttl_ms: undefined, trace_flags: undefined };
+        for (const { changes: changed, damage: damaged, buffer } of run) {
+          const next: Fields = { ...last };
+          for (const [name, value] of Object.entries(changed)) if (value !== undefined) (next as Record<string, unknown>)[name] = value;
+          // The written fields in the wire order, without the extras that are absent (as the flags say).
+          const flags = changed.ttl_ms === undefined && changed.trace_flags === undefined ? "keep" : "set";
+          if (flags === "set") {
+            next.ttl_ms = changed.ttl_ms;
+            next.trace_flags = changed.trace_flags;
+          }
+          last = next;
+          const wire = Object.fromEntries([["schema_version", 1], ...Object.entries(next).filter(([, value]) => value !== undefined)]);
+          const whole = encodeWire(wire as unknown as WireMessage, "msgpack");
+          let bytes = whole;
+          if (damaged !== undefined) {
+            const i = damaged.at % whole.length;
+            // "recount": the map's header one key off, the rest as it was.
+            bytes =
+              damaged.kind === "cut"
+                ? whole.slice(0, i)
+                : damaged.kind === "append"
+                  ? Uint8Array.from([...whole, damaged.byte])
+                  : damaged.kind === "recount"
+                    ? Uint8Array.from(whole, (b, j) => (j === 0 ? b ^ 1 : b))
+                    : Uint8Array.from(whole, (b, j) => (j === i ? damaged.byte : b));
+          }
+          const expected = general(bytes);
+          const read = readRegularEnvelope(buffer ? Buffer.from(bytes) : bytes);
+          if (damaged === undefined && !(typeof expected === "object" && expected !== null && "refused" in expected)) expect(read).toBeDefined();
+          if (read !== undefined) expect(read).toEqual(expected);
+        }
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
   it("reads any JSON payload as the general path does, or leaves it to it (property)", () => {
     fc.assert(
       fc.property(fc.dictionary(fc.string({ maxLength: 8 }), jsonish, { maxKeys: 6 }), (payload) => {
