@@ -356,6 +356,15 @@ function variableStr(): string {
   return text(length);
 }
 
+/** `null` (consumed), or a str whose bytes are a place that varies. */
+function nullableVariableStr(): string | null {
+  if (bytes[pos] === 0xc0) {
+    pos++;
+    return null;
+  }
+  return variableStr();
+}
+
 /** A str at its place `hole` in `layout`, whose bytes start at `from`. */
 function holeStr(layout: Layout, hole: number, from: number): string {
   pos = from + (layout.holes[2 * hole] as number);
@@ -398,10 +407,7 @@ function readFront(): void {
   key(4);
   const recipient = str();
   key(5);
-  if (bytes[pos] === 0xc0) {
-    pos++;
-    correlationId = null;
-  } else correlationId = variableStr();
+  correlationId = nullableVariableStr();
   key(6);
   const replyTo = nullableStr();
   key(7);
@@ -466,10 +472,7 @@ function readBack(size: number): void {
   key(10);
   spanId = variableStr();
   key(11);
-  if (bytes[pos] === 0xc0) {
-    pos++;
-    parentSpanId = null;
-  } else parentSpanId = variableStr();
+  parentSpanId = nullableVariableStr();
   key(12);
   const attempt = count();
   key(13);
