@@ -4,6 +4,7 @@ import { wireSecondsToMs } from "../message/from-wire.js";
 import { WIRE_SCHEMA_VERSION } from "../message/wire.js";
 import { KEY_BYTES, KEY_STARTS } from "./msgpack-keys.js";
 import { latin1Slice } from "./latin1-slice.js";
+import { Layout } from "./envelope-layout.js";
 
 /**
  * Why the fast reader gave up: the general path (`fromWire(decodeWire(bytes))`)
@@ -125,12 +126,13 @@ function str(): string {
   return text(length);
 }
 
-function nullableStr(): string | null {
+/** `null` (consumed), or a str; one whose bytes are a place that varies when `varies` (see {@link variableStr}). */
+function nullableStr(varies = false): string | null {
   if (bytes[pos] === 0xc0) {
     pos++;
     return null;
   }
-  return str();
+  return varies ? variableStr() : str();
 }
 
 /** A non-negative integer as the general path reads one (64-bit forms: the general path). */
@@ -283,65 +285,6 @@ function key(index: number): void {
   pos += length;
 }
 
-/** The longest run of bytes a {@link Layout} keeps. */
-const LAYOUT_BYTES = 512;
-
-/**
- * The bytes of one part of the last envelope read in full, with the places
- * in them that vary from one message to the next (ids, the timestamp). A run
- * of messages from one sender to one agent repeats all the rest — the keys,
- * the names, the nulls, attempt and priority — and the lengths of what
- * varies, so the next envelope's bytes are compared with these but for those
- * places, and only what is there is read: the same bytes read as the same
- * values (MessagePack values delimit themselves).
- */
-class Layout {
-  readonly bytes = new Uint8Array(LAYOUT_BYTES);
-  private readonly view = new DataView(this.bytes.buffer);
-  /** How many bytes are kept; 0 while none are (nothing matches). */
-  length = 0;
-  /** The places that vary: where each starts (from the first byte kept) and its length, in pairs, in order. */
-  readonly holes = new Int32Array(8);
-  holeCount = 0;
-
-  /** Keeps the bytes from `from` to `pos` but for the places `holes` (absolute, in pairs) lists. */
-  keep(from: number, holes: Int32Array, holeCount: number): void {
-    const length = pos - from;
-    if (length > LAYOUT_BYTES) return;
-    for (let i = 0; i < length; i++) this.bytes[i] = bytes[from + i] as number;
-    for (let h = 0; h < holeCount; h++) {
-      this.holes[2 * h] = (holes[2 * h] as number) - from;
-      this.holes[2 * h + 1] = holes[2 * h + 1] as number;
-    }
-    this.holeCount = holeCount;
-    this.length = length;
-  }
-
-  /** Whether the bytes at `at` repeat the kept ones (the caller checks there are enough), but for the places that vary. */
-  matches(at: number): boolean {
-    const holes = this.holes;
-    const count = this.holeCount;
-    let i = 0;
-    for (let h = 0; h < count; h++) {
-      const to = holes[2 * h] as number;
-      if (!this.same(at, i, to)) return false;
-      i = to + (holes[2 * h + 1] as number);
-    }
-    return this.same(at, i, this.length);
-  }
-
-  /** Whether the kept bytes from `from` to `to` are those at `at` + `from`: four at a time, then one at a time. */
-  private same(at: number, from: number, to: number): boolean {
-    const fixed = this.view;
-    const input = view;
-    const base = viewBase + at;
-    let i = from;
-    for (; i + 4 <= to; i += 4) if (input.getInt32(base + i) !== fixed.getInt32(i)) return false;
-    for (; i < to; i++) if (input.getUint8(base + i) !== fixed.getUint8(i)) return false;
-    return true;
-  }
-}
-
 /** Where the strings that vary start, and their lengths, while a part is read in full. */
 const found = new Int32Array(8);
 let foundCount = 0;
@@ -354,15 +297,6 @@ function variableStr(): string {
   found[2 * foundCount + 1] = length;
   foundCount++;
   return text(length);
-}
-
-/** `null` (consumed), or a str whose bytes are a place that varies. */
-function nullableVariableStr(): string | null {
-  if (bytes[pos] === 0xc0) {
-    pos++;
-    return null;
-  }
-  return variableStr();
 }
 
 /** A str at its place `hole` in `layout`, whose bytes start at `from`. */
@@ -407,7 +341,7 @@ function readFront(): void {
   key(4);
   const recipient = str();
   key(5);
-  correlationId = nullableVariableStr();
+  correlationId = nullableStr(true);
   key(6);
   const replyTo = nullableStr();
   key(7);
@@ -416,12 +350,12 @@ function readFront(): void {
   frontSender = sender;
   frontRecipient = recipient;
   frontReplyTo = replyTo;
-  front.keep(0, found, foundCount);
+  front.keep(bytes, 0, pos, found, foundCount);
 }
 
 /** Reads the part before the payload from {@link front}, when the bytes repeat it. */
 function sameFront(): boolean {
-  if (front.length === 0 || front.length > bytes.length || !front.matches(0)) return false;
+  if (front.length === 0 || front.length > bytes.length || !front.matches(view, viewBase)) return false;
   id = holeStr(front, 0, 0);
   correlationId = front.holeCount > 1 ? holeStr(front, 1, 0) : null;
   pos = front.length;
@@ -472,7 +406,7 @@ function readBack(size: number): void {
   key(10);
   spanId = variableStr();
   key(11);
-  parentSpanId = nullableVariableStr();
+  parentSpanId = nullableStr(true);
   key(12);
   const attempt = count();
   key(13);
@@ -496,13 +430,13 @@ function readBack(size: number): void {
   backPriority = priority;
   backTtlMs = ttlMs;
   backTraceFlags = traceFlags;
-  back.keep(from, found, foundCount);
+  back.keep(bytes, from, pos, found, foundCount);
 }
 
 /** Reads the part after the payload from {@link back}, when the bytes repeat it and end with it. */
 function sameBack(size: number): boolean {
   const from = pos;
-  if (back.length === 0 || size !== backSize || from + back.length !== bytes.length || !back.matches(from)) return false;
+  if (back.length === 0 || size !== backSize || from + back.length !== bytes.length || !back.matches(view, viewBase + from)) return false;
   seconds = timestampAt(from + (back.holes[0] as number));
   traceId = holeStr(back, 1, from);
   spanId = holeStr(back, 2, from);
