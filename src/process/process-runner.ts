@@ -268,12 +268,11 @@ export class ProcessRunner implements MailboxConsumer, EnvelopeContext {
       if (base === undefined) {
         state = this.recordOf(); // checks that state is a plain JSON object first
         if (BACKLOG_KEY in state) throw new ReservedStateKeyError(this.agent.name, BACKLOG_KEY);
-        if (backlog !== undefined && backlog.size > 0) state[BACKLOG_KEY] = backlog.json();
       } else {
         state = { ...base };
-        if (backlog !== undefined && backlog.size > 0) state[BACKLOG_KEY] = backlog.json();
-        else if (BACKLOG_KEY in state) delete state[BACKLOG_KEY]; // a delete is a runtime call even for an absent key
       }
+      if (backlog !== undefined && backlog.size > 0) state[BACKLOG_KEY] = backlog.json();
+      else if (BACKLOG_KEY in state) delete state[BACKLOG_KEY]; // a delete is a runtime call even for an absent key
       const services = this.requireServices();
       const written = services.store.set(this.agent.name, state);
       // The in-memory store's one settled promise: the write is done, no failure to watch for.
