@@ -17,18 +17,22 @@ const SLAB_BYTES = 64 * 1024;
  * (a full buffer is replaced, never reused), and a send costs a view instead
  * of a freshly allocated array.
  */
-let out = new Uint8Array(SLAB_BYTES);
-let view = new DataView(out.buffer);
+let slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+/** {@link slab} as a plain array, which is what is handed out: a `Buffer`'s `slice` is a view, not a copy. */
+let out = new Uint8Array(slab.buffer, slab.byteOffset, slab.length);
+let view = new DataView(out.buffer, out.byteOffset, out.byteLength);
 let start = 0;
 let pos = 0;
 
 function room(bytes: number): void {
   if (pos + bytes <= out.length) return;
   const written = pos - start;
-  const bigger = new Uint8Array(Math.max(SLAB_BYTES, (written + bytes) * 2));
+  // Not zeroed: only what is written is ever handed out.
+  slab = Buffer.allocUnsafeSlow(Math.max(SLAB_BYTES, (written + bytes) * 2));
+  const bigger = new Uint8Array(slab.buffer, slab.byteOffset, slab.length);
   bigger.set(out.subarray(start, pos));
   out = bigger;
-  view = new DataView(out.buffer);
+  view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   start = 0;
   pos = written;
 }
@@ -45,13 +49,34 @@ function writeString(value: string): void {
 }
 
 /**
- * Writes a string of under 256 ASCII characters (names, ids, types) char by
- * char — its UTF-8 length is its length, and TextEncoder's call costs more —
- * or returns `false`, having written nothing.
+ * From this length on, {@link writeAscii} hands the string to `Buffer#write`:
+ * ids (36 characters) and trace ids (32) are ropes (see message/ids.ts),
+ * which reading char by char first flattens into a copy; the native write
+ * reads them as they are, and costs less from about this length on.
+ */
+const NATIVE_FROM = 24;
+
+/**
+ * Writes a string of under 256 ASCII characters (names, ids, types) — its
+ * UTF-8 length is its length, and TextEncoder's call costs more — or
+ * returns `false`, having written nothing.
  */
 function writeAscii(value: string): boolean {
   const length = value.length;
   if (length >= 0x100) return false;
+  if (length >= NATIVE_FROM) {
+    room(3 * length + 2);
+    const header = length < 32 ? 1 : 2;
+    if (header === 1) out[pos] = 0xa0 | length;
+    else {
+      out[pos] = 0xd9;
+      out[pos + 1] = length;
+    }
+    // Its UTF-8 is as long as the string only when every character is ASCII (any other takes 2 or more bytes).
+    if (slab.write(value, pos + header, 3 * length, "utf8") !== length) return false;
+    pos += header + length;
+    return true;
+  }
   room(length + 2);
   const o = out;
   let p = pos;
@@ -88,7 +113,7 @@ function writeUtf8String(value: string): void {
     view.setUint32(pos, length);
     pos += 4;
   }
-  pos += utf8.encodeInto(value, out.subarray(pos, pos + length)).written;
+  pos += slab.write(value, pos, length, "utf8");
 }
 
 /** Writes a run of constant bytes at once (for a dozen bytes or fewer, {@link writeKey}'s loop costs less than `set`). */

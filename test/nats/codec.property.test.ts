@@ -1,3 +1,4 @@
+import { encode as msgpackEncode } from "@msgpack/msgpack";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CivitasError } from "../../src/errors/civitas-error.js";
@@ -54,6 +55,21 @@ describe("codec round trip", () => {
     }
   });
 
+  it("what encodeMessage and encodeWire return is an array of its own: later envelopes leave its bytes as they were (property)", () => {
+    fc.assert(
+      fc.property(fc.array(messageArbitrary(), { minLength: 2, maxLength: 20 }), serializer, (messages, how) => {
+        const returned = messages.map((message, i) => (i % 2 === 0 ? encodeMessage(message, how) : encodeWire(toWire(message), how)));
+        const snapshots = returned.map((bytes) => Buffer.from(bytes).toString("hex"));
+        for (const message of messages) encodeMessage(message, how);
+        returned.forEach((bytes, i) => {
+          expect(Buffer.from(bytes).toString("hex")).toBe(snapshots[i]);
+          expect(bytes.buffer.byteLength).toBe(bytes.length);
+        });
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   it("a run of envelopes repeating one type, sender and recipient (written from the last one's bytes) is what encodeWire writes (property)", () => {
     const name = fc.oneof(fc.constantFrom("a", "b", "x".repeat(120), "\u00e9t\u00e9"), fc.string({ maxLength: 40 }));
     const head = fc.record({ type: fc.constantFrom("message", "t", "_agency.heartbeat"), sender: name, recipient: name });
@@ -81,11 +97,25 @@ describe("codec round trip", () => {
 
   it("encodeMessage writes envelope strings of any length and script as encodeWire does (property)", () => {
     fc.assert(
-      fc.property(fc.string({ unit: "grapheme", maxLength: 300 }), fc.constantFrom(0, 31, 32, 255, 256, 70_000), (text, pad) => {
+      fc.property(fc.oneof(fc.string({ unit: "grapheme", maxLength: 300 }), fc.string({ maxLength: 300 })), fc.constantFrom(0, 23, 24, 31, 32, 255, 256, 70_000), (text, pad) => {
         const message = createMessage({ sender: "a", recipient: "b", type: text + "x".repeat(pad), payload: {} });
         expect(Buffer.from(encodeMessage(message)).toString("hex")).toBe(Buffer.from(encodeWire(toWire(message))).toString("hex"));
       }),
       { numRuns: 200 },
+    );
+  });
+
+  it("encodeMessage writes what @msgpack/msgpack itself writes for the wire form: strings of every length and script in every field, any payload (property)", () => {
+    // An independent writer: the two checks above compare encodeMessage with encodeWire, which share the string writer.
+    const text = fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: "grapheme", maxLength: 40 }), fc.string({ unit: "binary", maxLength: 40 }));
+    const padded = fc.tuple(text, fc.constantFrom(0, 23, 24, 31, 32, 255, 256)).map(([t, pad]) => t + "x".repeat(pad));
+    const fields = fc.record({ type: padded.filter((t) => t.length > 0 && !t.startsWith("_agency.")), sender: padded.filter((t) => t.length > 0), recipient: padded.filter((t) => t.length > 0), key: text, value: padded });
+    fc.assert(
+      fc.property(fields, ({ type, sender, recipient, key, value }) => {
+        const message = { ...createMessage({ sender, recipient, type, payload: { [key]: value, n: 1 } }), timestamp: 1_700_000_000_123 };
+        expect(Buffer.from(encodeMessage(message)).toString("hex")).toBe(Buffer.from(msgpackEncode(toWire(message))).toString("hex"));
+      }),
+      { numRuns: 300 },
     );
   });
 
