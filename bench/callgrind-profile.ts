@@ -27,38 +27,61 @@ const execFileAsync = promisify(execFile);
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, "..");
 
-/** One entry of V8's code map: where a piece of generated code starts, how long it is, and what it is. */
+/** One entry of V8's code map: where a piece of generated code starts, how long it is, what it is, and its line in the map. */
 interface CodeRange {
   readonly start: bigint;
   readonly end: bigint;
   readonly name: string;
+  readonly line: number;
 }
 
-function readCodeMap(file: string): CodeRange[] {
+/** The code map's entries sorted by start, and the longest of them (how far back a lookup has to look). */
+interface CodeMap {
+  readonly ranges: readonly CodeRange[];
+  readonly longest: bigint;
+}
+
+function readCodeMap(file: string): CodeMap {
   const ranges: CodeRange[] = [];
+  let longest = 0n;
   for (const line of readFileSync(file, "utf8").split("\n")) {
     const found = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/i.exec(line);
     if (found === null) continue;
     const start = BigInt(`0x${found[1] as string}`);
-    ranges.push({ start, end: start + BigInt(`0x${found[2] as string}`), name: found[3] as string });
+    const size = BigInt(`0x${found[2] as string}`);
+    if (size > longest) longest = size;
+    ranges.push({ start, end: start + size, name: found[3] as string, line: ranges.length });
   }
-  return ranges.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : 0));
+  ranges.sort((a, b) => (a.start < b.start ? -1 : a.start > b.start ? 1 : a.line - b.line));
+  return { ranges, longest };
 }
 
-/** The code map's name for `name` when it is a bare address callgrind could not name, else `name`. */
-function named(name: string, ranges: readonly CodeRange[]): string {
+/**
+ * The code map's name for `name` when it is a bare address callgrind could
+ * not name, else `name`. V8 reuses the memory of code it collected, so an
+ * address can lie in several entries: the one written last names it (the
+ * code that ran there last, which is what the counted segment, the run's
+ * last, ran).
+ */
+function named(name: string, map: CodeMap): string {
   if (!/^0x[0-9a-f]+$/i.test(name)) return name;
   const address = BigInt(name);
+  const ranges = map.ranges;
+  // The last entry starting at or before the address, then back over every entry that could still reach it.
   let low = 0;
   let high = ranges.length - 1;
   while (low <= high) {
     const mid = (low + high) >> 1;
-    const range = ranges[mid] as CodeRange;
-    if (address < range.start) high = mid - 1;
-    else if (address >= range.end) low = mid + 1;
-    else return range.name;
+    if ((ranges[mid] as CodeRange).start <= address) low = mid + 1;
+    else high = mid - 1;
   }
-  return "(generated code not in the map)";
+  let latest: CodeRange | undefined;
+  for (let i = high; i >= 0; i--) {
+    const range = ranges[i] as CodeRange;
+    if (address - range.start >= map.longest) break;
+    if (address < range.end && (latest === undefined || range.line > latest.line)) latest = range;
+  }
+  return latest?.name ?? "(generated code not in the map)";
 }
 
 /**
@@ -66,13 +89,13 @@ function named(name: string, ranges: readonly CodeRange[]): string {
  * the function it is under, except the line right after a `calls=` line,
  * which is the inclusive cost of that call (its callee's, not its own).
  */
-function selfCosts(file: string, ranges: readonly CodeRange[]): Map<string, number> {
+function selfCosts(file: string, map: CodeMap): Map<string, number> {
   const names = new Map<string, string>();
   const resolveName = (spec: string): string => {
     const found = /^\((\d+)\)(?: (.*))?$/.exec(spec);
-    if (found === null) return named(spec, ranges);
+    if (found === null) return named(spec, map);
     const [, id, given] = found as unknown as [string, string, string | undefined];
-    if (given !== undefined) names.set(id, named(given, ranges));
+    if (given !== undefined) names.set(id, named(given, map));
     return names.get(id) ?? `(function ${id})`;
   };
   const costs = new Map<string, number>();
