@@ -4,6 +4,7 @@ import { wireSecondsToMs } from "../message/from-wire.js";
 import { WIRE_SCHEMA_VERSION } from "../message/wire.js";
 import { KEY_BYTES, KEY_STARTS } from "./msgpack-keys.js";
 import { latin1Slice } from "./latin1-slice.js";
+import { shortAscii } from "./short-ascii.js";
 import { Layout } from "./envelope-layout.js";
 
 /**
@@ -64,14 +65,10 @@ function text(length: number): string {
   need(length);
   const end = pos + length;
   if (length <= 12) {
-    let ascii = "";
-    let i = pos;
-    for (; i < end; i++) {
-      const code = bytes[i] as number;
-      if (code >= 0x80) break;
-      ascii += String.fromCharCode(code);
-    }
-    if (i === end) {
+    let any = 0;
+    for (let i = pos; i < end; i++) any |= bytes[i] as number;
+    if (any < 0x80) {
+      const ascii = shortAscii(bytes, pos, length);
       pos = end;
       return ascii;
     }
