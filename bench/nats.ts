@@ -4,13 +4,15 @@
  * NATS_URL (default 127.0.0.1:4222):
  *
  * - ask round trip: sequential `runtime.ask` to an echo agent in the peer,
- *   beside `nc.request` to a raw echo responder (target: p50 at most 1.5x);
+ *   beside `nc.request` to a raw echo responder, in alternating rounds
+ *   (target: p50 at most 1.5x);
  * - one-way throughput: `runtime.send` of N messages (each awaited) to a
  *   counting agent in the peer until all arrived, beside raw publish of the
  *   same encoded bytes to a counting subscription until all arrived
  *   (target: at least 70%); the median of alternating rounds after a warm-up;
- * - cross-process resume: `runtime.resume` of a suspended agent in the peer,
- *   beside a raw request, after a warm-up of both (target: p50 at most 1.5x).
+ * - cross-process resume: `runtime.resume` of a suspended agent in the peer
+ *   (each after an untimed suspend), beside a raw request, after a warm-up
+ *   of both, in alternating rounds (target: p50 at most 1.5x).
  *
  * CIVITAS_PEER_NODE_ARGS passes node options to the peer, e.g. `--cpu-prof
  * --cpu-prof-dir=.prof` to profile the receiving side.
@@ -26,6 +28,8 @@ const ASKS = 3000;
 const SENDS = 20_000;
 const SEND_ROUNDS = 5;
 const RESUMES = 1000;
+/** Rounds the ask and resume latencies alternate in (see {@link alternateEach}). */
+const LATENCY_ROUNDS = 6;
 /** Untimed suspend+resume pairs first: without them the peer's resume path ran unoptimized through most of the timed ones. */
 const RESUME_WARMUP = 1000;
 
@@ -35,6 +39,28 @@ async function timeEach(count: number, call: (i: number) => Promise<unknown>): P
     const start = process.hrtime.bigint();
     await call(i);
     latencies.push(Number(process.hrtime.bigint() - start) / 1000);
+  }
+  return latencies;
+}
+
+/** µs one call of `call` takes. */
+async function timeOne(call: () => Promise<unknown>): Promise<number> {
+  const start = process.hrtime.bigint();
+  await call();
+  return Number(process.hrtime.bigint() - start) / 1000;
+}
+
+/**
+ * `count` timed calls of each side, in {@link LATENCY_ROUNDS} alternating
+ * rounds: a machine whose speed drifts during the run (on a shared VM it
+ * does) then drifts under both sides alike, not under whichever ran last.
+ */
+async function alternateEach<K extends string>(count: number, sides: Record<K, () => Promise<number>>): Promise<Record<K, number[]>> {
+  const names = Object.keys(sides) as K[];
+  const latencies = Object.fromEntries(names.map((name) => [name, [] as number[]])) as Record<K, number[]>;
+  const perRound = Math.ceil(count / LATENCY_ROUNDS);
+  for (let round = 0; round < LATENCY_ROUNDS; round++) {
+    for (const name of names) for (let i = 0; i < perRound; i++) latencies[name].push(await sides[name]());
   }
   return latencies;
 }
@@ -72,9 +98,11 @@ export const nats: Benchmark = {
       await timeEach(500, () => runtime.ask(`${prefix}-echo`, payload));
       await timeEach(500, () => nc.request(`${prefix}.raw.echo`, encodeMessage(createMessage({ sender: "b", recipient: "e", payload }))));
 
-      const askRuntime = await timeEach(ASKS, () => runtime.ask(`${prefix}-echo`, payload));
       const bytes = encodeMessage(createMessage({ sender: `${prefix}-bench`, recipient: `${prefix}-echo`, payload }));
-      const askRaw = await timeEach(ASKS, () => nc.request(`${prefix}.raw.echo`, bytes));
+      const asks = await alternateEach(ASKS, {
+        runtime: () => timeOne(() => runtime.ask(`${prefix}-echo`, payload)),
+        raw: () => timeOne(() => nc.request(`${prefix}.raw.echo`, bytes)),
+      });
 
       // Alternating rounds after a warm-up, the median of each side (the counts only grow: each round waits for its total).
       const sinkBytes = encodeMessage(createMessage({ sender: `${prefix}-bench`, recipient: `${prefix}-sink`, payload }));
@@ -103,19 +131,18 @@ export const nats: Benchmark = {
         await runtime.suspend(`${prefix}-pausable`, "bench");
         await runtime.resume(`${prefix}-pausable`, "bench@approver");
       }
-      const resumeRuntime: number[] = [];
-      for (let i = 0; i < RESUMES; i++) {
-        await runtime.suspend(`${prefix}-pausable`, "bench");
-        const start = process.hrtime.bigint();
-        await runtime.resume(`${prefix}-pausable`, "bench@approver");
-        resumeRuntime.push(Number(process.hrtime.bigint() - start) / 1000);
-      }
-      const resumeRaw = await timeEach(RESUMES, () => nc.request(`${prefix}.raw.echo`, bytes));
+      const resumes = await alternateEach(RESUMES, {
+        runtime: async () => {
+          await runtime.suspend(`${prefix}-pausable`, "bench");
+          return timeOne(() => runtime.resume(`${prefix}-pausable`, "bench@approver"));
+        },
+        raw: () => timeOne(() => nc.request(`${prefix}.raw.echo`, bytes)),
+      });
       return [
-        { bench: "nats", metric: "ask p50 latency", unit: "us", runtime: percentile(askRuntime, 50), baseline: percentile(askRaw, 50), target: { kind: "ratio<=", value: 1.5 }, note: "baseline: nc.request echo" },
-        { bench: "nats", metric: "ask p99 latency", unit: "us", runtime: percentile(askRuntime, 99), baseline: percentile(askRaw, 99), note: "baseline: nc.request echo" },
+        { bench: "nats", metric: "ask p50 latency", unit: "us", runtime: percentile(asks.runtime, 50), baseline: percentile(asks.raw, 50), target: { kind: "ratio<=", value: 1.5 }, note: "baseline: nc.request echo" },
+        { bench: "nats", metric: "ask p99 latency", unit: "us", runtime: percentile(asks.runtime, 99), baseline: percentile(asks.raw, 99), note: "baseline: nc.request echo" },
         { bench: "nats", metric: "one-way sends/s", unit: "msg/s", runtime: throughput.runtime, baseline: throughput.raw, target: { kind: "ratio>=", value: 0.7 }, note: `baseline: raw publish of the same bytes; median of ${SEND_ROUNDS} alternating rounds of ${SENDS}` },
-        { bench: "nats", metric: "resume p50 latency", unit: "us", runtime: percentile(resumeRuntime, 50), baseline: percentile(resumeRaw, 50), target: { kind: "ratio<=", value: 1.5 }, note: "baseline: nc.request echo" },
+        { bench: "nats", metric: "resume p50 latency", unit: "us", runtime: percentile(resumes.runtime, 50), baseline: percentile(resumes.raw, 50), target: { kind: "ratio<=", value: 1.5 }, note: "baseline: nc.request echo" },
       ];
     } finally {
       await runtime.stop();
