@@ -33,13 +33,9 @@ const LATENCY_ROUNDS = 6;
 /** Untimed suspend+resume pairs first: without them the peer's resume path ran unoptimized through most of the timed ones. */
 const RESUME_WARMUP = 1000;
 
-async function timeEach(count: number, call: (i: number) => Promise<unknown>): Promise<number[]> {
+async function timeEach(count: number, call: () => Promise<unknown>): Promise<number[]> {
   const latencies: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const start = process.hrtime.bigint();
-    await call(i);
-    latencies.push(Number(process.hrtime.bigint() - start) / 1000);
-  }
+  for (let i = 0; i < count; i++) latencies.push(await timeOne(call));
   return latencies;
 }
 

@@ -64,20 +64,8 @@ const NATIVE_FROM = 24;
 function writeAscii(value: string): boolean {
   const length = value.length;
   if (length >= 0x100) return false;
-  if (length >= NATIVE_FROM) {
-    room(3 * length + 2);
-    const header = length < 32 ? 1 : 2;
-    if (header === 1) out[pos] = 0xa0 | length;
-    else {
-      out[pos] = 0xd9;
-      out[pos + 1] = length;
-    }
-    // Its UTF-8 is as long as the string only when every character is ASCII (any other takes 2 or more bytes).
-    if (slab.write(value, pos + header, 3 * length, "utf8") !== length) return false;
-    pos += header + length;
-    return true;
-  }
-  room(length + 2);
+  const native = length >= NATIVE_FROM;
+  room(native ? 3 * length + 2 : length + 2);
   const o = out;
   let p = pos;
   if (length < 32) o[p++] = 0xa0 | length;
@@ -85,14 +73,19 @@ function writeAscii(value: string): boolean {
     o[p++] = 0xd9;
     o[p++] = length;
   }
-  // One test after the loop, not one per character: anything written past a non-ASCII one is written over.
-  let any = 0;
-  for (let i = 0; i < length; i++) {
-    const code = value.charCodeAt(i);
-    any |= code;
-    o[p + i] = code;
+  if (native) {
+    // Its UTF-8 is as long as the string only when every character is ASCII (any other takes 2 or more bytes).
+    if (slab.write(value, p, 3 * length, "utf8") !== length) return false;
+  } else {
+    // One test after the loop, not one per character: anything written past a non-ASCII one is written over.
+    let any = 0;
+    for (let i = 0; i < length; i++) {
+      const code = value.charCodeAt(i);
+      any |= code;
+      o[p + i] = code;
+    }
+    if (any >= 0x80) return false;
   }
-  if (any >= 0x80) return false;
   pos = p + length;
   return true;
 }

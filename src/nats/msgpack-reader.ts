@@ -64,19 +64,12 @@ function need(count: number): void {
 function text(length: number): string {
   need(length);
   const end = pos + length;
-  if (length <= 12) {
-    let any = 0;
-    for (let i = pos; i < end; i++) any |= bytes[i] as number;
-    if (any < 0x80) {
-      const ascii = shortAscii(bytes, pos, length);
+  if (allAscii(pos, end)) {
+    const ascii = length <= 12 ? shortAscii(bytes, pos, length) : buffer !== undefined ? latin1Slice.call(buffer, pos, end) : undefined;
+    if (ascii !== undefined) {
       pos = end;
       return ascii;
     }
-  }
-  if (buffer !== undefined && allAscii(pos, end)) {
-    const value = latin1Slice.call(buffer, pos, end);
-    pos = end;
-    return value;
   }
   let value: string;
   try {
