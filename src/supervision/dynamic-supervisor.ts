@@ -253,7 +253,10 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
       await child.agent[startChild]();
       services.telemetry.endSpan(span);
       if (!this.isCurrent(child)) {
-        // Removed or stopped while it was starting: nobody would ever stop it again, so stop it now.
+        // A despawn or stop asked for while it was starting stops it itself, as it was asked (its drain):
+        // a stop from here would race it with the default drain and could win.
+        if (child.removal !== undefined) return;
+        // Stopped with this supervisor while it was starting: nobody would ever stop it again, so stop it now.
         await child.agent[stopChild]();
         if (this.kids.get(child.agent.name) !== child) child.agent[closeChild]();
         return;

@@ -8,7 +8,7 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { AgentProcess, Supervisor, DynamicSupervisor } from "../../src/index.js";
+import { AgentProcess, Supervisor, DynamicSupervisor, type Message } from "../../src/index.js";
 import { runtimes, sleep, whenStarted, until } from "../support/runtimes.js";
 import { besideCrasher } from "../support/probe-agents.js";
 
@@ -57,5 +57,37 @@ describe("a DynamicSupervisor stopped while a child restarts", () => {
     await sleep(400);
     expect.soft(dyn.status).toBe("RUNNING"); expect(dyn.incarnation, "dyn's stop waits for w's hanging onStart forever: root never restarts").toBe(2);
     expect(crasher.incarnation).toBe(2);
+  });
+});
+
+/** Crashes on a `crash` message (escalated: the default onError); its restart's onStart waits for `release`; records what it handles after. */
+class HeldRestart extends AgentProcess {
+  private starts = 0;
+  handled: number[] = [];
+  restartStarted = false;
+  release!: () => void;
+  override async onStart(): Promise<void> {
+    if (++this.starts !== 2) return;
+    this.restartStarted = true;
+    await new Promise<void>((resolve) => (this.release = resolve));
+  }
+  override async handle(message: Message): Promise<void> {
+    if (message.payload.crash === true) throw new Error("boom");
+    this.handled.push(message.payload.n as number);
+  }
+}
+
+describe("a DynamicSupervisor's child stopped with drain 'all' while its restart's onStart runs", () => {
+  it("drains what was queued when onStart returned: the restart does not stop it first with the default drain", async () => {
+    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
+    const rt = await whenStarted(runtime(dyn));
+    const w = await dyn.spawn(HeldRestart, "w");
+    await rt.send("w", { crash: true });
+    await until(() => w.restartStarted, "the restart's onStart", 1000, 2);
+    const stopped = dyn.stop("w", { drain: "all" });
+    await rt.send("w", { n: 1 });
+    w.release();
+    await stopped;
+    expect(w.handled, "the stop with drain 'all' handled the message queued before onStart returned").toEqual([1]);
   });
 });
