@@ -84,12 +84,20 @@ function named(name: string, map: CodeMap): string {
   return latest?.name ?? "(generated code not in the map)";
 }
 
+/** What {@link readCosts} reads from a dump: self cost per function, and the cost of calls into the functions asked about, per caller. */
+interface Costs {
+  readonly self: Map<string, number>;
+  readonly callers: Map<string, number>;
+}
+
 /**
  * Self cost per function of one callgrind dump: every cost line counts for
  * the function it is under, except the line right after a `calls=` line,
  * which is the inclusive cost of that call (its callee's, not its own).
+ * That inclusive cost is also counted per caller (`caller -> callee`) when
+ * the callee's name contains `callee`.
  */
-function selfCosts(file: string, map: CodeMap): Map<string, number> {
+function readCosts(file: string, map: CodeMap, callee: string | undefined): Costs {
   const names = new Map<string, string>();
   const resolveName = (spec: string): string => {
     const found = /^\((\d+)\)(?: (.*))?$/.exec(spec);
@@ -98,27 +106,33 @@ function selfCosts(file: string, map: CodeMap): Map<string, number> {
     if (given !== undefined) names.set(id, named(given, map));
     return names.get(id) ?? `(function ${id})`;
   };
-  const costs = new Map<string, number>();
+  const self = new Map<string, number>();
+  const callers = new Map<string, number>();
   let current = "(none)";
+  let called = "(none)";
   let callCost = false;
   for (const line of readFileSync(file, "utf8").split("\n")) {
     if (line.startsWith("fn=")) {
       current = resolveName(line.slice(3));
       callCost = false;
     } else if (line.startsWith("cfn=")) {
-      resolveName(line.slice(4)); // names it, for later fn= lines that use the id alone
+      called = resolveName(line.slice(4)); // also names it, for later fn= lines that use the id alone
     } else if (line.startsWith("calls=")) {
       callCost = true;
     } else if (/^[\d+\-*]/.test(line)) {
+      const cost = Number(line.split(/\s+/)[1] ?? 0);
       if (callCost) {
         callCost = false;
+        if (callee !== undefined && called.includes(callee)) {
+          const key = `${shortName(current)} -> ${shortName(called)}`;
+          callers.set(key, (callers.get(key) ?? 0) + cost);
+        }
         continue;
       }
-      const cost = Number(line.split(/\s+/)[1] ?? 0);
-      costs.set(current, (costs.get(current) ?? 0) + cost);
+      self.set(current, (self.get(current) ?? 0) + cost);
     }
   }
-  return costs;
+  return { self, callers };
 }
 
 /** Shortens a code-map name: the temporary folder the build was emitted to, and C++ parameter lists. */
@@ -130,14 +144,16 @@ function shortName(name: string): string {
   return short.length > 100 ? `${short.slice(0, 97)}...` : short;
 }
 
-/** Runs `npm run bench -- profile <workload> [--top N]`. */
+/** Runs `npm run bench -- profile <workload> [--top N] [--callers NAME]`. */
 export async function profile(args: readonly string[]): Promise<void> {
   const topAt = args.indexOf("--top");
   const top = topAt >= 0 ? Number(args[topAt + 1]) : 40;
-  const names = args.filter((arg, i) => !arg.startsWith("-") && (topAt < 0 || i !== topAt + 1));
+  const callersAt = args.indexOf("--callers");
+  const callee = callersAt >= 0 ? args[callersAt + 1] : undefined;
+  const names = args.filter((arg, i) => !arg.startsWith("-") && (topAt < 0 || i !== topAt + 1) && (callersAt < 0 || i !== callersAt + 1));
   const name = names[0];
-  if (names.length !== 1 || name === undefined || !RIGS.some((rig) => rig.name === name) || !Number.isInteger(top) || top < 1) {
-    throw new Error(`usage: npm run bench -- profile <workload> [--top N]; workloads: ${RIGS.map((rig) => rig.name).join(", ")}`);
+  if (names.length !== 1 || name === undefined || !RIGS.some((rig) => rig.name === name) || !Number.isInteger(top) || top < 1 || (callersAt >= 0 && !callee)) {
+    throw new Error(`usage: npm run bench -- profile <workload> [--top N] [--callers NAME]; workloads: ${RIGS.map((rig) => rig.name).join(", ")}`);
   }
   const dir = mkdtempSync(join(tmpdir(), "civitas-profile-"));
   try {
@@ -155,11 +171,17 @@ export async function profile(args: readonly string[]): Promise<void> {
     if (last === undefined) throw new Error(`callgrind wrote no dump for ${name}`);
     const codeMap = `/tmp/perf-${last[1] as string}.map`;
     try {
-      const costs = selfCosts(join(dir, last[0]), readCodeMap(codeMap));
+      const { self: costs, callers } = readCosts(join(dir, last[0]), readCodeMap(codeMap), callee);
       const total = [...costs.values()].reduce((a, b) => a + b, 0);
       console.log(`  ${Math.round(total / workload.units).toLocaleString("en")} instructions per ${workload.unit}, all of them (the guard leaves out the compilers' and the collector's part); self instructions per ${workload.unit}:`);
       for (const [fn, cost] of [...costs].sort((a, b) => b[1] - a[1]).slice(0, top)) {
         console.log(`  ${(cost / workload.units).toFixed(1).padStart(9)} ${((100 * cost) / total).toFixed(1).padStart(5)} %  ${shortName(fn)}`);
+      }
+      if (callee !== undefined) {
+        console.log(`  calls into functions named *${callee}*, instructions per ${workload.unit} including their callees:`);
+        for (const [edge, cost] of [...callers].sort((a, b) => b[1] - a[1]).slice(0, top)) {
+          console.log(`  ${(cost / workload.units).toFixed(1).padStart(9)}  ${edge}`);
+        }
       }
     } finally {
       rmSync(codeMap, { force: true });
