@@ -5,10 +5,14 @@
  * AsyncQueue served by one loop (yielding every 128 messages like the
  * runtime's Scheduler), replies paired with their caller through a Map of
  * resolvers keyed by a correlation id. The baseline arms no timeout timer.
+ *
+ * Also measured: the bare async echo, the baseline with one change — each
+ * request goes to an `async handle()` that the loop awaits, as an agent's
+ * loop does — the ceiling for any runtime whose handlers are async functions.
  */
 import type { Message } from "../src/index.js";
 import type { CivitasModule } from "./civitas.js";
-import { AsyncQueue, percentile, settle, YieldScheduler, type Benchmark, type Row } from "./harness.js";
+import { AsyncQueue, percentile, ratioText, settle, YieldScheduler, type Benchmark, type Row } from "./harness.js";
 
 const CALLS = 20_000;
 const ROUNDS = 6;
@@ -39,7 +43,16 @@ interface Reply {
 
 const STOP: Request = { id: -1, payload: { i: -1 } };
 
-/** The baseline request/reply pair: a client and a server loop over plain queues. */
+/** The reply of the bare async echo's handler: the request's id and payload, as the baseline's loop builds it. */
+async function echoed(request: Request): Promise<Reply> {
+  return { id: request.id, payload: request.payload };
+}
+
+/**
+ * The baseline request/reply pair: a client and a server loop over plain
+ * queues; with `awaitHandler` (the bare async echo) the loop awaits an async
+ * handler for each reply, as an agent's loop awaits `handle()`.
+ */
 class BaselineEcho {
   private readonly requests = new AsyncQueue<Request>();
   private readonly pending = new Map<number, (reply: Reply) => void>();
@@ -47,7 +60,7 @@ class BaselineEcho {
   private nextId = 0;
   private readonly served: Promise<void>;
 
-  constructor() {
+  constructor(private readonly awaitHandler: boolean) {
     this.served = this.serve();
   }
 
@@ -73,7 +86,7 @@ class BaselineEcho {
       const resolve = this.pending.get(request.id);
       if (resolve === undefined) continue;
       this.pending.delete(request.id);
-      resolve({ id: request.id, payload: request.payload });
+      resolve(this.awaitHandler ? await echoed(request) : { id: request.id, payload: request.payload });
     }
   }
 }
@@ -90,20 +103,25 @@ export const ask: Benchmark = {
 
     const runtime = new Runtime({ root: [new Echo("echo")], logger: silentLogger, store: new InMemoryStateStore() });
     await runtime.start();
-    const baseline = new BaselineEcho();
+    const baseline = new BaselineEcho(false);
+    const bare = new BaselineEcho(true);
     const runtimeCall = (i: number): Promise<Message> => runtime.ask("echo", { i });
     const baselineCall = (i: number): Promise<Reply> => baseline.ask({ i });
+    const bareCall = (i: number): Promise<Reply> => bare.ask({ i });
     try {
       for (let i = 0; i < WARMUP_ROUNDS; i++) {
         await sample(baselineCall, []);
+        await sample(bareCall, []);
         await sample(runtimeCall, []);
       }
       const r: number[] = [];
       const b: number[] = [];
       let rSeconds = 0;
       let bSeconds = 0;
+      let bareSeconds = 0;
       for (let round = 0; round < ROUNDS; round++) {
         bSeconds += await sample(baselineCall, b);
+        bareSeconds += await sample(bareCall, []);
         rSeconds += await sample(runtimeCall, r);
       }
       const total = CALLS * ROUNDS;
@@ -111,9 +129,18 @@ export const ask: Benchmark = {
         { bench: "ask", metric: "p50 latency", unit: "us", runtime: percentile(r, 50), baseline: percentile(b, 50), target: { kind: "ratio<=", value: 2 } },
         { bench: "ask", metric: "p99 latency", unit: "us", runtime: percentile(r, 99), baseline: percentile(b, 99), target: { kind: "ratio<=", value: 2 } },
         { bench: "ask", metric: "sequential asks/s", unit: "ask/s", runtime: total / rSeconds, baseline: total / bSeconds, target: { kind: "ratio>=", value: 0.5 } },
+        {
+          bench: "ask",
+          metric: "  bare async echo (ceiling)",
+          unit: "ask/s",
+          runtime: total / bareSeconds,
+          baseline: total / bSeconds,
+          note: `the baseline awaiting an async handle() per request, no envelope: civitas runs at ${ratioText(total / rSeconds, total / bareSeconds)} of it`,
+        },
       ];
     } finally {
       await baseline.close();
+      await bare.close();
       await runtime.stop();
     }
   },
