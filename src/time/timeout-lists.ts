@@ -47,6 +47,8 @@ export interface TimeoutList<T> {
  */
 export class TimeoutLists<T extends Expiring<T>> {
   private readonly lists = new Map<number, TimeoutList<T>>();
+  /** The list added to last: most callers use one timeout (an ask's default), found without a map lookup. */
+  private last: TimeoutList<T> | undefined;
   private releaseScheduled = false;
 
   constructor(
@@ -56,10 +58,14 @@ export class TimeoutLists<T extends Expiring<T>> {
 
   /** Starts `entry`'s timeout of `timeoutMs`, counted from `startMs`. */
   add(entry: T, timeoutMs: number, startMs: number): void {
-    let list = this.lists.get(timeoutMs);
-    if (list === undefined) {
-      list = { timeoutMs, head: undefined, tail: undefined, timer: undefined, held: false, releasing: false };
-      this.lists.set(timeoutMs, list);
+    let list = this.last;
+    if (list === undefined || list.timeoutMs !== timeoutMs) {
+      list = this.lists.get(timeoutMs);
+      if (list === undefined) {
+        list = { timeoutMs, head: undefined, tail: undefined, timer: undefined, held: false, releasing: false };
+        this.lists.set(timeoutMs, list);
+      }
+      this.last = list;
     }
     entry.deadlineMs = startMs + timeoutMs;
     entry.list = list;
@@ -95,6 +101,7 @@ export class TimeoutLists<T extends Expiring<T>> {
       for (let entry = list.head; entry !== undefined; entry = list.head) this.remove(entry);
     }
     this.lists.clear();
+    this.last = undefined;
   }
 
   /** Entries still waiting (for tests and diagnostics). */
@@ -149,6 +156,9 @@ export class TimeoutLists<T extends Expiring<T>> {
     }
     if (list.timer !== undefined) return; // an onTimeout callback added an entry, which armed the list again
     if (list.head !== undefined) this.arm(list, list.head.deadlineMs - now);
-    else this.lists.delete(list.timeoutMs);
+    else {
+      this.lists.delete(list.timeoutMs);
+      if (this.last === list) this.last = undefined;
+    }
   }
 }
