@@ -35,6 +35,9 @@ export class Registry<A extends RegisteredAgent = RegisteredAgent, S extends Reg
   private readonly supervisors = new Map<string, S>();
   private readonly capable = new Map<string, A[]>();
   private readonly cursor = new Map<string, number>();
+  /** The agent {@link Registry.find} found last, and its name: a call from outside the tree looks its recipient up twice (checked, then delivered). */
+  private lastName: string | undefined;
+  private lastAgent: A | undefined;
 
   /** Registers a supervisor under its name. */
   registerSupervisor(supervisor: S): void {
@@ -59,6 +62,7 @@ export class Registry<A extends RegisteredAgent = RegisteredAgent, S extends Reg
 
   /** Frees `name` (and, for an agent, its capabilities). */
   release(name: string): void {
+    if (name === this.lastName) this.lastName = this.lastAgent = undefined;
     this.supervisors.delete(name);
     const agent = this.agents.get(name);
     if (agent === undefined) return;
@@ -86,7 +90,23 @@ export class Registry<A extends RegisteredAgent = RegisteredAgent, S extends Reg
 
   /** The agent registered as `name`. */
   get(name: string): A | undefined {
-    return this.agents.get(name);
+    return name === this.lastName ? this.lastAgent : this.agents.get(name);
+  }
+
+  /**
+   * The agent registered as `name`, kept as the one found last, so that the
+   * {@link Registry.get} of its delivery needs no map lookup. For a caller
+   * whose lookup a delivery to the same agent follows (`runtime.ask`,
+   * `runtime.send`, `runtime.suspend`); an agent's own sends use `get`, as
+   * they alternate between recipients more often than not.
+   */
+  find(name: string): A | undefined {
+    const agent = this.agents.get(name);
+    if (agent !== undefined) {
+      this.lastName = name;
+      this.lastAgent = agent;
+    }
+    return agent;
   }
 
   /** The supervisor registered as `name`. */

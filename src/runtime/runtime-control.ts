@@ -202,7 +202,7 @@ function sendControl(path: ControlPath, name: string, type: "_agency.suspend" | 
   if (timeoutMs !== undefined && (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs < 0)) {
     throw new InvalidArgumentError("timeoutMs", `${callName(call, name)}: timeoutMs must be a non-negative number of milliseconds, got ${describeValue(timeoutMs)}`);
   }
-  if (services.registry.get(name) === undefined) {
+  if (services.registry.find(name) === undefined) {
     const transport = services.bus.transport;
     if (transport === undefined) throw notFound(name);
     const operation = type === "_agency.suspend" ? "suspend" : "resume";

@@ -374,7 +374,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
   private outgoing(name: string, payload: JsonObject, options: RuntimeSendOptions | undefined, request: boolean): Message {
     const type = options?.type === undefined ? DEFAULT_MESSAGE_TYPE : options.type;
     if (isReservedType(type)) throw new ReservedMessageTypeError(type);
-    if (this.services.registry.get(name) === undefined && this.services.bus.transport?.hosts(name) !== true) throw notFound(name);
+    if (this.services.registry.find(name) === undefined && this.services.bus.transport?.hosts(name) !== true) throw notFound(name);
     // A send from inside the caller's own span (an HTTP request, say) continues its trace.
     this.outside.span = this.services.telemetry.tracing ? trace.getSpan(context.active()) : undefined;
     const message = composeOutgoing(this.outside, name, payload, type, options?.ttlMs, request ? OUTSIDE_SENDER : undefined);

@@ -138,6 +138,29 @@ describe("Registry lookups", () => {
     expect(registry.withCapability("other")).toBe(again);
   });
 
+  it("find and get agree with the registrations whatever was found last: a release or a re-registration is seen at once", () => {
+    const registry = new Registry<AgentProcess, SupervisedChild>();
+    const first = agent("a");
+    const other = agent("b");
+    registry.register(first);
+    registry.register(other);
+    expect(registry.find("a")).toBe(first);
+    expect(registry.get("a")).toBe(first);
+    expect(registry.get("b")).toBe(other);
+    expect(registry.find("nobody")).toBeUndefined();
+    expect(registry.get("a")).toBe(first);
+    registry.release("a");
+    expect(registry.get("a")).toBeUndefined();
+    expect(registry.find("a")).toBeUndefined();
+    const again = agent("a");
+    registry.register(again);
+    expect(registry.get("a")).toBe(again);
+    expect(registry.find("b")).toBe(other);
+    registry.release("b");
+    expect(registry.get("b")).toBeUndefined();
+    expect(registry.get("a")).toBe(again);
+  });
+
   it("release frees a supervisor's reserved name, and ignores unknown names", () => {
     const registry = new Registry<AgentProcess, SupervisedChild>();
     registry.registerSupervisor(new Supervisor("sup", { children: [] }));
