@@ -55,9 +55,11 @@ export function composeOutgoing(
   const span = spanContextOf(ctx.span);
   const current = ctx.current;
   // Untraced, a message simply carries on the context of the one being handled: no ids to mint.
-  const traceId = span?.traceId ?? current?.traceId ?? newTraceId();
-  const spanId = span?.spanId ?? current?.spanId ?? newSpanId();
-  const message = replyTo === undefined ? envelope(ctx, recipient, type, payload, traceId, spanId) : request(ctx, recipient, type, payload, traceId, spanId, replyTo);
+  const message = envelope(ctx, recipient, type, payload, span?.traceId ?? current?.traceId ?? newTraceId(), span?.spanId ?? current?.spanId ?? newSpanId());
+  if (replyTo !== undefined) {
+    message.correlationId = message.id;
+    message.replyTo = replyTo;
+  }
   // A handle span is a child of the message's sending span only when that message carried trace flags (see Telemetry.startMessageSpan).
   // null counts as absent, as on the wire
   const parentSpanId = span === undefined ? current?.parentSpanId : current?.traceFlags == null ? undefined : current.spanId;
@@ -224,17 +226,6 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 function envelope(ctx: EnvelopeContext, recipient: string, type: string, payload: JsonObject, traceId: string, spanId: string): Mutable<Message> {
   const timestamp = ctx.clock.now();
   return { id: uuidv7(timestamp), type, sender: ctx.sender, recipient, payload, timestamp, traceId, spanId, attempt: 0, priority: priorityOf(type) };
-}
-
-/**
- * A request: {@link envelope}'s fields, then its own correlation id and
- * `replyTo`, in one literal (added one by one, they would grow every ask's
- * request by a property store).
- */
-function request(ctx: EnvelopeContext, recipient: string, type: string, payload: JsonObject, traceId: string, spanId: string, replyTo: string): Mutable<Message> {
-  const timestamp = ctx.clock.now();
-  const id = uuidv7(timestamp);
-  return { id, type, sender: ctx.sender, recipient, payload, timestamp, traceId, spanId, attempt: 0, priority: priorityOf(type), correlationId: id, replyTo };
 }
 
 /** Whether `value` looks like a {@link Message} (what `handle` may return). @internal */
