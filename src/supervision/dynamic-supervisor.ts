@@ -276,10 +276,17 @@ export class DynamicSupervisor implements SupervisedChild, ChildParent, DynamicH
     if (this.currentStatus !== ProcessStatus.RUNNING) return;
     this.currentStatus = ProcessStatus.STOPPING;
     this.abort.abort();
-    // A restart in flight may hang in its child's onStart: a stop is coming, so it gets shutdownTimeoutMs.
-    for (const child of this.kids.values()) child.agent[abandonChildStart]();
+    // A child in its onStart (a spawn, or a restart awaited below) is asked to stop now: its onStart gets
+    // shutdownTimeoutMs, and a stop asked for later (DynamicSupervisor.stop) joins this one instead of coming first.
+    const asked = new Map<DynamicChild, Promise<void>>();
+    for (const child of this.kids.values()) {
+      if (child.agent.status !== ProcessStatus.INITIALIZING) continue;
+      const stop = child.agent[stopChild](options);
+      stop.catch(() => undefined); // awaited below, unless a removal took the child first
+      asked.set(child, stop);
+    }
     await Promise.all(this.pending);
-    for (const child of [...this.kids.values()].reverse()) await child.agent[stopChild](options);
+    for (const child of [...this.kids.values()].reverse()) await (asked.get(child) ?? child.agent[stopChild](options));
     // Despawns and stops in flight (also ones a child began while being stopped) finish their work,
     // clearing the child's marker and telling its spawner, before this stop resolves.
     while (this.removals.size > 0) await Promise.allSettled([...this.removals]);

@@ -8,7 +8,7 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { AgentProcess, Supervisor, DynamicSupervisor, type Message } from "../../src/index.js";
+import { AgentProcess, Supervisor, DynamicSupervisor, ProcessStatus, type Message } from "../../src/index.js";
 import { runtimes, sleep, whenStarted, until } from "../support/runtimes.js";
 import { besideCrasher } from "../support/probe-agents.js";
 
@@ -89,5 +89,25 @@ describe("a DynamicSupervisor's child stopped with drain 'all' while its restart
     w.release();
     await stopped;
     expect(w.handled, "the stop with drain 'all' handled the message queued before onStart returned").toEqual([1]);
+  });
+});
+
+describe("a DynamicSupervisor stopped by its parent while a child's restart is in onStart, then that child stopped with drain 'all'", () => {
+  it("stops the child as the parent's stop asked (drain 'current'), the later stop joining it: what was queued is not handled", async () => {
+    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
+    const { root, crasher } = besideCrasher(dyn);
+    const rt = await whenStarted(runtime(root));
+    const w = await dyn.spawn(HeldRestart, "w", { shutdownTimeoutMs: 5_000 });
+    await rt.send("w", { crash: true });
+    await until(() => w.restartStarted, "the restart's onStart", 1000, 2);
+    // A sibling crash: root stops dyn (and with it w, in its restart's onStart), then starts both again.
+    await rt.send("crasher", {});
+    await until(() => dyn.status === ProcessStatus.STOPPING, "dyn's stop", 1000, 2);
+    await rt.send("w", { n: 1 });
+    const stopped = dyn.stop("w", { drain: "all" });
+    w.release();
+    await stopped;
+    await until(() => crasher.incarnation === 2, "root's restart of its children", 1000, 2);
+    expect(w.handled, "the later stop's drain 'all' won over the parent's stop, which came first").toEqual([]);
   });
 });

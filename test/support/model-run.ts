@@ -25,10 +25,17 @@ export interface ModelRun<Model extends object, Real> {
   readonly cleanUp: (real: Real) => Promise<void>;
 }
 
-/** Runs `run.numRuns` random command sequences against the model and the real system (`fc.assert` of `fc.asyncModelRun`). */
+/**
+ * Runs `run.numRuns` random command sequences against the model and the real
+ * system (`fc.assert` of `fc.asyncModelRun`). A failure reported elsewhere (CI)
+ * replays with the three values fast-check printed:
+ * `FC_SEED=<seed> FC_PATH=<path> FC_REPLAY=<replayPath> npx vitest run <file> -t <name>`.
+ */
 export async function checkAgainstModel<Model extends object, Real>(run: ModelRun<Model, Real>): Promise<void> {
+  const replay = replayOf(process.env);
+  const commands = fc.commands(run.commands, { maxCommands: run.maxCommands, size: "max", ...(replay && { replayPath: replay.replayPath }) });
   await fc.assert(
-    fc.asyncProperty(fc.commands(run.commands, { maxCommands: run.maxCommands, size: "max" }), async (cmds) => {
+    fc.asyncProperty(commands, async (cmds) => {
       const { model, real } = await run.setup();
       try {
         await fc.asyncModelRun(() => ({ model, real }), cmds);
@@ -37,8 +44,15 @@ export async function checkAgainstModel<Model extends object, Real>(run: ModelRu
         await run.cleanUp(real);
       }
     }),
-    { numRuns: run.numRuns },
+    replay ? { numRuns: run.numRuns, seed: replay.seed, path: replay.path, endOnFailure: true } : { numRuns: run.numRuns },
   );
+}
+
+/** The failure to replay that the environment names (all three of FC_SEED, FC_PATH, FC_REPLAY), if any. */
+function replayOf(env: NodeJS.ProcessEnv): { seed: number; path: string; replayPath: string } | undefined {
+  const { FC_SEED: seed, FC_PATH: path, FC_REPLAY: replayPath } = env;
+  if (seed === undefined || path === undefined || replayPath === undefined) return undefined;
+  return { seed: Number(seed), path, replayPath };
 }
 
 /** What the models say of an operation they track: "pending", "ok", or the code it was rejected with. */
