@@ -31,24 +31,39 @@ export interface RegisteredSupervisor {
 export class Registry<A extends RegisteredAgent = RegisteredAgent, S extends RegisteredSupervisor = RegisteredSupervisor> {
   /** Told when an agent joins or leaves (a runtime with a transport announces them). */
   watcher: { added(agent: A): void; removed(name: string): void } | undefined;
-  private readonly agents = new Map<string, A>();
-  private readonly supervisors = new Map<string, S>();
+  private agents = new Map<string, A>();
+  private supervisors = new Map<string, S>();
   private readonly capable = new Map<string, A[]>();
   private readonly cursor = new Map<string, number>();
   /** The agent {@link Registry.find} found last, and its name: a call from outside the tree looks its recipient up twice (checked, then delivered). */
   private lastName: string | undefined;
   private lastAgent: A | undefined;
 
-  /** Registers a supervisor under its name. */
+  /**
+   * Takes the names of a whole tree checked beforehand (unique and valid, in
+   * the order its members register), so that registering each of them
+   * needs neither a check nor an insertion: a map built name by name once,
+   * not twice. Only into an empty registry; each member still registers.
+   */
+  adopt(agents: Map<string, A>, supervisors: Map<string, S>): void {
+    if (this.agents.size > 0 || this.supervisors.size > 0) throw new Error("Registry.adopt needs an empty registry");
+    this.agents = agents;
+    this.supervisors = supervisors;
+  }
+
+  /** Registers a supervisor under its name (taken already when it was adopted). */
   registerSupervisor(supervisor: S): void {
+    if (this.supervisors.get(supervisor.name) === supervisor) return;
     this.claim(supervisor.name, "supervisor");
     this.supervisors.set(supervisor.name, supervisor);
   }
 
-  /** Registers an agent under its name and capabilities. */
+  /** Registers an agent under its name (taken already when it was adopted) and capabilities. */
   register(agent: A): void {
-    this.claim(agent.name, "agent");
-    this.agents.set(agent.name, agent);
+    if (this.agents.get(agent.name) !== agent) {
+      this.claim(agent.name, "agent");
+      this.agents.set(agent.name, agent);
+    }
     // Indexed: an agent's capabilities are frozen, and for-of over a frozen array allocates, even optimized.
     const capabilities = agent.capabilities;
     for (let i = 0; i < capabilities.length; i++) {

@@ -25,23 +25,32 @@ export function rootOf(root: RuntimeOptions["root"]): SupervisedChild {
   return root as SupervisedChild;
 }
 
+/** The members of a checked tree by name, agents and supervisors apart, in the order they register (depth first, children in order). @internal */
+export interface CheckedTree {
+  readonly agents: Map<string, AgentProcess>;
+  readonly supervisors: Map<string, SupervisedChild>;
+}
+
 /**
  * Checks the whole tree before anything is attached, so a refused
  * construction leaves every agent and supervisor untouched: names valid and
  * unique across agents and supervisors, no instance listed twice, none
- * already belonging to a runtime.
+ * already belonging to a runtime. Returns its members by name, for the
+ * runtime's registry to adopt.
  * @throws {@link DuplicateNameError} when two agents or supervisors share a name
  * @throws {@link InvalidArgumentError} for a bad name, or an instance listed twice or already attached
  * @internal
  */
-export function checkTree(root: SupervisedChild): void {
+export function checkTree(root: SupervisedChild): CheckedTree {
   // One entry per name: an instance met twice finds itself under its own name.
-  const named = new Map<string, SupervisedChild>();
+  const agents = new Map<string, AgentProcess>();
+  const supervisors = new Map<string, SupervisedChild>();
   // A loop, not recursion: a tree built in code may nest deeper than the stack allows.
   const pending: SupervisedChild[] = [root];
   for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
-    const what = node instanceof AgentProcess ? "agent" : "supervisor";
-    const first = typeof node.name === "string" ? named.get(node.name) : undefined;
+    const agent = node instanceof AgentProcess ? (node as AgentProcess) : undefined;
+    const what = agent === undefined ? "supervisor" : "agent";
+    const first = typeof node.name === "string" ? (agents.get(node.name) ?? supervisors.get(node.name)) : undefined;
     if (first === node) {
       throw new InvalidArgumentError(what, `${what} '${node.name}' appears twice in the tree; create one instance per place in the tree`);
     }
@@ -53,13 +62,15 @@ export function checkTree(root: SupervisedChild): void {
       const firstWhat = first instanceof AgentProcess ? "agent" : "supervisor";
       throw new DuplicateNameError(node.name, `${what} name '${node.name}' is already used in this tree by a ${firstWhat}; names of agents and supervisors must be unique`);
     }
-    named.set(node.name, node);
+    if (agent !== undefined) agents.set(agent.name, agent);
+    else supervisors.set(node.name, node);
     if (node instanceof Supervisor || node instanceof DynamicSupervisor) {
       // Pushed last to first, so children are checked in order; no spread, which would pass every child as an argument.
       const children = node.children;
       for (let i = children.length - 1; i >= 0; i--) pending.push(children[i] as SupervisedChild);
     }
   }
+  return { agents, supervisors };
 }
 
 /**

@@ -79,9 +79,10 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     super();
     checkRuntimeOptions(options);
     this.root = rootOf(options.root);
-    checkTree(this.root);
+    const tree = checkTree(this.root);
     this.keepAlive = options.keepAlive ?? true;
     this.services = createServices(options, this, this.stopSignal.signal);
+    this.services.registry.adopt(tree.agents, tree.supervisors);
     this.outside = { sender: OUTSIDE_SENDER, clock: this.services.clock, current: undefined, span: undefined };
     this.controlPath = { services: this.services, outside: this.outside, takesCalls: () => this.takesCalls(), assertStarted: (call) => this.assertStarted(call) };
     this.approvals = new RuntimeApprovals(this.controlPath);

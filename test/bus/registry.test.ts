@@ -84,6 +84,29 @@ describe("Registry names", () => {
   });
 });
 
+describe("Registry.adopt (a checked tree's names, taken whole)", () => {
+  it("registers each adopted member once, keeps the tree's order, and refuses another instance under an adopted name", () => {
+    const registry = new Registry<AgentProcess, SupervisedChild>();
+    const root = new Supervisor("root", { children: [] });
+    const a = agent("a", ["worker"]);
+    const b = agent("b");
+    registry.adopt(new Map([["a", a], ["b", b]]), new Map([["root", root]]));
+    registry.registerSupervisor(root);
+    registry.register(b);
+    registry.register(a);
+    expect(names(registry.all()), "the adopted order, not the order they registered in").toEqual(["a", "b"]);
+    const c = agent("c", ["worker"]);
+    registry.register(c);
+    const turns = [registry.withCapability("worker"), registry.withCapability("worker"), registry.withCapability("worker")];
+    expect(names(turns), "an adopted agent's capabilities are recorded as it registers, once").toEqual(["a", "c", "a"]);
+    throwsWithCode(() => registry.register(agent("a")), "DUPLICATE_NAME");
+    throwsWithCode(() => registry.register(agent("root")), "DUPLICATE_NAME");
+    throwsWithCode(() => registry.registerSupervisor(new Supervisor("b", { children: [] })), "DUPLICATE_NAME");
+    expect(registry.get("a")).toBe(a);
+    expect(() => registry.adopt(new Map(), new Map())).toThrow("empty registry");
+  });
+});
+
 describe("Registry lookups", () => {
   function populated(): Registry<AgentProcess, SupervisedChild> {
     const registry = new Registry<AgentProcess, SupervisedChild>();
