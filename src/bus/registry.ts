@@ -38,29 +38,38 @@ export class Registry<A extends RegisteredAgent = RegisteredAgent, S extends Reg
   /** The agent {@link Registry.find} found last, and its name: a call from outside the tree looks its recipient up twice (checked, then delivered). */
   private lastName: string | undefined;
   private lastAgent: A | undefined;
+  /** Between {@link Registry.adopt} and {@link Registry.adopted}: only members of the adopted tree register, under names it holds already. */
+  private adopting = false;
 
   /**
    * Takes the names of a whole tree checked beforehand (unique and valid, in
    * the order its members register), so that registering each of them
-   * needs neither a check nor an insertion: a map built name by name once,
-   * not twice. Only into an empty registry; each member still registers.
+   * needs neither a check nor a lookup (a lookup in a map of 100,000 names
+   * is a cache miss) until {@link Registry.adopted}. Only into an empty
+   * registry; each member still registers (its capabilities).
    */
   adopt(agents: Map<string, A>, supervisors: Map<string, S>): void {
     if (this.agents.size > 0 || this.supervisors.size > 0) throw new Error("Registry.adopt needs an empty registry");
     this.agents = agents;
     this.supervisors = supervisors;
+    this.adopting = true;
   }
 
-  /** Registers a supervisor under its name (taken already when it was adopted). */
+  /** The adopted tree has attached: every registration from now on is checked and inserted. */
+  adopted(): void {
+    this.adopting = false;
+  }
+
+  /** Registers a supervisor under its name (taken already while its tree is adopted). */
   registerSupervisor(supervisor: S): void {
-    if (this.supervisors.get(supervisor.name) === supervisor) return;
+    if (this.adopting) return;
     this.claim(supervisor.name, "supervisor");
     this.supervisors.set(supervisor.name, supervisor);
   }
 
-  /** Registers an agent under its name (taken already when it was adopted) and capabilities. */
+  /** Registers an agent under its name (taken already while its tree is adopted) and capabilities. */
   register(agent: A): void {
-    if (this.agents.get(agent.name) !== agent) {
+    if (!this.adopting) {
       this.claim(agent.name, "agent");
       this.agents.set(agent.name, agent);
     }

@@ -88,6 +88,7 @@ export class Runtime extends EventEmitter<RuntimeEvents> implements ChildParent 
     this.approvals = new RuntimeApprovals(this.controlPath);
     this.transportHost = options.transport === undefined ? undefined : attachTransport(options.transport, this.services, this);
     this.root[attachChild](this, this.services);
+    this.services.registry.adopted();
   }
 
   /**

@@ -94,6 +94,7 @@ describe("Registry.adopt (a checked tree's names, taken whole)", () => {
     registry.registerSupervisor(root);
     registry.register(b);
     registry.register(a);
+    registry.adopted();
     expect(names(registry.all()), "the adopted order, not the order they registered in").toEqual(["a", "b"]);
     const c = agent("c", ["worker"]);
     registry.register(c);
