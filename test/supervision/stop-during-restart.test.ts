@@ -8,7 +8,7 @@
  */
 
 import { describe, expect, it } from "vitest";
-import { AgentProcess, Supervisor, DynamicSupervisor, ProcessStatus, type Message } from "../../src/index.js";
+import { AgentProcess, Supervisor, DynamicSupervisor, ProcessStatus, type AgentFactory, type JsonObject, type Message } from "../../src/index.js";
 import { runtimes, sleep, whenStarted, until } from "../support/runtimes.js";
 import { besideCrasher } from "../support/probe-agents.js";
 
@@ -44,14 +44,23 @@ describe("Supervisor (static) stopped by its parent while restarting a child who
   });
 });
 
+/**
+ * `w` of class `Agent` under a DynamicSupervisor `dyn` beside a crasher (a
+ * ONE_FOR_ALL root), crashed by `crash` and in its restart's onStart.
+ */
+async function restartingUnderDyn<A extends HangsOnRestart | HeldRestart>(Agent: AgentFactory<A>, shutdownTimeoutMs: number, crash: JsonObject) {
+  const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
+  const { root, crasher } = besideCrasher(dyn);
+  const rt = await whenStarted(runtime(root));
+  const w = await dyn.spawn(Agent, "w", { shutdownTimeoutMs });
+  await rt.send("w", crash);
+  await until(() => w.restartStarted, "the restart's onStart", 1000, 2);
+  return { dyn, rt, w, crasher };
+}
+
 describe("a DynamicSupervisor stopped while a child restarts", () => {
   it("is bounded by the child's shutdownTimeoutMs (as a despawn of a starting child is), not held by its hanging onStart", async () => {
-    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
-    const { root, crasher } = besideCrasher(dyn);
-    const rt = await whenStarted(runtime(root));
-    const w = await dyn.spawn(HangsOnRestart, "w", { shutdownTimeoutMs: 50 });
-    await rt.send("w", {});
-    await until(() => w.restartStarted, "the restart's onStart", 1000, 2);
+    const { dyn, rt, crasher } = await restartingUnderDyn(HangsOnRestart, 50, {});
     // A sibling crash makes root restart every child: dyn is stopped (not by runtime.stop()).
     await rt.send("crasher", {});
     await sleep(400);
@@ -94,12 +103,7 @@ describe("a DynamicSupervisor's child stopped with drain 'all' while its restart
 
 describe("a DynamicSupervisor stopped by its parent while a child's restart is in onStart, then that child stopped with drain 'all'", () => {
   it("stops the child as the parent's stop asked (drain 'current'), the later stop joining it: what was queued is not handled", async () => {
-    const dyn = new DynamicSupervisor("dyn", { backoffBaseMs: 0 });
-    const { root, crasher } = besideCrasher(dyn);
-    const rt = await whenStarted(runtime(root));
-    const w = await dyn.spawn(HeldRestart, "w", { shutdownTimeoutMs: 5_000 });
-    await rt.send("w", { crash: true });
-    await until(() => w.restartStarted, "the restart's onStart", 1000, 2);
+    const { dyn, rt, w, crasher } = await restartingUnderDyn(HeldRestart, 5_000, { crash: true });
     // A sibling crash: root stops dyn (and with it w, in its restart's onStart), then starts both again.
     await rt.send("crasher", {});
     await until(() => dyn.status === ProcessStatus.STOPPING, "dyn's stop", 1000, 2);
