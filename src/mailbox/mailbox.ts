@@ -6,7 +6,7 @@ import { isExpired, type Message } from "../message/message.js";
 import { snapshotMessage } from "../message/snapshot.js";
 import { checkClock, systemClock, type Clock } from "../time/clock.js";
 import { Deque } from "./deque.js";
-import { Lane } from "./lane.js";
+import { checkCapacity, DEFAULT_PRIORITY_CAPACITY, Lane, unusedPriorityLane, writableLane } from "./lane.js";
 import { pendingPromise, settlers } from "./settlers.js";
 import type { MailboxOptions, MailboxWaitOptions, WaitingPut } from "./mailbox-options.js";
 import { installMailboxInternals, RESOLVED } from "./mailbox-internals.js";
@@ -55,7 +55,8 @@ export interface MailboxKeeper {
  */
 export class Mailbox {
   private readonly business: Lane;
-  private readonly priority: Lane;
+  /** The shared unused lane until the first priority put (see lane.ts). */
+  private priority: Lane;
   /** Pending `get`/`getPriority` calls, created on first need: an agent's loop never waits this way. */
   private waiting: Waiting | undefined;
   private readonly clock: Clock;
@@ -101,7 +102,7 @@ export class Mailbox {
       throw new InvalidArgumentError("options", `new Mailbox(options) needs an options object (or nothing), got ${describeValue(options)}`);
     }
     this.business = new Lane(checkCapacity("capacity", options.capacity ?? 1000));
-    this.priority = new Lane(checkCapacity("priorityCapacity", options.priorityCapacity ?? 100));
+    this.priority = unusedPriorityLane(checkCapacity("priorityCapacity", options.priorityCapacity ?? DEFAULT_PRIORITY_CAPACITY));
     const clock = checkClock(options.clock ?? systemClock, "Mailbox");
     if (options.onExpired !== undefined && typeof options.onExpired !== "function") {
       throw new InvalidArgumentError("onExpired", `Mailbox option onExpired must be a function called with each expired message, got ${describeValue(options.onExpired)}`);
@@ -297,7 +298,7 @@ export class Mailbox {
     if (typeof priority !== "number") {
       throw new InvalidArgumentError("message", `a mailbox takes messages (objects with a numeric priority, see createMessage), got ${describeValue(message)}`);
     }
-    return priority >= 1 ? this.priority : this.business;
+    return priority >= 1 ? (this.priority = writableLane(this.priority)) : this.business;
   }
 
   /** Puts `message` in `lane` (or hands it to a waiting getter); returns what the keeper answered for a business message. */
@@ -391,11 +392,4 @@ function rejection<T>(reason: unknown): Promise<T> {
   return new Promise<T>(() => {
     throw reason;
   });
-}
-
-function checkCapacity(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) {
-    throw new InvalidArgumentError(name, `mailbox ${name} must be a positive integer, got ${String(value)}`);
-  }
-  return value;
 }

@@ -1,5 +1,6 @@
 import { describeValue } from "../errors/civitas-error.js";
 import { InvalidArgumentError } from "../errors/errors.js";
+import { DEFAULT_PRIORITY_CAPACITY } from "../mailbox/lane.js";
 import type { ApprovalPolicy } from "../approvals/approval-types.js";
 
 /** Options every agent accepts as the second constructor argument. */
@@ -68,7 +69,7 @@ const NO_CAPABILITIES: readonly string[] = Object.freeze([]);
 function resolve(options: AgentProcessOptions): ResolvedAgentOptions {
   return Object.freeze({
     mailboxSize: positiveInteger("mailboxSize", options.mailboxSize ?? 1000),
-    priorityMailboxSize: positiveInteger("priorityMailboxSize", options.priorityMailboxSize ?? 100),
+    priorityMailboxSize: positiveInteger("priorityMailboxSize", options.priorityMailboxSize ?? DEFAULT_PRIORITY_CAPACITY),
     maxRetries: nonNegativeInteger("maxRetries", options.maxRetries ?? 3),
     shutdownTimeoutMs: nonNegativeInteger("shutdownTimeoutMs", options.shutdownTimeoutMs ?? 30_000),
     capabilities: options.capabilities === undefined ? NO_CAPABILITIES : Object.freeze(capabilityList(options.capabilities)),

@@ -119,6 +119,33 @@ describe("Mailbox capacities", () => {
   });
 });
 
+  it("mailboxes whose priority lane nothing has been put into yet share nothing: each put lands in its own mailbox only", async () => {
+    // Until its first priority put, a mailbox at the default priority capacity holds no lane of its own (lane.ts).
+    const boxes = [new Mailbox(), new Mailbox(), new Mailbox()];
+    const [a, b, c] = boxes as [Mailbox, Mailbox, Mailbox];
+    expect(a.pollPriority()).toBeUndefined();
+    c.close(); // closing an untouched mailbox, then taking from it, leaves the others as they are
+    expect(c.poll()).toBeUndefined();
+    const first = msg(1);
+    const waiting = b.getPriority();
+    expect(a.offer(first)).toBe(true);
+    forceMessage(a, msg(2));
+    expect([a.prioritySize, b.prioritySize, c.prioritySize]).toEqual([2, 0, 0]);
+    expect(b.pollPriority()).toBeUndefined();
+    const second = msg(1);
+    await b.put(second);
+    expect(await waiting).toStrictEqual(second);
+    expect(a.pollPriority()).toStrictEqual(first);
+    expect([a.prioritySize, b.prioritySize, c.prioritySize]).toEqual([1, 0, 0]);
+    // Full at the default capacity on one mailbox: another still takes its own 100.
+    for (let i = 1; i < 100; i++) expect(a.offer(msg(1))).toBe(true);
+    expect(a.offer(msg(1))).toBe(false);
+    for (let i = 0; i < 100; i++) expect(b.offer(msg(1))).toBe(true);
+    expect(b.offer(msg(1))).toBe(false);
+    expect(() => c.offer(msg(1))).toThrow(MailboxClosedError);
+    expect([a.prioritySize, b.prioritySize, c.prioritySize]).toEqual([100, 100, 0]);
+  });
+
 describe("Mailbox ordering", () => {
   it("get() returns the oldest priority message first, then business messages in FIFO order", async () => {
     const box = new Mailbox();
