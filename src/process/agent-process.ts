@@ -61,14 +61,13 @@ export const clearSuspension: unique symbol = Symbol("civitas.clearSuspension");
 export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements SupervisedChild {
   /** The agent's unique name within its runtime. */
   readonly name: string;
-  /** A UUIDv7 that identifies this instance. */
-  readonly id: string;
   /** Capability tags, kept across restarts. */
   readonly capabilities: readonly string[];
   /** The agent's state: a plain JSON object, persisted by {@link AgentProcess.checkpoint} and restored on every start. */
   state: S;
 
   readonly #runner: ProcessRunner;
+  #id: string | undefined;
 
   /**
    * @param name - unique within the runtime: non-empty, no whitespace or glob characters
@@ -77,12 +76,20 @@ export class AgentProcess<S extends JsonPayload<S> = JsonObject> implements Supe
   constructor(name: string, options?: AgentProcessOptions) {
     assertValidName(name, "agent");
     this.name = name;
-    this.id = uuidv7();
     const resolved = resolveAgentOptions(options);
     this.capabilities = resolved.capabilities;
     // The runner stores and restores the state as the JSON object it is; S only types the subclass's view of it.
     this.#runner = new ProcessRunner(this as unknown as AgentProcess, resolved);
     this.state = {} as S;
+  }
+
+  /**
+   * A UUIDv7 that identifies this instance, made when first read (the
+   * runtime itself never reads it: 100,000 idle agents hold no id they are
+   * never asked for).
+   */
+  get id(): string {
+    return (this.#id ??= uuidv7());
   }
 
   /** The lifecycle status. */

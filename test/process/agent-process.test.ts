@@ -80,6 +80,21 @@ async function until(predicate: () => boolean, timeoutMs = 2000): Promise<void> 
   }
 }
 
+describe("AgentProcess id", () => {
+  it("is a UUIDv7, the same at every read (before and after the start), and differs between instances", async () => {
+    const a = new Recorder("a");
+    const b = new Recorder("b");
+    expect(a.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(a.id).toBe(a.id);
+    expect(b.id).not.toBe(a.id);
+    const first = b.id;
+    const rt = runtime([a, b]);
+    await rt.start();
+    expect(b.id).toBe(first);
+    expect(a.id).not.toBe(b.id);
+  });
+});
+
 describe("AgentProcess lifecycle", () => {
   it("INITIALIZING → RUNNING on start, RUNNING → STOPPING → STOPPED on stop, running onStart/onStop", async () => {
     const agent = new Recorder("rec");
