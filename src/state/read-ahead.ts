@@ -44,21 +44,30 @@ const CHUNK = 1024;
  * for the whole start. A store keeps one while the read-ahead is in use.
  * @internal
  */
-export class RowsAhead<Row extends { readonly name: string }> {
+export class RowsAhead<Row> {
   private rows = new Map<string, Row | null>();
   private next = 0;
 
-  /** `read` returns the rows of those of `names` that have one (and may throw: nothing is then read ahead for them). */
+  /**
+   * `read` returns the rows of those of `names` that have one (and may
+   * throw: nothing is then read ahead for them); `nameOf` tells whose a row is.
+   */
   constructor(
     private readonly names: readonly string[],
     private readonly read: (names: readonly string[]) => Iterable<Row>,
+    private readonly nameOf: (row: Row) => string,
   ) {}
 
   /** The row read ahead for `name` (`null`: it has none), taken once; `undefined` when nothing was read for it. */
   take(name: string): Row | null | undefined {
-    if (!this.rows.has(name) && this.names[this.next] === name) this.readChunk();
-    const row = this.rows.get(name);
-    if (row !== undefined) this.rows.delete(name);
+    let row = this.rows.get(name);
+    if (row === undefined) {
+      if (this.names[this.next] !== name) return undefined;
+      this.readChunk();
+      row = this.rows.get(name);
+      if (row === undefined) return undefined;
+    }
+    this.rows.delete(name);
     return row;
   }
 
@@ -73,7 +82,7 @@ export class RowsAhead<Row extends { readonly name: string }> {
     const rows = new Map<string, Row | null>();
     try {
       for (const name of names) rows.set(name, null);
-      for (const row of this.read(names)) rows.set(row.name, row);
+      for (const row of this.read(names)) rows.set(this.nameOf(row), row);
     } catch {
       rows.clear(); // each get of these names reads, and reports, on its own
     }
