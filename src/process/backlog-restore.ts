@@ -1,10 +1,7 @@
 import type { JsonObject } from "../message/json.js";
 import { queuedBusiness, restoreToFront } from "../mailbox/mailbox-internals.js";
-import { BACKLOG_KEY, readStoredBacklog } from "./durable-backlog.js";
+import { BACKLOG_KEY, NO_MESSAGES, readStoredBacklog } from "./durable-backlog.js";
 import type { ProcessRunner } from "./process-runner.js";
-import type { Message } from "../message/message.js";
-
-const NO_MESSAGES: readonly Message[] = [];
 
 /**
  * At start, after the state is restored: the stored durable backlog goes

@@ -23,6 +23,9 @@ export const BACKLOG_KEY = "_civitas.backlog";
 
 function noop(): void {}
 
+/** The messages of a record without a stored backlog: one list, never changed. */
+export const NO_MESSAGES: readonly Message[] = Object.freeze([]);
+
 /** The entries of every backlog that never held a message: never written to (see {@link DurableBacklog.add}). */
 const NONE: Map<Message, JsonObject> = new Map();
 
@@ -238,17 +241,21 @@ export class DurableBacklog implements MailboxKeeper {
    */
   restore(stored: JsonObject | undefined): void {
     const r = this.runner;
-    const messages = stored === undefined ? [] : readStoredBacklog(r.agent.name, stored);
-    delete r.agent.state[BACKLOG_KEY];
+    const messages = stored === undefined ? NO_MESSAGES : readStoredBacklog(r.agent.name, stored);
+    const state = r.agent.state;
+    if (BACKLOG_KEY in state) delete state[BACKLOG_KEY]; // a delete is a runtime call even for an absent key
     if (this.known || r.box === undefined) {
       this.known = true;
       return;
     }
     this.known = true;
-    const queued = new Set(queuedBusiness(r.box).map((m) => m.id));
-    const fresh = messages.filter((m) => !queued.has(m.id));
-    restoreToFront(r.box, fresh);
-    for (const message of fresh) this.add(message);
+    // Most records hold no backlog: then there is nothing to compare with what is queued.
+    if (messages.length > 0) {
+      const queued = new Set(queuedBusiness(r.box).map((m) => m.id));
+      const fresh = messages.filter((m) => !queued.has(m.id));
+      restoreToFront(r.box, fresh);
+      for (const message of fresh) this.add(message);
+    }
     this.written = this.taken;
   }
 }
@@ -258,9 +265,9 @@ export class DurableBacklog implements MailboxKeeper {
  * @throws {@link StateSchemaError} when it is not an array of wire-form messages
  * @internal
  */
-export function readStoredBacklog(agent: string, state: JsonObject): Message[] {
+export function readStoredBacklog(agent: string, state: JsonObject): readonly Message[] {
   const value = state[BACKLOG_KEY];
-  if (value === undefined) return [];
+  if (value === undefined) return NO_MESSAGES;
   if (!Array.isArray(value)) {
     throw new StateSchemaError(agent, `stored state of '${agent}' has a malformed durable backlog under '${BACKLOG_KEY}' (${describeValue(value)}); it is an array of wire-form messages — restore the record from a backup`);
   }
