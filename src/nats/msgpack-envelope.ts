@@ -1,6 +1,7 @@
 import { Encoder } from "@msgpack/msgpack";
 import type { Message } from "../message/message.js";
 import type { WireMessage } from "../message/wire.js";
+import { utf8Write } from "./buffer-natives.js";
 import { ATTEMPT, CORRELATION_ID, NO_REPLY, PARENT_SPAN_ID, PAYLOAD, PRIORITY, RECIPIENT, REPLY_TO, SENDER, SPAN_ID, TIMESTAMP, TRACE_FLAGS, TRACE_ID, TTL_MS, TYPE, UNPARENTED_FIRST_ATTEMPT, VERSION_AND_ID } from "./msgpack-keys.js";
 
 const encoder = new Encoder();
@@ -49,7 +50,7 @@ function writeString(value: string): void {
 }
 
 /**
- * From this length on, {@link writeAscii} hands the string to `Buffer#write`:
+ * From this length on, {@link writeAscii} hands the string to Node's UTF-8 writer (`utf8Write`):
  * ids (36 characters) and trace ids (32) are ropes (see message/ids.ts),
  * which reading char by char first flattens into a copy; the native write
  * reads them as they are, and costs less from about this length on.
@@ -75,7 +76,7 @@ function writeAscii(value: string): boolean {
   }
   if (native) {
     // Its UTF-8 is as long as the string only when every character is ASCII (any other takes 2 or more bytes).
-    if (slab.write(value, p, 3 * length, "utf8") !== length) return false;
+    if (utf8Write.call(slab, value, p, 3 * length) !== length) return false;
   } else {
     // One test after the loop, not one per character: anything written past a non-ASCII one is written over.
     let any = 0;
@@ -106,7 +107,7 @@ function writeUtf8String(value: string): void {
     view.setUint32(pos, length);
     pos += 4;
   }
-  pos += slab.write(value, pos, length, "utf8");
+  pos += utf8Write.call(slab, value, pos, length);
 }
 
 /** Writes a run of constant bytes at once (for a dozen bytes or fewer, {@link writeKey}'s loop costs less than `set`). */
@@ -325,6 +326,8 @@ export function encodeMsgpackShared(message: Message): Uint8Array {
  */
 const head = new Uint8Array(256);
 let headLength = 0;
+/** The first {@link headLength} bytes of {@link head}, copied with one `set` (past a dozen bytes a byte loop costs more). */
+let headBytes = head.subarray(0, 0);
 let headType = "";
 let headSender = "";
 let headRecipient = "";
@@ -332,12 +335,9 @@ let headRecipient = "";
 /** Writes `type`, `sender` and `recipient` with their keys, from {@link head} when they repeat the last envelope's. */
 function writeHead(type: string, sender: string, recipient: string): void {
   if (headLength > 0 && type === headType && sender === headSender && recipient === headRecipient) {
-    const length = headLength;
-    room(length);
-    const o = out;
-    const p = pos;
-    for (let i = 0; i < length; i++) o[p + i] = head[i] as number;
-    pos = p + length;
+    room(headLength);
+    out.set(headBytes, pos);
+    pos += headLength;
     return;
   }
   // Counted from the envelope's start: a buffer that grows meanwhile moves the envelope.
@@ -357,6 +357,7 @@ function writeHead(type: string, sender: string, recipient: string): void {
   headSender = sender;
   headRecipient = recipient;
   headLength = length;
+  headBytes = head.subarray(0, length);
 }
 
 function writeMessage(m: Message): void {

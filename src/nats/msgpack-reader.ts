@@ -3,7 +3,7 @@ import type { Message } from "../message/message.js";
 import { wireSecondsToMs } from "../message/from-wire.js";
 import { WIRE_SCHEMA_VERSION } from "../message/wire.js";
 import { KEY_BYTES, KEY_STARTS } from "./msgpack-keys.js";
-import { latin1Slice } from "./latin1-slice.js";
+import { latin1Slice } from "./buffer-natives.js";
 import { shortAscii } from "./short-ascii.js";
 import { Layout } from "./envelope-layout.js";
 
@@ -65,7 +65,7 @@ function text(length: number): string {
   need(length);
   const end = pos + length;
   if (allAscii(pos, end)) {
-    const ascii = length <= 12 ? shortAscii(bytes, pos, length) : buffer !== undefined ? latin1Slice.call(buffer, pos, end) : undefined;
+    const ascii = length <= 16 ? shortAscii(bytes, pos, length) : buffer !== undefined ? latin1Slice.call(buffer, pos, end) : undefined;
     if (ascii !== undefined) {
       pos = end;
       return ascii;
