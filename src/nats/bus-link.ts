@@ -20,8 +20,25 @@ async function withDeadline(work: Promise<unknown>, ms: number): Promise<void> {
   }
 }
 
-/** How many bytes the outbox holds before it hands them to the connection without waiting for the end of the turn (nats.js writes to its socket at 32 KiB as well). */
+/**
+ * How many bytes the outbox holds, framing included ({@link PUB_FRAMING}),
+ * before it hands them to the connection without waiting for the end of the
+ * turn: nats.js's own threshold (its `pendingLimit`, 32 KiB), at which it
+ * writes its buffer to the socket at once. Counted as nats.js counts, the
+ * batch's last message is the one that reaches it, so the whole batch goes
+ * out in that one write; counting the payloads alone, nats.js reached it
+ * some way into the batch and wrote the rest in a second, small write.
+ */
 const OUTBOX_BYTES = 32 * 1024;
+
+/**
+ * What nats.js adds to a published message in its buffer besides the
+ * subject: `PUB `, a space, the payload's length in digits and `\r\n`, then
+ * `\r\n` after the payload. Counted as seven digits: a little over for
+ * shorter payloads, so a batch is handed over, if anything, just before
+ * nats.js's threshold (and then written in one write all the same).
+ */
+const PUB_FRAMING = 16;
 
 /** What nats.js refuses in a subject. */
 const WHITESPACE = /\s/;
@@ -189,7 +206,7 @@ export class BusLink {
     this.checkPublishable(subject, data);
     this.queuedSubjects.push(subject);
     this.queuedData.push(data);
-    this.queuedBytes += data.length;
+    this.queuedBytes += data.length + subject.length + PUB_FRAMING;
     if (this.queuedBytes >= OUTBOX_BYTES) this.sendQueued();
     else if (this.queuedSubjects.length === 1) process.nextTick(this.sendQueuedLater);
   }
