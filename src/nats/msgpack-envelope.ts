@@ -1,269 +1,9 @@
-import { Encoder } from "@msgpack/msgpack";
 import type { Message } from "../message/message.js";
 import type { WireMessage } from "../message/wire.js";
-import { utf8Write } from "./buffer-natives.js";
 import { ATTEMPT, CORRELATION_ID, NO_REPLY, PARENT_SPAN_ID, PAYLOAD, PRIORITY, RECIPIENT, REPLY_TO, SENDER, SPAN_ID, TIMESTAMP, TRACE_FLAGS, TRACE_ID, TTL_MS, TYPE, UNPARENTED_FIRST_ATTEMPT, VERSION_AND_ID } from "./msgpack-keys.js";
+import { copied, copyEnvelope, envelopeLength, shared, startEnvelope, writeFloat64, writeKey, writePayload, writeSegment, writeString, writeValue } from "./msgpack-value-writer.js";
 
-const encoder = new Encoder();
 const utf8 = new TextEncoder();
-
-/** The size of the buffer envelopes are written into. */
-const SLAB_BYTES = 64 * 1024;
-
-/**
- * The buffer envelopes are written into, at `start`; `pos` is the end of
- * what is written. An envelope returned as a copy leaves `start` where it
- * was; one returned as a view into the buffer ({@link encodeMsgpackShared})
- * moves it past the envelope, so nothing ever writes over a view handed out
- * (a full buffer is replaced, never reused), and a send costs a view instead
- * of a freshly allocated array.
- */
-let slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
-/** {@link slab} as a plain array, which is what is handed out: a `Buffer`'s `slice` is a view, not a copy. */
-let out = new Uint8Array(slab.buffer, slab.byteOffset, slab.length);
-let view = new DataView(out.buffer, out.byteOffset, out.byteLength);
-let start = 0;
-let pos = 0;
-
-function room(bytes: number): void {
-  if (pos + bytes <= out.length) return;
-  const written = pos - start;
-  // Not zeroed: only what is written is ever handed out.
-  slab = Buffer.allocUnsafeSlow(Math.max(SLAB_BYTES, (written + bytes) * 2));
-  const bigger = new Uint8Array(slab.buffer, slab.byteOffset, slab.length);
-  bigger.set(out.subarray(start, pos));
-  out = bigger;
-  view = new DataView(out.buffer, out.byteOffset, out.byteLength);
-  start = 0;
-  pos = written;
-}
-
-/** The envelope just written, as a copy of its own. */
-function copied(): Uint8Array {
-  const bytes = out.slice(start, pos);
-  pos = start;
-  return bytes;
-}
-
-function writeString(value: string): void {
-  if (!writeAscii(value)) writeUtf8String(value);
-}
-
-/**
- * From this length on, {@link writeAscii} hands the string to Node's UTF-8 writer (`utf8Write`):
- * ids (36 characters) and trace ids (32) are ropes (see message/ids.ts),
- * which reading char by char first flattens into a copy; the native write
- * reads them as they are, and costs less from about this length on.
- */
-const NATIVE_FROM = 24;
-
-/**
- * Writes a string of under 256 ASCII characters (names, ids, types) — its
- * UTF-8 length is its length, and TextEncoder's call costs more — or
- * returns `false`, having written nothing.
- */
-function writeAscii(value: string): boolean {
-  const length = value.length;
-  if (length >= 0x100) return false;
-  const native = length >= NATIVE_FROM;
-  room(native ? 3 * length + 2 : length + 2);
-  const o = out;
-  let p = pos;
-  if (length < 32) o[p++] = 0xa0 | length;
-  else {
-    o[p++] = 0xd9;
-    o[p++] = length;
-  }
-  if (native) {
-    // Its UTF-8 is as long as the string only when every character is ASCII (any other takes 2 or more bytes).
-    if (utf8Write.call(slab, value, p, 3 * length) !== length) return false;
-  } else {
-    // One test after the loop, not one per character: anything written past a non-ASCII one is written over.
-    let any = 0;
-    for (let i = 0; i < length; i++) {
-      const code = value.charCodeAt(i);
-      any |= code;
-      o[p + i] = code;
-    }
-    if (any >= 0x80) return false;
-  }
-  pos = p + length;
-  return true;
-}
-
-function writeUtf8String(value: string): void {
-  const length = Buffer.byteLength(value, "utf8");
-  room(length + 5);
-  if (length < 32) out[pos++] = 0xa0 | length;
-  else if (length < 0x100) {
-    out[pos++] = 0xd9;
-    out[pos++] = length;
-  } else if (length < 0x10000) {
-    out[pos++] = 0xda;
-    view.setUint16(pos, length);
-    pos += 2;
-  } else {
-    out[pos++] = 0xdb;
-    view.setUint32(pos, length);
-    pos += 4;
-  }
-  pos += utf8Write.call(slab, value, pos, length);
-}
-
-/** Writes a run of constant bytes at once (for a dozen bytes or fewer, {@link writeKey}'s loop costs less than `set`). */
-function writeSegment(bytes: Uint8Array): void {
-  room(bytes.length);
-  out.set(bytes, pos);
-  pos += bytes.length;
-}
-
-/** Writes a key's bytes (byte by byte: `set` costs more for a dozen bytes). */
-function writeKey(key: Uint8Array): void {
-  const length = key.length;
-  room(length);
-  const o = out;
-  const p = pos;
-  for (let i = 0; i < length; i++) o[p + i] = key[i] as number;
-  pos = p + length;
-}
-
-function writeFloat64(value: number): void {
-  room(9);
-  out[pos++] = 0xcb;
-  view.setFloat64(pos, value);
-  pos += 8;
-}
-
-function writeBytes(bytes: Uint8Array): void {
-  room(bytes.length);
-  out.set(bytes, pos);
-  pos += bytes.length;
-}
-
-/** Any other value (the payload, a number that is not a small non-negative integer): as `@msgpack/msgpack` writes it. */
-function writeValue(value: unknown): void {
-  if (typeof value === "string") writeString(value);
-  else if (value === null) {
-    room(1);
-    out[pos++] = 0xc0;
-  } else if (typeof value === "number" && Number.isInteger(value) && value >= 0 && value < 0x80) {
-    room(1);
-    out[pos++] = value;
-  } else writeBytes(encoder.encodeSharedRef(value));
-}
-
-/** Nesting {@link writePlainJson} follows; a deeper payload is left to `@msgpack/msgpack` (whose limit is 100). */
-const MAX_PLAIN_DEPTH = 32;
-
-/**
- * Writes a payload made of plain objects, arrays, ASCII strings, numbers,
- * booleans and `null` byte for byte as `@msgpack/msgpack` does (smallest
- * integer form, other numbers as float64, map keys in `Object.keys` order);
- * returns `false`, having written part of it, at anything else (non-ASCII
- * text, `undefined`, another kind of object, deep nesting), for the caller to
- * hand the whole payload to `@msgpack/msgpack` instead.
- */
-function writePlainJson(value: unknown, depth: number): boolean {
-  switch (typeof value) {
-    case "string":
-      return writeAscii(value);
-    case "boolean":
-      room(1);
-      out[pos++] = value ? 0xc3 : 0xc2;
-      return true;
-    case "number":
-      writeNumber(value);
-      return true;
-    case "object": {
-      if (value === null) {
-        room(1);
-        out[pos++] = 0xc0;
-        return true;
-      }
-      if (depth >= MAX_PLAIN_DEPTH) return false;
-      if (Array.isArray(value)) {
-        writeHeader(value.length, 0x90, 0xdc);
-        for (const item of value as unknown[]) if (!writePlainJson(item, depth + 1)) return false;
-        return true;
-      }
-      const proto: unknown = Object.getPrototypeOf(value);
-      if (proto !== Object.prototype && proto !== null) return false;
-      const keys = Object.keys(value);
-      writeHeader(keys.length, 0x80, 0xde);
-      for (const key of keys) if (!writeAscii(key) || !writePlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
-      return true;
-    }
-    default:
-      return false;
-  }
-}
-
-/** A fixarray/fixmap (`fix`), 16-bit (`wide`) or 32-bit (`wide + 1`) header of `count` entries. */
-function writeHeader(count: number, fix: number, wide: number): void {
-  room(5);
-  if (count < 16) out[pos++] = fix | count;
-  else if (count < 0x10000) {
-    out[pos++] = wide;
-    view.setUint16(pos, count);
-    pos += 2;
-  } else {
-    out[pos++] = wide + 1;
-    view.setUint32(pos, count);
-    pos += 4;
-  }
-}
-
-/** A number as `@msgpack/msgpack` writes one: safe integers in their smallest form, anything else as float64. */
-function writeNumber(value: number): void {
-  room(9);
-  if (!Number.isSafeInteger(value)) writeFloat64(value);
-  else if (value >= 0) {
-    if (value < 0x80) out[pos++] = value;
-    else if (value < 0x100) {
-      out[pos++] = 0xcc;
-      out[pos++] = value;
-    } else if (value < 0x10000) {
-      out[pos++] = 0xcd;
-      view.setUint16(pos, value);
-      pos += 2;
-    } else if (value < 0x1_0000_0000) {
-      out[pos++] = 0xce;
-      view.setUint32(pos, value);
-      pos += 4;
-    } else {
-      out[pos++] = 0xcf;
-      view.setUint32(pos, Math.floor(value / 0x1_0000_0000));
-      view.setUint32(pos + 4, value >>> 0);
-      pos += 8;
-    }
-  } else if (value >= -0x20) out[pos++] = value & 0xff;
-  else if (value >= -0x80) {
-    out[pos++] = 0xd0;
-    view.setInt8(pos++, value);
-  } else if (value >= -0x8000) {
-    out[pos++] = 0xd1;
-    view.setInt16(pos, value);
-    pos += 2;
-  } else if (value >= -0x8000_0000) {
-    out[pos++] = 0xd2;
-    view.setInt32(pos, value);
-    pos += 4;
-  } else {
-    out[pos++] = 0xd3;
-    view.setInt32(pos, Math.floor(value / 0x1_0000_0000));
-    view.setUint32(pos + 4, value >>> 0);
-    pos += 8;
-  }
-}
-
-/** The payload: by {@link writePlainJson} when it can, else by `@msgpack/msgpack` (the same bytes either way). */
-function writePayload(payload: unknown): void {
-  // Counted from the envelope's start: a buffer that grows meanwhile moves the envelope.
-  const from = pos - start;
-  if (writePlainJson(payload, 0)) return;
-  pos = start + from;
-  writeBytes(encoder.encodeSharedRef(payload));
-}
 
 /**
  * Writes the envelope as Python's `msgpack.packb(envelope, use_bin_type=True)`
@@ -275,16 +15,9 @@ function writePayload(payload: unknown): void {
  * @internal
  */
 export function encodeMsgpackEnvelope(wire: WireMessage): Uint8Array {
-  pos = start;
   let count = 0;
   for (const _key in wire) count++;
-  room(3);
-  if (count < 16) out[pos++] = 0x80 | count;
-  else {
-    out[pos++] = 0xde;
-    out[pos++] = count >> 8;
-    out[pos++] = count & 0xff;
-  }
+  startEnvelope(count);
   for (const key in wire) {
     const value: unknown = (wire as unknown as Record<string, unknown>)[key];
     writeString(key);
@@ -313,9 +46,7 @@ export function encodeMsgpackMessage(message: Message): Uint8Array {
  */
 export function encodeMsgpackShared(message: Message): Uint8Array {
   writeMessage(message);
-  const bytes = out.subarray(start, pos);
-  start = pos;
-  return bytes;
+  return shared();
 }
 
 /**
@@ -335,24 +66,21 @@ let headRecipient = "";
 /** Writes `type`, `sender` and `recipient` with their keys, from {@link head} when they repeat the last envelope's. */
 function writeHead(type: string, sender: string, recipient: string): void {
   if (headLength > 0 && type === headType && sender === headSender && recipient === headRecipient) {
-    room(headLength);
-    out.set(headBytes, pos);
-    pos += headLength;
+    writeSegment(headBytes);
     return;
   }
   // Counted from the envelope's start: a buffer that grows meanwhile moves the envelope.
-  const offset = pos - start;
+  const offset = envelopeLength();
   writeKey(TYPE);
   writeString(type);
   writeKey(SENDER);
   writeString(sender);
   writeKey(RECIPIENT);
   writeString(recipient);
-  const from = start + offset;
-  const length = pos - from;
+  const length = envelopeLength() - offset;
   headLength = 0;
   if (length > head.length) return;
-  for (let i = 0; i < length; i++) head[i] = out[from + i] as number;
+  copyEnvelope(offset, head);
   headType = type;
   headSender = sender;
   headRecipient = recipient;
@@ -361,14 +89,7 @@ function writeHead(type: string, sender: string, recipient: string): void {
 }
 
 function writeMessage(m: Message): void {
-  pos = start;
-  room(3);
-  const extras = (m.ttlMs == null ? 0 : 1) + (m.traceFlags == null ? 0 : 1);
-  if (extras === 2) {
-    out[pos++] = 0xde;
-    out[pos++] = 0x00;
-    out[pos++] = 0x10;
-  } else out[pos++] = 0x8e + extras;
+  startEnvelope(14 + (m.ttlMs == null ? 0 : 1) + (m.traceFlags == null ? 0 : 1));
   writeSegment(VERSION_AND_ID);
   writeString(m.id);
   writeHead(m.type, m.sender, m.recipient);
