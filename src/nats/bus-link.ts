@@ -24,10 +24,11 @@ async function withDeadline(work: Promise<unknown>, ms: number): Promise<void> {
  * How many bytes the outbox holds, framing included ({@link PUB_FRAMING}),
  * before it hands them to the connection without waiting for the end of the
  * turn: nats.js's own threshold (its `pendingLimit`, 32 KiB), at which it
- * writes its buffer to the socket at once. Counted as nats.js counts, the
- * batch's last message is the one that reaches it, so the whole batch goes
- * out in that one write; counting the payloads alone, nats.js reached it
- * some way into the batch and wrote the rest in a second, small write.
+ * writes its buffer to the socket at once. Counted as nats.js counts (a
+ * little over), a batch is handed over just before nats.js's buffer reaches
+ * that threshold, and nats.js writes it whole a microtask later, in one
+ * write; counting the payloads alone, nats.js reached it some way into the
+ * batch and wrote the rest in a second, small write.
  */
 const OUTBOX_BYTES = 32 * 1024;
 
