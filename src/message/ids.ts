@@ -55,6 +55,22 @@ let lastMs = -1;
 let counter = 0;
 let prefix = "";
 let suffix = "";
+/** Bumped whenever {@link prefix} or {@link suffix} changes, so {@link copyMinted} knows when {@link idBytes} is stale. */
+let idGeneration = 0;
+
+/**
+ * Whether the ids, trace ids and span ids minted are remembered for
+ * {@link copyMinted}: turned on by an encoder that copies them (the NATS
+ * envelope writer, when it is loaded), so that a runtime without one does
+ * not pay a store per id. The stores are a write barrier's worth each: a
+ * young string kept by an old module.
+ */
+let remembering = false;
+/** The id {@link uuidv7} returned last, while {@link remembering}. */
+let lastId = "";
+/** The bytes of {@link lastId} except its counter's three (15-17), as of {@link idBytesGeneration}. */
+const idBytes = new Uint8Array(36);
+let idBytesGeneration = -1;
 
 /**
  * A UUIDv7 (RFC 9562): 48 bits of epoch milliseconds, a 12-bit counter that
@@ -88,18 +104,24 @@ export function uuidv7(nowMs: number = nowDefault()): string {
   // '.' or '-' into the hex timestamp field.
   const ms = Number.isFinite(nowMs) ? Math.max(0, Math.floor(nowMs)) : nowDefault();
   if (ms === lastMs || (ms < lastMs && lastMs - ms <= CLOCK_STEP_MS)) {
-    if (++counter <= 0xfff) return prefix + (HEX3[counter] as string) + suffix;
+    if (++counter <= 0xfff) return minted(prefix + (HEX3[counter] as string) + suffix);
     // Counter overflow: move on to the next millisecond (RFC 9562 §6.2, method 1).
     // At the very end of the 48-bit range there is none: draw a new random suffix instead.
     if (lastMs < MAX_MS) startMillisecond(lastMs + 1);
     else {
       counter = 0;
       suffix = randomSuffix();
+      idGeneration++;
     }
   } else {
     startMillisecond(ms);
   }
-  return prefix + (HEX3[counter] as string) + suffix;
+  return minted(prefix + (HEX3[counter] as string) + suffix);
+}
+
+function minted(id: string): string {
+  if (remembering) lastId = id;
+  return id;
 }
 
 /** Starts the sequence of ids of millisecond `ms`: its prefix, a random counter start and a random suffix. */
@@ -108,6 +130,7 @@ function startMillisecond(ms: number): void {
   prefix = millisecondPrefix(ms);
   counter = (pool[take(1)] as number) << 3; // a random start leaves room to count up within the millisecond
   suffix = randomSuffix();
+  idGeneration++;
 }
 
 /** `tttttttt-tttt-7`: the timestamp and version of every id minted in millisecond `ms`. */
@@ -137,12 +160,21 @@ function randomSuffix(): string {
 
 let traceCounter = 0xfff;
 let tracePrefix = "";
+let lastTraceId = "";
+/** The bytes of {@link lastTraceId} but its counter's, from {@link traceBytesPrefix}. */
+const traceBytes = new Uint8Array(32);
+let traceBytesPrefix = "";
 let spanCounter = 0xfff;
 let spanPrefix = "";
+let lastSpanId = "";
+/** The bytes of {@link lastSpanId} but its counter's, from {@link spanBytesPrefix}. */
+const spanBytes = new Uint8Array(16);
+let spanBytesPrefix = "";
 
 /** `length` random hex characters, as one flat string. */
 function randomHex(length: number): string {
-  return scratch.toString("latin1", 0, writeHex(0, take(Math.ceil(length / 2)), Math.ceil(length / 2))).slice(0, length);
+  writeHex(0, take(Math.ceil(length / 2)), Math.ceil(length / 2));
+  return scratch.toString("latin1", 0, length);
 }
 
 /**
@@ -156,7 +188,9 @@ export function newTraceId(): string {
     traceCounter = 1;
     tracePrefix = randomHex(29);
   }
-  return tracePrefix + (HEX3[traceCounter] as string);
+  const id = tracePrefix + (HEX3[traceCounter] as string);
+  if (remembering) lastTraceId = id;
+  return id;
 }
 
 /** A W3C span id (16 lowercase hex characters): 52 random bits per block of 4,095 ids, then a counter (never all zeros). */
@@ -165,7 +199,64 @@ export function newSpanId(): string {
     spanCounter = 1;
     spanPrefix = randomHex(13);
   }
-  return spanPrefix + (HEX3[spanCounter] as string);
+  const id = spanPrefix + (HEX3[spanCounter] as string);
+  if (remembering) lastSpanId = id;
+  return id;
+}
+
+/**
+ * Copies `value` as ASCII into `into` at `at` when it is the id, trace id or
+ * span id minted last (the very string this module returned), from the
+ * bytes it was made of, and says whether it did (writing nothing when not).
+ * An encoder writes a message it was handed right after it was composed
+ * this way: the ids are ropes (a prefix, a counter, a suffix), which reading
+ * character by character, or writing through Node's native string writer,
+ * first flattens into a copy.
+ * @internal
+ */
+export function copyMinted(value: string, into: Uint8Array, at: number): boolean {
+  if (value === lastId) {
+    if (idBytesGeneration !== idGeneration) {
+      writeText(idBytes, 0, prefix);
+      writeText(idBytes, 18, suffix);
+      idBytesGeneration = idGeneration;
+    }
+    return copyCounted(idBytes, 15, counter, into, at);
+  }
+  if (value === lastTraceId) {
+    // Flat strings made once per 4,095 ids: the same one is the same object, and `!==` a pointer comparison.
+    if (traceBytesPrefix !== tracePrefix) traceBytesPrefix = writeText(traceBytes, 0, tracePrefix);
+    return copyCounted(traceBytes, 29, traceCounter, into, at);
+  }
+  if (value === lastSpanId) {
+    if (spanBytesPrefix !== spanPrefix) spanBytesPrefix = writeText(spanBytes, 0, spanPrefix);
+    return copyCounted(spanBytes, 13, spanCounter, into, at);
+  }
+  return false;
+}
+
+/**
+ * Turns on remembering the ids minted, for {@link copyMinted}: called once by
+ * an encoder that copies them.
+ * @internal
+ */
+export function rememberMinted(): void {
+  remembering = true;
+}
+
+/** Writes the latin1 `text` (a flat string this module made) into `bytes` at `at`, and returns it. */
+function writeText(bytes: Uint8Array, at: number, text: string): string {
+  for (let i = 0; i < text.length; i++) bytes[at + i] = text.charCodeAt(i);
+  return text;
+}
+
+/** Copies `bytes` into `into` at `at`, with the three hex digits of `count` at `countAt` (one `set`: a byte loop costs more for 16 bytes and up). */
+function copyCounted(bytes: Uint8Array, countAt: number, count: number, into: Uint8Array, at: number): true {
+  into.set(bytes, at);
+  into[at + countAt] = HEX_DIGITS[count >> 8] as number;
+  into[at + countAt + 1] = HEX_DIGITS[(count >> 4) & 0x0f] as number;
+  into[at + countAt + 2] = HEX_DIGITS[count & 0x0f] as number;
+  return true;
 }
 
 /**
@@ -183,6 +274,10 @@ export function useIdSource(source?: { fill(buffer: Buffer): void; now(): number
   counter = 0;
   prefix = "";
   suffix = "";
+  lastId = "";
+  idGeneration++;
   traceCounter = 0xfff;
+  lastTraceId = "";
   spanCounter = 0xfff;
+  lastSpanId = "";
 }

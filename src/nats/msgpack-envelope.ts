@@ -1,7 +1,7 @@
 import type { Message } from "../message/message.js";
 import type { WireMessage } from "../message/wire.js";
-import { ATTEMPT, CORRELATION_ID, NO_REPLY, PARENT_SPAN_ID, PAYLOAD, PRIORITY, RECIPIENT, REPLY_TO, SENDER, SPAN_ID, TIMESTAMP, TRACE_FLAGS, TRACE_ID, TTL_MS, TYPE, UNPARENTED_FIRST_ATTEMPT, VERSION_AND_ID } from "./msgpack-keys.js";
-import { copied, copyEnvelope, envelopeLength, shared, startEnvelope, writeFloat64, writeKey, writePayload, writeSegment, writeString, writeValue } from "./msgpack-value-writer.js";
+import { ATTEMPT, CORRELATION_ID, NO_REPLY, PARENT_SPAN_ID, PAYLOAD, PRIORITY, RECIPIENT, REPLY_TO, SENDER, SPAN_ID, TIMESTAMP, TAIL_SPAN_ID, TAIL_TIMESTAMP, TAIL_TRACE_ID, TRACE_FLAGS, TRACE_ID, TTL_MS, TYPE, UNPARENTED_FIRST_ATTEMPT, UNPARENTED_TAIL, VERSION_AND_ID } from "./msgpack-keys.js";
+import { copied, copyEnvelope, envelopeLength, fillAscii, fillFloat64, rewind, shared, startEnvelope, writeFloat64, writeId, writeKey, writePayload, writeSegment, writeString, writeTemplate, writeValue } from "./msgpack-value-writer.js";
 
 const utf8 = new TextEncoder();
 
@@ -50,51 +50,60 @@ export function encodeMsgpackShared(message: Message): Uint8Array {
 }
 
 /**
- * The bytes from the `type` key to the end of the recipient of the last
- * envelope written, and the three strings they were written from: a run of
- * sends from one sender to one agent repeats them, and copies those bytes
- * instead of writing the three strings again.
+ * The bytes from `schema_version` to the end of the recipient — on to the
+ * `payload` key for a message that is neither a request nor a reply — of the
+ * last envelope written with an ASCII id of 36 characters (every id
+ * `uuidv7` mints), its id's slot at {@link FRONT_ID}, and what they were
+ * written from: a run of sends from one sender to one agent repeats them,
+ * and copies them and fills in the id instead of writing its keys and strings again.
  */
-const head = new Uint8Array(256);
-let headLength = 0;
-/** The first {@link headLength} bytes of {@link head}, copied with one `set` (past a dozen bytes a byte loop costs more). */
-let headBytes = head.subarray(0, 0);
-let headType = "";
-let headSender = "";
-let headRecipient = "";
+const front = new Uint8Array(512);
+/** The first bytes of {@link front} that hold the last front, copied with one `set` (past a dozen bytes a byte loop costs more). */
+let frontBytes = front.subarray(0, 0);
+let frontType = "";
+let frontSender = "";
+let frontRecipient = "";
+let frontUnreplied = false;
+/** Where the id goes in {@link front}: after `schema_version`, the `id` key and the id's str8 header. */
+const FRONT_ID = VERSION_AND_ID.length + 2;
+/** The bytes of a 36-character ASCII id with its header. */
+const ID_BYTES = 2 + 36;
 
-/** Writes `type`, `sender` and `recipient` with their keys, from {@link head} when they repeat the last envelope's. */
-function writeHead(type: string, sender: string, recipient: string): void {
-  if (headLength > 0 && type === headType && sender === headSender && recipient === headRecipient) {
-    writeSegment(headBytes);
-    return;
+/** Writes from `schema_version` to the end of the recipient (to the `payload` key when `unreplied`), from {@link front} when it repeats the last front. */
+function writeFront(m: Message, unreplied: boolean): void {
+  if (frontBytes.length > 0 && m.type === frontType && m.sender === frontSender && m.recipient === frontRecipient && unreplied === frontUnreplied && m.id.length === 36) {
+    const at = writeTemplate(frontBytes);
+    if (fillAscii(at + FRONT_ID, m.id)) return;
+    rewind(at);
   }
   // Counted from the envelope's start: a buffer that grows meanwhile moves the envelope.
   const offset = envelopeLength();
+  writeSegment(VERSION_AND_ID);
+  writeId(m.id);
+  const idBytes = envelopeLength() - offset - VERSION_AND_ID.length;
   writeKey(TYPE);
-  writeString(type);
+  writeString(m.type);
   writeKey(SENDER);
-  writeString(sender);
+  writeString(m.sender);
   writeKey(RECIPIENT);
-  writeString(recipient);
+  writeString(m.recipient);
+  if (unreplied) writeSegment(NO_REPLY);
   const length = envelopeLength() - offset;
-  headLength = 0;
-  if (length > head.length) return;
-  copyEnvelope(offset, head);
-  headType = type;
-  headSender = sender;
-  headRecipient = recipient;
-  headLength = length;
-  headBytes = head.subarray(0, length);
+  frontBytes = front.subarray(0, 0);
+  if (m.id.length !== 36 || idBytes !== ID_BYTES || length > front.length) return;
+  copyEnvelope(offset, front);
+  frontType = m.type;
+  frontSender = m.sender;
+  frontRecipient = m.recipient;
+  frontUnreplied = unreplied;
+  frontBytes = front.subarray(0, length);
 }
 
 function writeMessage(m: Message): void {
   startEnvelope(14 + (m.ttlMs == null ? 0 : 1) + (m.traceFlags == null ? 0 : 1));
-  writeSegment(VERSION_AND_ID);
-  writeString(m.id);
-  writeHead(m.type, m.sender, m.recipient);
-  if (m.correlationId == null && m.replyTo == null) writeSegment(NO_REPLY);
-  else {
+  const unreplied = m.correlationId == null && m.replyTo == null;
+  writeFront(m, unreplied);
+  if (!unreplied) {
     writeKey(CORRELATION_ID);
     writeValue(m.correlationId ?? null);
     writeKey(REPLY_TO);
@@ -102,19 +111,21 @@ function writeMessage(m: Message): void {
     writeKey(PAYLOAD);
   }
   writePayload(m.payload);
-  writeKey(TIMESTAMP);
-  writeFloat64(m.timestamp / 1000);
-  writeKey(TRACE_ID);
-  writeString(m.traceId);
-  writeKey(SPAN_ID);
-  writeString(m.spanId);
-  if (m.parentSpanId == null && m.attempt === 0) writeSegment(UNPARENTED_FIRST_ATTEMPT);
-  else {
-    writeKey(PARENT_SPAN_ID);
-    writeValue(m.parentSpanId ?? null);
-    writeKey(ATTEMPT);
-    writeValue(m.attempt);
-    writeKey(PRIORITY);
+  if (m.parentSpanId != null || m.attempt !== 0 || m.traceId.length !== 32 || m.spanId.length !== 16 || !writeUnparentedTail(m)) {
+    writeKey(TIMESTAMP);
+    writeFloat64(m.timestamp / 1000);
+    writeKey(TRACE_ID);
+    writeId(m.traceId);
+    writeKey(SPAN_ID);
+    writeId(m.spanId);
+    if (m.parentSpanId == null && m.attempt === 0) writeSegment(UNPARENTED_FIRST_ATTEMPT);
+    else {
+      writeKey(PARENT_SPAN_ID);
+      writeValue(m.parentSpanId ?? null);
+      writeKey(ATTEMPT);
+      writeValue(m.attempt);
+      writeKey(PRIORITY);
+    }
   }
   writeValue(m.priority);
   if (m.ttlMs != null) {
@@ -125,6 +136,21 @@ function writeMessage(m: Message): void {
     writeKey(TRACE_FLAGS);
     writeValue(m.traceFlags);
   }
+}
+
+/**
+ * Writes from the `timestamp` key to the `priority` key of a message with no
+ * parent span on its first attempt, whose trace and span ids have their
+ * usual lengths, from {@link UNPARENTED_TAIL}: one copy and three values
+ * instead of six keys and values. Returns `false`, having written nothing,
+ * when an id is not ASCII.
+ */
+function writeUnparentedTail(m: Message): boolean {
+  const at = writeTemplate(UNPARENTED_TAIL);
+  fillFloat64(at + TAIL_TIMESTAMP, m.timestamp / 1000);
+  if (fillAscii(at + TAIL_TRACE_ID, m.traceId) && fillAscii(at + TAIL_SPAN_ID, m.spanId)) return true;
+  rewind(at);
+  return false;
 }
 
 /** UTF-8 bytes of `text`. @internal */

@@ -46,6 +46,34 @@ export const NO_REPLY = Uint8Array.from([...keyBytes("correlation_id"), 0xc0, ..
 /** From `parent_span_id` (`null`) to the `priority` key, with `attempt` 0: a message sent outside any handler, on its first attempt. @internal */
 export const UNPARENTED_FIRST_ATTEMPT = Uint8Array.from([...keyBytes("parent_span_id"), 0xc0, ...keyBytes("attempt"), 0x00, ...keyBytes("priority")]);
 
+/**
+ * From the `timestamp` key to the `priority` key of a message with no parent
+ * span, on its first attempt: its keys and headers with slots for the values
+ * that differ from message to message, a float64 timestamp at
+ * {@link TAIL_TIMESTAMP}, a 32-character trace id at {@link TAIL_TRACE_ID}
+ * and a 16-character span id at {@link TAIL_SPAN_ID}.
+ * @internal
+ */
+export const UNPARENTED_TAIL = Uint8Array.from([
+  ...keyBytes("timestamp"),
+  0xcb,
+  ...new Array<number>(8).fill(0),
+  ...keyBytes("trace_id"),
+  0xd9,
+  32,
+  ...new Array<number>(32).fill(0),
+  ...keyBytes("span_id"),
+  0xa0 | 16,
+  ...new Array<number>(16).fill(0),
+  ...UNPARENTED_FIRST_ATTEMPT,
+]);
+/** Where {@link UNPARENTED_TAIL}'s timestamp goes. @internal */
+export const TAIL_TIMESTAMP = 1 + "timestamp".length + 1;
+/** Where {@link UNPARENTED_TAIL}'s trace id goes. @internal */
+export const TAIL_TRACE_ID = TAIL_TIMESTAMP + 8 + 1 + "trace_id".length + 2;
+/** Where {@link UNPARENTED_TAIL}'s span id goes. @internal */
+export const TAIL_SPAN_ID = TAIL_TRACE_ID + 32 + 1 + "span_id".length + 1;
+
 /** The MessagePack bytes of the wire keys (all fixstr) one after another, to compare without decoding; key `i` starts at `KEY_STARTS[i]`. @internal */
 export const KEY_BYTES: Uint8Array = Uint8Array.from(WIRE_KEYS.flatMap((key) => [0xa0 | key.length, ...Buffer.from(key, "latin1")]));
 /** Where key `i` starts in {@link KEY_BYTES}. @internal */

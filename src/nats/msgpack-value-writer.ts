@@ -1,4 +1,5 @@
 import { Encoder } from "@msgpack/msgpack";
+import { copyMinted, rememberMinted } from "../message/ids.js";
 import { utf8Write } from "./buffer-natives.js";
 
 /*
@@ -12,6 +13,9 @@ import { utf8Write } from "./buffer-natives.js";
  */
 
 const encoder = new Encoder();
+
+// Ids, trace ids and span ids are written by copying the bytes they were made of (see writeId, fillAscii).
+rememberMinted();
 
 /** The size of the buffer envelopes are written into. */
 const SLAB_BYTES = 64 * 1024;
@@ -92,6 +96,72 @@ export function shared(): Uint8Array {
 /** A str, as `@msgpack/msgpack` writes it. @internal */
 export function writeString(value: string): void {
   if (!writeAscii(value)) writeUtf8String(value);
+}
+
+/**
+ * A str of an envelope's id, trace id or span id: the one message/ids.ts
+ * minted last is copied from the bytes it was made of (see `copyMinted`),
+ * any other written as a string.
+ * @internal
+ */
+export function writeId(value: string): void {
+  const length = value.length;
+  if (length < 0x100) {
+    room(length + 2);
+    const at = length < 32 ? pos + 1 : pos + 2;
+    if (copyMinted(value, out, at)) {
+      if (length < 32) out[pos] = 0xa0 | length;
+      else {
+        out[pos] = 0xd9;
+        out[pos + 1] = length;
+      }
+      pos = at + length;
+      return;
+    }
+  }
+  writeString(value);
+}
+
+/**
+ * Writes `template` (one `set`) and returns where it starts in the buffer,
+ * for its slots to be filled before anything else is written.
+ * @internal
+ */
+export function writeTemplate(template: Uint8Array): number {
+  room(template.length);
+  const at = pos;
+  out.set(template, at);
+  pos = at + template.length;
+  return at;
+}
+
+/** Fills a template's float64 slot at `at`. @internal */
+export function fillFloat64(at: number, value: number): void {
+  view.setFloat64(at, value);
+}
+
+/**
+ * Fills a template's slot of `value.length` bytes at `at` with ASCII text
+ * (an id): the one message/ids.ts minted last is copied (see `copyMinted`),
+ * any other written char by char. Returns `false`, having written part of
+ * it, when `value` is not ASCII.
+ * @internal
+ */
+export function fillAscii(at: number, value: string): boolean {
+  if (copyMinted(value, out, at)) return true;
+  const o = out;
+  let any = 0;
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    any |= code;
+    o[at + i] = code;
+  }
+  return any < 0x80;
+}
+
+/** Moves the end of what is written back to `at`: a template whose slots could not be filled is written over. @internal */
+export function rewind(at: number): void {
+  pos = at;
 }
 
 /**

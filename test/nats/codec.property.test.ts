@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CivitasError } from "../../src/errors/civitas-error.js";
 import { InvalidWireMessageError } from "../../src/errors/errors.js";
-import { createMessage } from "../../src/message/message.js";
+import { createMessage, type Message } from "../../src/message/message.js";
 import { fromWire } from "../../src/message/from-wire.js";
 import { toWire } from "../../src/message/to-wire.js";
 import { decodeMessage, decodeWire, encodeForBus, encodeMessage, encodeWire, type WireSerializer } from "../../src/nats/codec.js";
@@ -83,6 +83,49 @@ describe("codec round trip", () => {
         }
       }),
       { numRuns: 200 },
+    );
+  });
+
+  it("messages whose ids were just minted, earlier, or are copies of minted ones are written as @msgpack/msgpack writes them (property)", () => {
+    // The ids uuidv7, newTraceId and newSpanId minted last are copied from the bytes they were made of; any
+    // other id, a flat copy of a minted one included, is written from the string. Commands interleave the
+    // cases: a fresh message, a message minted earlier (its ids no longer the last), flat copies, an id that is
+    // not ASCII, a reply or request shape, a child span, and runs that cross a trace counter's 4,095.
+    const earlier: Message[] = [];
+    const command = fc.oneof(
+      fc.record({ kind: fc.constant("fresh" as const), count: fc.integer({ min: 1, max: 5000 }), recipient: fc.constantFrom("b", "c") }),
+      fc.record({ kind: fc.constant("earlier" as const), index: fc.nat() }),
+      fc.record({ kind: fc.constant("flat" as const) }),
+      fc.record({ kind: fc.constant("accented" as const) }),
+      fc.record({ kind: fc.constant("request" as const) }),
+      fc.record({ kind: fc.constant("child" as const) }),
+    );
+    const written = (m: Message): void => {
+      const expected = Buffer.from(msgpackEncode(toWire(m))).toString("hex");
+      expect(Buffer.from(encodeForBus(m, "msgpack")).toString("hex")).toBe(expected);
+    };
+    fc.assert(
+      fc.property(fc.array(command, { minLength: 1, maxLength: 12 }), (commands) => {
+        for (const c of commands) {
+          if (c.kind === "fresh") {
+            // Only the last of a run is written: the run moves the counters on (across their ends when long).
+            let m = createMessage({ sender: "a", recipient: c.recipient, payload: { n: c.count } });
+            for (let i = 1; i < c.count; i++) m = createMessage({ sender: "a", recipient: c.recipient, payload: { n: i } });
+            written(m);
+            earlier.push(m);
+          } else if (c.kind === "earlier" && earlier.length > 0) {
+            createMessage({ sender: "a", recipient: "b", payload: {} }); // its ids are the last minted now
+            written(earlier[c.index % earlier.length] as Message);
+          } else {
+            const m = createMessage({ sender: "a", recipient: "b", payload: { k: c.kind } });
+            if (c.kind === "flat") written({ ...m, id: Buffer.from(m.id).toString("latin1"), traceId: Buffer.from(m.traceId).toString("latin1"), spanId: Buffer.from(m.spanId).toString("latin1") });
+            else if (c.kind === "accented") written({ ...m, id: `\u00e9${m.id.slice(1)}`, spanId: `\u00e9${m.spanId.slice(1)}` });
+            else if (c.kind === "request") written({ ...m, correlationId: m.id, replyTo: "a" });
+            else written({ ...m, parentSpanId: m.spanId, attempt: 2 });
+          }
+        }
+      }),
+      { numRuns: 60 },
     );
   });
 
