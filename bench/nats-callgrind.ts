@@ -26,6 +26,15 @@
  *   valgrind --tool=callgrind --callgrind-out-file=/dev/null node --predictable --import tsx bench/nats-callgrind.ts send 20000
  *   valgrind --tool=callgrind --callgrind-out-file=/dev/null node --predictable --import tsx bench/nats-callgrind.ts send 60000
  *
+ * Or count between marks, as bench/callgrind.ts does (the counts repeat to
+ * within a fraction of a percent, where two totals can differ by more): the
+ * rig reads `process.ppid` as the measured part begins and as it ends, and
+ * callgrind told `--dump-before=getppid` dumps its counts there; the
+ * highest-numbered dump holds exactly the measured messages (its compilers'
+ * and collector's part included, as `callgrind_annotate --inclusive=yes` shows):
+ *
+ *   valgrind --tool=callgrind --dump-before=getppid --callgrind-out-file=/tmp/cg.%p node --predictable --import tsx bench/nats-callgrind.ts send 30000
+ *
  * `node --cpu-prof --import tsx bench/nats-callgrind.ts receive 400000`
  * shows where the time goes.
  */
@@ -62,6 +71,11 @@ async function until(check: () => boolean): Promise<void> {
 }
 
 let started = 0n;
+
+/** Where callgrind, told `--dump-before=getppid`, dumps its counts: the start and the end of the measured part. */
+function mark(): void {
+  if (process.ppid < 0) throw new Error("unreachable: a parent pid is never negative");
+}
 /** Wall-clock time per measured message (a rough figure beside the instruction count). */
 const elapsed = (): string => `${(Number(process.hrtime.bigint() - started) / count).toFixed(0)} ns/message`;
 
@@ -109,8 +123,10 @@ if (mode === "decode") {
     for (let i = from; i < to; i++) attempts += decodeMessage(views[i % PER_READ] as Buffer).attempt;
   };
   decode(0, WARMUP);
+  mark();
   started = process.hrtime.bigint();
   decode(WARMUP, total);
+  mark();
   console.log(`decode: ${count} messages after ${WARMUP}, attempts ${attempts}, ${elapsed()}`);
   process.exit(0);
 }
@@ -122,13 +138,21 @@ if (mode === "send" || mode === "raw-send") {
   // The sink is announced by "another runtime": a registration on the bus.
   const other = await connect({ servers: SERVERS });
   const registration = createMessage({ sender: "peer", recipient: "peer", type: "_agency.register", payload: { name: `${prefix}-sink`, capabilities: [], capability_metadata: {} } });
-  other.publish("civitas.agent._agency.register", encodeMessage(registration));
-  await other.flush();
-  await until(() => runtime.agents().length > 0 && (runtime as unknown as { services: { bus: { transport: { hosts(n: string): boolean } } } }).services.bus.transport.hosts(`${prefix}-sink`));
+  const announced = (): boolean => (runtime as unknown as { services: { bus: { transport: { hosts(n: string): boolean } } } }).services.bus.transport.hosts(`${prefix}-sink`);
+  // Announced again until it arrives: under valgrind the first one can come before the subscription is up.
+  while (!announced()) {
+    other.publish("civitas.agent._agency.register", encodeMessage(registration));
+    await other.flush();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
   await other.close();
   stubSocketWrite(nc);
   for (let i = 0; i < total; i++) {
-    if (i === WARMUP) started = process.hrtime.bigint();
+    if (i === WARMUP) {
+      await turn();
+      mark();
+      started = process.hrtime.bigint();
+    }
     if (mode === "send") await runtime.send(`${prefix}-sink`, payload);
     else {
       // As the benchmark's raw side: publishes without awaiting, a turn now and then.
@@ -137,6 +161,7 @@ if (mode === "send" || mode === "raw-send") {
     }
   }
   await turn();
+  mark();
   console.log(`${mode}: ${count} messages after ${WARMUP}, ${written} bytes written, ${elapsed()}`);
 } else {
   let raw = 0;
@@ -153,11 +178,15 @@ if (mode === "send" || mode === "raw-send") {
   const parser = (nc as unknown as Internals).protocol.parser;
   let parsed = 0;
   for (; parsed < total; parsed += PER_READ) {
-    if (parsed === WARMUP) started = process.hrtime.bigint();
+    if (parsed === WARMUP) {
+      mark();
+      started = process.hrtime.bigint();
+    }
     parser.parse(read);
     await turn();
   }
   await until(() => sunk + raw >= parsed);
+  mark();
   console.log(`${mode}: ${count} messages after ${WARMUP}, ${sunk + raw} handled, ${elapsed()}`);
 }
 process.exit(0);
