@@ -25,4 +25,6 @@ export default tseslint.config(
   { files: ["eslint.config.js"], ...tseslint.configs.disableTypeChecked },
   // The inbox page's script runs in the browser as it is shipped: plain JavaScript, no type information.
   { files: ["src/http/assets/**/*.js"], ...tseslint.configs.disableTypeChecked },
+  // Peers for ../shared/bench-peers, run there as plain ES modules that import the built package (bench/peers/minimal.mjs).
+  { files: ["bench/peers/**/*.mjs"], ...tseslint.configs.disableTypeChecked },
 );
