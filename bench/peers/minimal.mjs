@@ -4,7 +4,7 @@
 // (this against the raw baseline, and against Erlang) from the runtime's own (civitas-ts against
 // this). It is not a lower bound: it is written plainly, not tuned (civitas-ts's ask path, tuned,
 // runs faster than this one's). Copy bench/peers/*.mjs into the bench-peers folder and list
-// `minimal-async minimal-enveloped` in JS_PEERS, with WORKLOADS="w1 w2 w3" (docs/benchmarks.md).
+// `minimal-async minimal-enveloped` in JS_PEERS, with WORKLOADS="w1 w2 w3" (docs/benchmarks.md, "stop 45").
 //
 // What the contract costs that the raw baseline (bench-peers' baseline.mjs) does not pay:
 // - every handler is an async function the loop awaits, and a send inside it is awaited (a send
