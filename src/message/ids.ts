@@ -50,8 +50,12 @@ const CLOCK_STEP_MS = 10_000;
 /** Every id before 2^48 ms (the year 10889) fits the 48-bit time field. */
 const MAX_MS = 2 ** 48 - 1;
 
-/** The time in the current prefix: the last one used, possibly ahead of the clock after a counter overflow. */
-let lastMs = -1;
+/**
+ * The time in the current prefix: the last one used, possibly ahead of the
+ * clock after a counter overflow. NaN before the first id: it equals no
+ * time, so no id continues a sequence that was never started.
+ */
+let lastMs = Number.NaN;
 let counter = 0;
 let prefix = "";
 let suffix = "";
@@ -100,6 +104,13 @@ let idBytesGeneration = -1;
  * ```
  */
 export function uuidv7(nowMs: number = nowDefault()): string {
+  // The common case, kept small so that V8 inlines it where messages are composed: another id in the same millisecond.
+  if (nowMs === lastMs && counter < 0xfff) return minted(prefix + (HEX3[++counter] as string) + suffix);
+  return nextMillisecondId(nowMs);
+}
+
+/** {@link uuidv7} for a time other than the last one's, or once the counter is spent. */
+function nextMillisecondId(nowMs: number): string {
   // Whole, non-negative milliseconds: a fractional or negative time would put
   // '.' or '-' into the hex timestamp field.
   const ms = Number.isFinite(nowMs) ? Math.max(0, Math.floor(nowMs)) : nowDefault();
@@ -270,7 +281,7 @@ export function useIdSource(source?: { fill(buffer: Buffer): void; now(): number
   fill = source === undefined ? randomFillSync : (buffer) => source.fill(buffer);
   nowDefault = source === undefined ? Date.now : () => source.now();
   offset = POOL_SIZE;
-  lastMs = -1;
+  lastMs = Number.NaN;
   counter = 0;
   prefix = "";
   suffix = "";

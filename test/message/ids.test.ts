@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { newSpanId, newTraceId, uuidv7 } from "../../src/message/ids.js";
+import { newSpanId, newTraceId, useIdSource, uuidv7 } from "../../src/message/ids.js";
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const MAX_48_BIT = 2 ** 48 - 1;
@@ -109,6 +109,33 @@ describe("uuidv7", () => {
     expect(timeOf(uuidv7(-5))).toBe(0);
     expect(uuidv7(Number.NaN)).toMatch(UUID_V7);
     expect(uuidv7(Number.POSITIVE_INFINITY)).toMatch(UUID_V7);
+  });
+
+  it("starts a well-formed sequence whatever the first time is, -1 included (before the first id, no time continues a sequence)", () => {
+    useIdSource();
+    const first = uuidv7(-1);
+    expect(first).toMatch(UUID_V7);
+    expect(timeOf(first)).toBe(0);
+    expect(uuidv7(-1) > first).toBe(true);
+  });
+
+  it("stays well-formed, unique and in order for any sequence of times from a fresh start (property)", () => {
+    const time = fc.oneof(fc.integer({ min: 1_700_000_000_000, max: 1_700_000_000_004 }), fc.constantFrom(-1, 0, 0.5, Number.NaN), fc.double({ min: 1_700_000_000_000, max: 1_700_000_000_004, noNaN: true }));
+    fc.assert(
+      fc.property(fc.array(time, { minLength: 1, maxLength: 200 }), (times) => {
+        useIdSource();
+        const ids = times.map((ms) => uuidv7(ms));
+        for (const id of ids) expect(id).toMatch(UUID_V7);
+        expect(new Set(ids).size).toBe(ids.length);
+        // A time more than 10 s behind the latest one so far starts afresh (NaN reads the clock, years ahead of these times).
+        let latest = -Infinity;
+        for (let i = 0; i < ids.length; i++) {
+          const ms = Number.isNaN(times[i]) ? Date.now() : Math.max(0, Math.floor(times[i] as number));
+          if (i > 0 && ms >= latest - CLOCK_STEP_MS) expect((ids[i] as string) > (ids[i - 1] as string)).toBe(true);
+          latest = Math.max(latest, ms);
+        }
+      }),
+    );
   });
 
   it("is unique, also within one millisecond", () => {
