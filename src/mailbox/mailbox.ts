@@ -303,7 +303,9 @@ export class Mailbox {
 
   /** Puts `message` in `lane` (or hands it to a waiting getter); returns what the keeper answered for a business message. */
   private deliver(message: Message, lane: Lane, waited: boolean): Promise<void> | undefined {
-    if (this.handOff(message, lane)) return undefined;
+    // Only get() and getPriority() wait for a message (an agent's loop parks instead): most mailboxes never had one waiting.
+    const waiting = this.waiting;
+    if (waiting !== undefined && this.handOff(waiting, message, lane)) return undefined;
     lane.push(message);
     const landing = lane === this.business && this.keeper !== undefined ? this.keeper.landed(message, waited) : undefined;
     if (landing !== undefined && !waited) landing.catch(noop);
@@ -316,9 +318,7 @@ export class Mailbox {
   }
 
   /** Gives `message` straight to the longest-waiting getter allowed to take it. */
-  private handOff(message: Message, lane: Lane): boolean {
-    const waiting = this.waiting;
-    if (waiting === undefined) return false;
+  private handOff(waiting: Waiting, message: Message, lane: Lane): boolean {
     // Every queued getter is live: an aborted one leaves its queue at once (attachAbort).
     const getter = lane === this.priority ? oldestGetter(waiting) : waiting.any.peek();
     if (getter === undefined) return false;
